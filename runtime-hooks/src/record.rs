@@ -126,7 +126,7 @@ impl Record {
     pub fn event(&self) -> Option<Event> {
         let p = &self.payload;
         Some(match self.kind()? {
-            RecordKind::Operator => Event::Operator(p.operator()),
+            RecordKind::Operator => Event::Operator(p.host_op()),
             RecordKind::UserRange => Event::UserRange(p.range()),
             RecordKind::RuntimeCall => {
                 Event::RuntimeCall(RuntimeCallKind::from_raw(self.op)?, p.runtime_call())

@@ -210,7 +210,7 @@ pub struct FlowPayload {
 #[derive(Clone, Copy)]
 pub union Payload {
     /// Host operator.
-    pub operator: OperatorPayload,
+    pub host_op: OperatorPayload,
     /// User range.
     pub range: RangePayload,
     /// Runtime call.
@@ -271,7 +271,7 @@ macro_rules! variant {
     };
 }
 
-variant!(operator: OperatorPayload);
+variant!(host_op: OperatorPayload);
 variant!(range: RangePayload);
 variant!(runtime_call: RuntimeCallPayload);
 variant!(kernel: KernelPayload);

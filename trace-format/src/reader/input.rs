@@ -1,0 +1,208 @@
+//! The byte source: a file, a slice or any reader, gunzipped when it starts with gzip's
+//! magic bytes, read through one reusable buffer.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use flate2::bufread::MultiGzDecoder;
+
+use crate::error::{Location, ReadError};
+
+/// Where a trace comes from.
+pub(crate) enum Source<'s> {
+    /// A file, opened (and re-opened for the pre-scan) by path.
+    Path(PathBuf),
+    /// Bytes in memory.
+    Slice(&'s [u8]),
+    /// Any reader; read once, so no pre-scan.
+    Reader(Box<dyn Read + 's>),
+}
+
+impl Source<'_> {
+    /// Whether the source can be read a second time (for the `baseTimeNanoseconds` pre-scan).
+    pub(crate) fn can_reopen(&self) -> bool {
+        !matches!(self, Source::Reader(_))
+    }
+}
+
+/// gzip's magic bytes (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Read size; also the initial buffer size is four of these.
+const CHUNK: usize = 1 << 20;
+
+/// Opens `source` (or re-opens a path / slice), detecting gzip by content.
+pub(crate) fn open<'s>(
+    source: &mut Source<'s>,
+    file: &Arc<str>,
+) -> Result<(Box<dyn Read + 's>, bool), ReadError> {
+    let io_err = |source| ReadError::Io {
+        at: Location {
+            file: file.clone(),
+            byte_offset: 0,
+            event_index: None,
+        },
+        source,
+    };
+    match source {
+        Source::Path(path) => {
+            let f = File::open(&*path).map_err(io_err)?;
+            let mut reader = BufReader::with_capacity(256 << 10, f);
+            let is_gzip = reader.fill_buf().map_err(io_err)?.starts_with(&GZIP_MAGIC);
+            if is_gzip {
+                Ok((Box::new(MultiGzDecoder::new(reader)), true))
+            } else {
+                Ok((Box::new(reader), false))
+            }
+        }
+        Source::Slice(bytes) => {
+            let bytes: &'s [u8] = bytes;
+            if bytes.starts_with(&GZIP_MAGIC) {
+                Ok((Box::new(MultiGzDecoder::new(bytes)), true))
+            } else {
+                Ok((Box::new(bytes), false))
+            }
+        }
+        Source::Reader(reader) => {
+            let reader = std::mem::replace(reader, Box::new(io::empty()));
+            let mut reader = BufReader::with_capacity(256 << 10, reader);
+            let is_gzip = reader.fill_buf().map_err(io_err)?.starts_with(&GZIP_MAGIC);
+            if is_gzip {
+                Ok((Box::new(MultiGzDecoder::new(reader)), true))
+            } else {
+                Ok((Box::new(reader), false))
+            }
+        }
+    }
+}
+
+/// A window over the decompressed JSON text: `buf[pos..end]` is unread.
+pub(crate) struct Input<'s> {
+    reader: Box<dyn Read + 's>,
+    is_gzip: bool,
+    file: Arc<str>,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) pos: usize,
+    pub(crate) end: usize,
+    /// Offset in the text of `buf[0]`.
+    base: u64,
+    pub(crate) eof: bool,
+    max_value_bytes: usize,
+}
+
+impl<'s> Input<'s> {
+    pub(crate) fn new(
+        reader: Box<dyn Read + 's>,
+        is_gzip: bool,
+        file: Arc<str>,
+        max_value_bytes: usize,
+    ) -> Self {
+        Input {
+            reader,
+            is_gzip,
+            file,
+            buf: vec![0; 4 * CHUNK],
+            pos: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            max_value_bytes,
+        }
+    }
+
+    /// The text offset of `buf[index]`.
+    pub(crate) fn offset_of(&self, index: usize) -> u64 {
+        self.base + index as u64
+    }
+
+    /// The bytes not yet consumed.
+    pub(crate) fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Reads more text after `end`, keeping `buf[pos..end]`. Returns `false` at the end of
+    /// the input. Fails if one value would need more than the configured limit.
+    pub(crate) fn refill(&mut self, event_index: Option<u64>) -> Result<bool, ReadError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 && self.end - self.pos < self.buf.len() / 2 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.buf.len() - self.end < CHUNK / 4 {
+            let unread = self.end - self.pos;
+            if unread >= self.max_value_bytes {
+                return Err(ReadError::TooLarge {
+                    at: self.location(self.pos, event_index),
+                    limit_bytes: self.max_value_bytes,
+                });
+            }
+            let new_len = (self.buf.len() * 2).max(self.end + CHUNK);
+            self.buf.resize(new_len, 0);
+        }
+        loop {
+            let limit = (self.end + CHUNK.max(self.buf.len() / 4)).min(self.buf.len());
+            match self.reader.read(&mut self.buf[self.end..limit]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    let at = self.location(self.end, event_index);
+                    return Err(if self.is_gzip {
+                        ReadError::Gzip { at, source }
+                    } else {
+                        ReadError::Io { at, source }
+                    });
+                }
+            }
+        }
+    }
+
+    /// Skips whitespace (and a UTF-8 byte order mark at the very start), refilling as
+    /// needed; returns the next byte without consuming it, or `None` at the end.
+    pub(crate) fn peek_significant(
+        &mut self,
+        event_index: Option<u64>,
+    ) -> Result<Option<u8>, ReadError> {
+        loop {
+            while self.pos < self.end {
+                match self.buf[self.pos] {
+                    b' ' | b'\t' | b'\n' | b'\r' => self.pos += 1,
+                    0xEF if self.offset_of(self.pos) == 0 => {
+                        if self.end - self.pos < 3 && !self.eof {
+                            break;
+                        }
+                        if self.buf[self.pos..self.end].starts_with(&[0xEF, 0xBB, 0xBF]) {
+                            self.pos += 3;
+                        } else {
+                            return Ok(Some(0xEF));
+                        }
+                    }
+                    b => return Ok(Some(b)),
+                }
+            }
+            if !self.refill(event_index)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// A location at `buf[index]`.
+    pub(crate) fn location(&self, index: usize, event_index: Option<u64>) -> Location {
+        Location {
+            file: self.file.clone(),
+            byte_offset: self.offset_of(index),
+            event_index,
+        }
+    }
+}

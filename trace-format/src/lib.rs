@@ -10,6 +10,7 @@ mod meta;
 mod reader;
 mod sink;
 mod time;
+mod writer;
 
 pub use args::{ArgValue, Args, ArgsIter};
 pub use category::Category;
@@ -21,3 +22,4 @@ pub use meta::{
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
 pub use sink::{from_fn, CollectSink, CountingSink, FnSink, TraceSink};
+pub use writer::{Output, TraceWriter, WriteOptions};

@@ -128,14 +128,15 @@ fn scale(mantissa: i128, exp10: i64, dropped_nonzero: bool) -> Result<i128, Numb
 }
 
 /// Appends `ns` as microseconds with exactly three decimals (`-1.005`, `12.000`).
-pub(crate) fn write_ns_as_us(out: &mut Vec<u8>, ns: i64) {
+/// Takes `i128` so that `ts_ns - baseTimeNanoseconds` can never overflow.
+pub(crate) fn write_ns_as_us(out: &mut Vec<u8>, ns: i128) {
     let magnitude = ns.unsigned_abs();
     if ns < 0 {
         out.push(b'-');
     }
     let whole = magnitude / 1000;
     let frac = (magnitude % 1000) as u16;
-    let mut digits = [0u8; 20];
+    let mut digits = [0u8; 40];
     let mut len = 0;
     let mut rest = whole;
     loop {
@@ -222,13 +223,16 @@ mod tests {
             i64::MIN + 1,
         ] {
             let mut out = Vec::new();
-            write_ns_as_us(&mut out, ns);
+            write_ns_as_us(&mut out, ns.into());
             let text = String::from_utf8(out).unwrap();
             assert_eq!(text.split('.').nth(1).map(str::len), Some(3), "{text}");
             assert_eq!(parse_us_to_ns(&text), Ok(ns), "{text}");
         }
         let mut out = Vec::new();
         write_ns_as_us(&mut out, -1005);
+        let mut out2 = Vec::new();
+        write_ns_as_us(&mut out2, i128::from(i64::MIN) - i128::from(i64::MAX));
+        assert!(out2.starts_with(b"-18446744073709551.615"));
         assert_eq!(out, b"-1.005");
     }
 }

@@ -218,7 +218,7 @@ impl<'s, 'p> Parser<'s, 'p> {
                             message: strip_position(&e),
                         }),
                     },
-                    Some(Err(e)) if e.is_eof() && !self.input.eof => Attempt::NeedMore,
+                    Some(Err(e)) if !self.input.eof && near_end(&e, unread) => Attempt::NeedMore,
                     None if !self.input.eof => Attempt::NeedMore,
                     Some(Err(e)) => Attempt::Failed(self.serde_error(&e, event_index, inside)),
                     None => Attempt::Failed(self.truncated(inside, event_index)),
@@ -371,7 +371,7 @@ impl<'s, 'p> Parser<'s, 'p> {
                             Err(e) => Attempt::Done(used, Err(e)),
                         }
                     }
-                    Some(Err(e)) if e.is_eof() && !self.input.eof => Attempt::NeedMore,
+                    Some(Err(e)) if !self.input.eof && near_end(&e, unread) => Attempt::NeedMore,
                     None if !self.input.eof => Attempt::NeedMore,
                     Some(Err(e)) => Attempt::Failed(self.serde_error(&e, Some(index), "an event")),
                     None => Attempt::Failed(self.truncated("an event", Some(index))),
@@ -409,6 +409,13 @@ impl<'s, 'p> Parser<'s, 'p> {
             }
         }
     }
+}
+
+/// Whether a parse error may only be the buffer ending mid-value: serde_json reports
+/// `1.` or `tr` at the end of its input as "invalid number"/"expected value", not EOF.
+/// Refilling is always safe: a real error is reported again, further from the end.
+fn near_end(e: &serde_json::Error, unread: &[u8]) -> bool {
+    e.is_eof() || offset_of_line_column(unread, e.line(), e.column()) + 64 >= unread.len()
 }
 
 /// serde_json's message without its " at line L column C" suffix.

@@ -15,6 +15,9 @@ use crate::Record;
 /// Default ring size in records per thread (64 bytes each: 2 MiB per thread).
 pub const DEFAULT_RING_CAPACITY: usize = 32 * 1024;
 
+/// Largest ring size in records (1 GiB of records per thread).
+pub const MAX_RING_CAPACITY: usize = 1 << 24;
+
 static RING_CAPACITY: AtomicUsize = AtomicUsize::new(DEFAULT_RING_CAPACITY);
 
 struct Registry {
@@ -40,9 +43,11 @@ pub(crate) fn register(ring: Arc<ThreadRing>) {
 }
 
 /// Sets the ring size, in records, for threads that record for the first time from now
-/// on (rounded up to a power of two, at least 2). Existing rings keep their size.
+/// on, rounded up to a power of two and clamped to `2..=`[`MAX_RING_CAPACITY`].
+/// Existing rings keep their size.
 pub fn set_ring_capacity(records: usize) {
-    RING_CAPACITY.store(records.max(2).next_power_of_two(), Ordering::Relaxed);
+    let records = records.clamp(2, MAX_RING_CAPACITY).next_power_of_two();
+    RING_CAPACITY.store(records, Ordering::Relaxed);
 }
 
 /// The ring size, in records, that newly registering threads get.

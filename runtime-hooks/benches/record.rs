@@ -175,6 +175,34 @@ fn threads(c: &mut Criterion) {
     group.finish();
 }
 
+/// The one-time cost of a thread's first record: allocate and pre-fault its ring,
+/// register it. Measured inside fresh threads; the ring is retired after each.
+fn registration(c: &mut Criterion) {
+    runtime_hooks::set_enabled(true);
+    runtime_hooks::set_ring_capacity(runtime_hooks::DEFAULT_RING_CAPACITY);
+    let mut group = c.benchmark_group("thread registration");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(2));
+    group.bench_function("first record on a new thread (default ring)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += std::thread::spawn(|| {
+                    let start = Instant::now();
+                    record_op();
+                    start.elapsed()
+                })
+                .join()
+                .unwrap();
+                runtime_hooks::drain_with(usize::MAX, |_| {});
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
 /// A subscriber that enables everything and does nothing.
 struct NopSubscriber;
 
@@ -218,6 +246,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = timestamps, records, threads, tracing_span
+    targets = timestamps, records, threads, registration, tracing_span
 }
 criterion_main!(benches);

@@ -74,11 +74,20 @@ impl std::fmt::Debug for Ring {
 
 impl Ring {
     /// A ring holding `capacity` records, rounded up to a power of two (at least 2).
+    ///
+    /// The slots' memory is touched once here (one write per 4 KiB page), so the
+    /// producer never takes a page fault on its first pass through the ring.
     pub(crate) fn with_capacity(capacity: usize) -> Self {
+        const SLOTS_PER_PAGE: usize = 4096 / std::mem::size_of::<Record>();
         let capacity = capacity.max(2).next_power_of_two();
-        let slots = (0..capacity)
+        let slots: Box<[UnsafeCell<MaybeUninit<Record>>]> = (0..capacity)
             .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
             .collect();
+        for slot in slots.iter().step_by(SLOTS_PER_PAGE) {
+            // SAFETY: the ring is not shared yet, so this is the only access to the slot;
+            // the write is volatile so that the pre-fault is not optimized away.
+            unsafe { slot.get().write_volatile(MaybeUninit::zeroed()) };
+        }
         Ring {
             producer: CachePadded::default(),
             consumer: CachePadded::default(),

@@ -175,32 +175,48 @@ fn threads(c: &mut Criterion) {
     group.finish();
 }
 
-/// The one-time cost of a thread's first record: allocate and pre-fault its ring,
-/// register it. Measured inside fresh threads; the ring is retired after each.
+/// The one-time cost of registering a thread's ring (what a thread's first record pays
+/// unless the runtime called `register_thread` earlier).
 fn registration(c: &mut Criterion) {
     runtime_hooks::set_enabled(true);
     runtime_hooks::set_ring_capacity(runtime_hooks::DEFAULT_RING_CAPACITY);
+
+    // Cold: fresh ring memory each time (rings are kept until all are measured). Too
+    // slow and memory-hungry for criterion's iteration counts, so timed by hand.
+    let mut cold: Vec<Duration> = (0..16)
+        .map(|_| std::thread::spawn(time_registration).join().unwrap())
+        .collect();
+    cold.sort();
+    println!(
+        "thread registration/cold (fresh 2 MiB ring), median of 16: {:?}",
+        cold[8]
+    );
+    runtime_hooks::drain_with(usize::MAX, |_| {});
+
     let mut group = c.benchmark_group("thread registration");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(2));
-    group.bench_function("first record on a new thread (default ring)", |b| {
+    group.bench_function("warm (ring memory reused from a retired thread)", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                total += std::thread::spawn(|| {
-                    let start = Instant::now();
-                    record_op();
-                    start.elapsed()
-                })
-                .join()
-                .unwrap();
+                total += std::thread::spawn(time_registration).join().unwrap();
+                // Retire the ring so the next thread reuses its memory.
                 runtime_hooks::drain_with(usize::MAX, |_| {});
             }
             total
         })
     });
     group.finish();
+}
+
+fn time_registration() -> Duration {
+    let start = Instant::now();
+    runtime_hooks::register_thread();
+    let elapsed = start.elapsed();
+    record_op();
+    elapsed
 }
 
 /// A subscriber that enables everything and does nothing.

@@ -248,6 +248,11 @@ void nph_operator_end(uint32_t name_id, uint64_t corr_id, uint64_t seq_nr);
 void nph_range_begin(uint32_t name_id, uint64_t value);
 void nph_range_end(uint32_t name_id, uint64_t value);
 
+/* Registers the calling thread's ring now (allocates and pre-faults it, ~0.7 ms for
+ * the default 2 MiB ring) instead of at the thread's first record. Returns 1, or 0 if
+ * the thread is exiting. */
+int32_t nph_register_thread(void);
+
 /* Collector. nph_drain copies up to `capacity` unread records of all threads (each
  * thread's oldest first) and returns how many; producers may keep recording. */
 size_t nph_drain(nph_record *out, size_t capacity);

@@ -55,6 +55,17 @@ pub fn ring_capacity() -> usize {
     RING_CAPACITY.load(Ordering::Relaxed)
 }
 
+/// Registers the calling thread's ring now, instead of at its first record.
+///
+/// Registration allocates the ring and touches every page of it (about 0.7 ms for the
+/// default 2 MiB ring on the development VM), then takes the registry lock. A runtime
+/// calls this when it starts a thread that will record, so that the thread's first
+/// record is as cheap as the others. Idempotent; returns false only if the thread is
+/// already tearing down its thread locals. Works whether or not recording is enabled.
+pub fn register_thread() -> bool {
+    crate::local::LOCAL.with(|local| local.ensure_registered())
+}
+
 /// Counters and identity of one recording thread.
 ///
 /// For every thread, `recorded + dropped` is exactly the number of records it attempted

@@ -224,6 +224,13 @@ pub unsafe extern "C" fn nph_drain(out: *mut Record, capacity: usize) -> usize {
     written
 }
 
+/// Registers the calling thread's ring now rather than at its first record (see
+/// `runtime_hooks::register_thread`). Returns 1 on success, 0 if the thread is exiting.
+#[no_mangle]
+pub extern "C" fn nph_register_thread() -> i32 {
+    i32::from(collector::register_thread())
+}
+
 /// Records lost so far (dropped on full rings and lost at thread exit).
 #[no_mangle]
 pub extern "C" fn nph_dropped_total() -> u64 {

@@ -117,8 +117,8 @@ mod record;
 mod ring;
 
 pub use collector::{
-    drain, drain_with, dropped_total, records_lost_at_exit, ring_capacity, set_ring_capacity,
-    thread_stats, ThreadStats, DEFAULT_RING_CAPACITY, MAX_RING_CAPACITY,
+    drain, drain_with, dropped_total, records_lost_at_exit, register_thread, ring_capacity,
+    set_ring_capacity, thread_stats, ThreadStats, DEFAULT_RING_CAPACITY, MAX_RING_CAPACITY,
 };
 pub use hooks::{
     collective, collective_begin, collective_end, counter, counter_at, dma, flow_end, flow_start,

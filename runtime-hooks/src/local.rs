@@ -93,6 +93,15 @@ impl Local {
         unsafe { ring.ring.push(record) };
     }
 
+    /// Registers this thread's ring now if it has none; false if the thread is exiting.
+    pub(crate) fn ensure_registered(&self) -> bool {
+        if self.ring.get().is_null() {
+            self.register().is_some()
+        } else {
+            self.ring.get().addr() > 1
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn push_slow(&self, record: &mut Record) {

@@ -143,6 +143,8 @@ static uint32_t step_name;
 /* A worker thread that records ten ranges and exits before anyone drains. */
 static void *worker(void *arg) {
     (void)arg;
+    CHECK(nph_register_thread() == 1);
+    CHECK(nph_register_thread() == 1);
     for (uint64_t step = 0; step < 5; step++) {
         nph_range_begin(step_name, step);
         nph_range_end(step_name, step);

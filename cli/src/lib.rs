@@ -1,0 +1,9 @@
+//! The library behind the `neuronprof` command.
+//!
+//! The binary (`src/main.rs`) only parses arguments and prints; each command's work
+//! lives in a module here, built on the workspace's library crates:
+//!
+//! - [`inspect`]: `neuronprof inspect PATH…` — what is in a set of Kineto rank traces.
+#![warn(missing_docs)]
+
+pub mod inspect;

@@ -22,7 +22,8 @@
 //! - Names: [`name!`] interns a literal once per call site; [`intern`] for run-time
 //!   names; [`resolve`] and [`names_from`] turn ids back into strings.
 //! - Collecting: [`drain`]/[`drain_with`], [`thread_stats`] (per-thread recorded,
-//!   dropped, drained, OS thread id and name), [`dropped_total`].
+//!   dropped, drained, OS thread id and name), [`dropped_total`]; [`register_thread`] to
+//!   set a thread up ahead of its first record.
 //! - Time: [`clock::now_ns`] (this thread's host clock), [`clock::anchor`] (the wall-time
 //!   anchor for `baseTimeNanoseconds`), [`clock::emulation_scope`] and
 //!   [`clock::advance_to`] for the emulation-time contract.
@@ -62,28 +63,31 @@
 //!
 //! # Measured overhead
 //!
-//! Medians from one run of `cargo bench -p runtime-hooks` on the project's development
-//! machine (2-core AMD EPYC VM, shared with other builds while measuring, so treat them
-//! as indicative; `docs/PERFORMANCE.md` has the full table and ratios):
+//! Medians from one run of `cargo bench -p runtime-hooks` on the development machine
+//! (2-core AMD EPYC VM, shared with other builds while measuring: indicative only; the
+//! full table with ratios is in `docs/PERFORMANCE.md`):
 //!
-//! | what                                        | median   |
-//! |---------------------------------------------|----------|
-//! | do-nothing baseline                         | BASELINE |
-//! | `rdtsc` alone                               | RDTSC    |
-//! | `clock_gettime(CLOCK_MONOTONIC)` alone       | CGT      |
-//! | record, disabled                            | DISABLED |
-//! | record, enabled (one host-stamped record)   | ENABLED  |
-//! | record, enabled, two threads (per thread)   | TWO      |
-//! | operator scope (begin + end, two records)   | SCOPE    |
-//! | `tracing` span create/enter/exit, no-op subscriber | TRACING |
+//! | what                                                     | median   | × clock read |
+//! |----------------------------------------------------------|---------:|-------------:|
+//! | do-nothing baseline                                      | 0.24 ns  | 0.01         |
+//! | `rdtsc` alone                                            | 9.11 ns  | 0.44         |
+//! | `clock_gettime(CLOCK_MONOTONIC)` alone (the clock read)  | 20.91 ns | 1.00         |
+//! | record, disabled                                         | 1.67 ns  | 0.08         |
+//! | record, enabled                                          | 28.26 ns | 1.35         |
+//! | record, enabled, ring full (dropped, counted)            | 24.34 ns | 1.16         |
+//! | record, two threads at once (CPU time per thread)        | 28.33 ns | 1.35         |
+//! | [`OperatorScope`] begin + end (two records)              | 54.67 ns | 2.61         |
+//! | `tracing` span create + enter + exit, no-op subscriber   | 23.87 ns | 1.14         |
+//! | thread registration (once per thread), cold / warm       | 704 µs / 2.4 µs |      |
 //!
 //! # Design choices
 //!
 //! - **Clock.** `CLOCK_MONOTONIC` through the vDSO rather than a self-calibrated TSC:
 //!   every process on a host shares it exactly (ranks line up), it needs no calibration
 //!   or invariant-TSC detection, and the kernel reads the TSC underneath anyway; see
-//!   [`clock`] for the reasoning and the benchmark for the cost difference. A disabled
-//!   hook reads no clock at all: the enabled flag is checked first.
+//!   [`clock`] for the reasoning. The price is the difference between the clock and
+//!   `rdtsc` rows above. A disabled hook reads no clock at all: the enabled flag is
+//!   checked first.
 //! - **Records.** 64 bytes, aligned to a cache line, so a record is one line write. The
 //!   payload is a union of padding-free plain-data structs, so every byte is always
 //!   initialized and decoding is safe.
@@ -93,9 +97,11 @@
 //!   producer keeps a cached copy of the consumer position and reads the shared one only
 //!   when the ring looks full. Consumers take a per-ring lock that producers never touch.
 //! - **One-time thread registration.** A thread's first record (enabled) allocates its
-//!   ring, takes the registry lock and reads its OS thread id and name: a few
-//!   microseconds, once per thread. After that the recording path is lock-free and
-//!   allocation-free. Rings are shared (`Arc`) with the registry, so records of exited
+//!   ring, touches each of its pages (so the recording path never page-faults later),
+//!   takes the registry lock and reads its OS thread id and name: about 0.7 ms for the
+//!   default ring, once per thread. A runtime moves that cost out of the first record by
+//!   calling [`register_thread`] when it starts the thread. After that the recording
+//!   path is lock-free, allocation-free and system-call-free. Rings are shared (`Arc`) with the registry, so records of exited
 //!   threads stay until a drain empties them; the ring is then freed and its final
 //!   [`ThreadStats`] kept.
 //! - **Drops are counted, never waited for.** A full ring drops the new record and

@@ -1,0 +1,1 @@
+//! Analyses of Kineto traces (work in progress; see issue 6).

@@ -1,0 +1,1 @@
+//! The emulated Trainium device (work in progress; see issue 3).

@@ -326,6 +326,7 @@ fn parse_record(line: &str) -> Record {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "runs a C compiler and a child process")]
 fn c_program_records_through_header() {
     let stdout = compile_and_run();
     let lines: Vec<&str> = stdout.lines().collect();

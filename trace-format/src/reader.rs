@@ -41,6 +41,26 @@ impl Default for ReadOptions {
     }
 }
 
+impl ReadOptions {
+    /// Sets [`ReadOptions::lenient`].
+    pub fn with_lenient(mut self, on: bool) -> Self {
+        self.lenient = on;
+        self
+    }
+
+    /// Sets [`ReadOptions::prescan_base_time`].
+    pub fn with_prescan_base_time(mut self, on: bool) -> Self {
+        self.prescan_base_time = on;
+        self
+    }
+
+    /// Sets [`ReadOptions::max_value_bytes`] (at least 1 KiB).
+    pub fn with_max_value_bytes(mut self, bytes: usize) -> Self {
+        self.max_value_bytes = bytes.max(1024);
+        self
+    }
+}
+
 /// How `ts` values were turned into absolute nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeBase {
@@ -161,7 +181,11 @@ impl<'s> TraceReader<'s> {
     /// error that stopped it in [`ReadReport::damage`] — events before it were delivered.
     pub fn read<S: TraceSink + ?Sized>(mut self, sink: &mut S) -> Result<ReadReport, ReadError> {
         let lenient = self.options.lenient;
-        let (reader, gzip) = match input::open(&mut self.source, &self.file) {
+        let input::Opened {
+            reader,
+            is_gzip: gzip,
+            size_hint,
+        } = match input::open(&mut self.source, &self.file) {
             Ok(opened) => opened,
             Err(e) if lenient => return Ok(empty_report(e)),
             Err(e) => return Err(e),
@@ -176,7 +200,7 @@ impl<'s> TraceReader<'s> {
             None
         };
         let mut parser = Parser {
-            input: Input::new(reader, gzip, self.file.clone(), max),
+            input: Input::new(reader, gzip, self.file.clone(), max, size_hint),
             file: self.file.clone(),
             lenient,
             skip_events: false,
@@ -235,11 +259,16 @@ fn empty_report(damage: ReadError) -> ReadReport {
 /// Reads the input again, skipping events, and returns the keys after `traceEvents`.
 /// Errors end the pre-scan quietly: the main pass reports them where they are.
 fn prescan_trailer(source: &mut Source<'_>, file: &Arc<str>, max: usize) -> Vec<MetaEntry> {
-    let Ok((reader, gzip)) = input::open(source, file) else {
+    let Ok(input::Opened {
+        reader,
+        is_gzip: gzip,
+        size_hint,
+    }) = input::open(source, file)
+    else {
         return Vec::new();
     };
     let mut parser = Parser {
-        input: Input::new(reader, gzip, file.clone(), max),
+        input: Input::new(reader, gzip, file.clone(), max, size_hint),
         file: file.clone(),
         lenient: false,
         skip_events: true,

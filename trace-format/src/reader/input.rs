@@ -29,14 +29,21 @@ impl Source<'_> {
 
 /// gzip's magic bytes (RFC 1952).
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-/// Read size; also the initial buffer size is four of these.
-const CHUNK: usize = 1 << 20;
+/// The buffer size (it grows only for a single value larger than this).
+const BUFFER: usize = 4 << 20;
+
+/// An opened source.
+pub(crate) struct Opened<'s> {
+    /// The text (decompressed if needed).
+    pub(crate) reader: Box<dyn Read + 's>,
+    /// Whether it was gzip.
+    pub(crate) is_gzip: bool,
+    /// The length of the raw input, when known.
+    pub(crate) size_hint: Option<u64>,
+}
 
 /// Opens `source` (or re-opens a path / slice), detecting gzip by content.
-pub(crate) fn open<'s>(
-    source: &mut Source<'s>,
-    file: &Arc<str>,
-) -> Result<(Box<dyn Read + 's>, bool), ReadError> {
+pub(crate) fn open<'s>(source: &mut Source<'s>, file: &Arc<str>) -> Result<Opened<'s>, ReadError> {
     let io_err = |source| ReadError::Io {
         at: Location {
             file: file.clone(),
@@ -48,20 +55,38 @@ pub(crate) fn open<'s>(
     match source {
         Source::Path(path) => {
             let f = File::open(&*path).map_err(io_err)?;
+            let len = f.metadata().ok().map(|m| m.len());
             let mut reader = BufReader::with_capacity(256 << 10, f);
             let is_gzip = reader.fill_buf().map_err(io_err)?.starts_with(&GZIP_MAGIC);
             if is_gzip {
-                Ok((Box::new(MultiGzDecoder::new(reader)), true))
+                Ok(Opened {
+                    reader: Box::new(MultiGzDecoder::new(reader)),
+                    is_gzip: true,
+                    size_hint: len,
+                })
             } else {
-                Ok((Box::new(reader), false))
+                Ok(Opened {
+                    reader: Box::new(reader),
+                    is_gzip: false,
+                    size_hint: len,
+                })
             }
         }
         Source::Slice(bytes) => {
             let bytes: &'s [u8] = bytes;
+            let len = Some(bytes.len() as u64);
             if bytes.starts_with(&GZIP_MAGIC) {
-                Ok((Box::new(MultiGzDecoder::new(bytes)), true))
+                Ok(Opened {
+                    reader: Box::new(MultiGzDecoder::new(bytes)),
+                    is_gzip: true,
+                    size_hint: len,
+                })
             } else {
-                Ok((Box::new(bytes), false))
+                Ok(Opened {
+                    reader: Box::new(bytes),
+                    is_gzip: false,
+                    size_hint: len,
+                })
             }
         }
         Source::Reader(reader) => {
@@ -69,9 +94,17 @@ pub(crate) fn open<'s>(
             let mut reader = BufReader::with_capacity(256 << 10, reader);
             let is_gzip = reader.fill_buf().map_err(io_err)?.starts_with(&GZIP_MAGIC);
             if is_gzip {
-                Ok((Box::new(MultiGzDecoder::new(reader)), true))
+                Ok(Opened {
+                    reader: Box::new(MultiGzDecoder::new(reader)),
+                    is_gzip: true,
+                    size_hint: None,
+                })
             } else {
-                Ok((Box::new(reader), false))
+                Ok(Opened {
+                    reader: Box::new(reader),
+                    is_gzip: false,
+                    size_hint: None,
+                })
             }
         }
     }
@@ -92,17 +125,23 @@ pub(crate) struct Input<'s> {
 }
 
 impl<'s> Input<'s> {
+    /// `size_hint`: the input's length when known, to size the buffer for small inputs.
     pub(crate) fn new(
         reader: Box<dyn Read + 's>,
         is_gzip: bool,
         file: Arc<str>,
         max_value_bytes: usize,
+        size_hint: Option<u64>,
     ) -> Self {
+        let size = match size_hint {
+            Some(len) if !is_gzip => usize::try_from(len).unwrap_or(BUFFER).saturating_add(64),
+            _ => BUFFER,
+        };
         Input {
             reader,
             is_gzip,
             file,
-            buf: vec![0; 4 * CHUNK],
+            buf: vec![0; size.clamp(256, BUFFER)],
             pos: 0,
             end: 0,
             base: 0,
@@ -127,26 +166,25 @@ impl<'s> Input<'s> {
         if self.eof {
             return Ok(false);
         }
-        if self.pos > 0 && self.end - self.pos < self.buf.len() / 2 {
+        if self.pos > 0 {
+            // What is left is at most one partial value: cheap to move.
             self.buf.copy_within(self.pos..self.end, 0);
             self.base += self.pos as u64;
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.len() - self.end < CHUNK / 4 {
-            let unread = self.end - self.pos;
-            if unread >= self.max_value_bytes {
+        if self.end == self.buf.len() {
+            if self.end >= self.max_value_bytes {
                 return Err(ReadError::TooLarge {
                     at: self.location(self.pos, event_index),
                     limit_bytes: self.max_value_bytes,
                 });
             }
-            let new_len = (self.buf.len() * 2).max(self.end + CHUNK);
+            let new_len = (self.buf.len() * 2).min(self.max_value_bytes.max(self.buf.len() + 1));
             self.buf.resize(new_len, 0);
         }
         loop {
-            let limit = (self.end + CHUNK.max(self.buf.len() / 4)).min(self.buf.len());
-            match self.reader.read(&mut self.buf[self.end..limit]) {
+            match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(false);

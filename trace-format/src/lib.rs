@@ -1,4 +1,163 @@
 //! Kineto traces (what `torch.profiler` writes), read and written, streaming.
+//!
+//! neuronprof's traces are Kineto JSON, so Perfetto, chrome://tracing, TensorBoard and
+//! Holistic Trace Analysis (HTA) read them. This crate is the one place that knows the
+//! format: a model of the trace, a streaming reader that pushes events into a
+//! [`TraceSink`] (never the whole document in memory), and a streaming [`TraceWriter`]
+//! that follows libkineto's conventions to the byte where tools care. It depends on no
+//! other workspace crate.
+//!
+//! # Key types
+//!
+//! - [`TraceReader`]: opens a path (`.json` or `.json.gz`, gzip detected by its magic
+//!   bytes), a slice or any reader; [`TraceReader::read`] pushes into a [`TraceSink`] and
+//!   returns a [`ReadReport`] (metadata, counts, damage in lenient mode, [`TimeBase`]).
+//!   Shortcuts: [`read_path`], [`read_path_lenient`].
+//! - [`TraceSink`]: `on_header(&TraceMeta)`, `on_event(index, &Event)`,
+//!   `on_trailer(&TraceMeta)`. Ready-made: [`CountingSink`], [`CollectSink`], [`from_fn`].
+//! - [`Event`]: phase, category, name, pid/tid ([`Ident`]: number or string), `ts_ns`,
+//!   `dur_ns`, `flow_id`, binding point, instant scope, [`Args`], unknown keys. Borrowed
+//!   from the read buffer; [`Event::into_owned`] to keep it.
+//! - [`Category`]: every Kineto category, legacy spellings, and `Other`;
+//!   [`Category::normalized`].
+//! - [`Args`] / [`ArgValue`]: ordered, typed arguments (`event.arg("correlation")`).
+//! - [`TraceMeta`]: all top-level keys in order, raw, with typed accessors
+//!   ([`TraceMeta::rank`], [`TraceMeta::device_properties`], [`TraceMeta::base_time_ns`]…).
+//! - [`ReadError`]: what went wrong and where ([`Location`]: file, byte offset, event index).
+//!
+//! # Example
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use trace_format::{Category, Event, TraceMeta, TraceReader, TraceSink, TraceWriter};
+//!
+//! // A sink that sums kernel time per device.
+//! #[derive(Default)]
+//! struct KernelTime { rank: Option<i64>, busy_ns: i64, launches: u64 }
+//!
+//! impl TraceSink for KernelTime {
+//!     fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+//!         self.rank = meta.rank();
+//!         ControlFlow::Continue(())
+//!     }
+//!     fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
+//!         match event.normalized_category() {
+//!             Some(Category::Kernel) => self.busy_ns += event.dur_ns.unwrap_or(0),
+//!             Some(Category::PrivateUse1Runtime) => self.launches += 1,
+//!             _ => {}
+//!         }
+//!         ControlFlow::Continue(())
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Write a small trace into memory…
+//! let base = 1_790_857_026_000_000_000;
+//! let mut meta = TraceMeta::kineto(Some(base));
+//! meta.set_distributed("gloo", 0, 2);
+//! let mut writer = TraceWriter::new(Vec::new(), &meta)?;
+//! writer.write_event(
+//!     &Event::complete(Category::PrivateUse1Runtime, "launch", 4242, 4242, base + 1_000, 3_000)
+//!         .with_arg("correlation", 7i64),
+//! )?;
+//! writer.write_event(
+//!     &Event::complete(Category::Kernel, "matmul", 0, 1, base + 5_000, 12_500)
+//!         .with_arg("correlation", 7i64)
+//!         .with_arg("device", 0i64),
+//! )?;
+//! let bytes = writer.finish()?;
+//!
+//! // …and read it back through a sink.
+//! let mut sink = KernelTime::default();
+//! let report = TraceReader::from_slice("example.json", &bytes).read(&mut sink)?;
+//! assert_eq!((sink.rank, sink.busy_ns, sink.launches), (Some(0), 12_500, 1));
+//! assert_eq!(report.events_delivered, 3); // two events and `Record Window End`
+//! # Ok(()) }
+//! ```
+//!
+//! # Wire format
+//!
+//! Facts from libkineto's `output_json.cpp` and real traces, summarised in the project's
+//! `shared/reference/kineto-format.md`.
+//!
+//! **Envelope.** One JSON object. Kineto writes its keys in this order:
+//!
+//! ```text
+//! {
+//!   "schemaVersion": 1,
+//!   "deviceProperties": [{"id": 0, "name": "…", "totalGlobalMem": …}, …],
+//!   "distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2, …},   (and other metadata keys)
+//!   "displayTimeUnit": "ms",
+//!   "baseTimeNanoseconds": 1790857026000000000,
+//!   "traceEvents": [ {…}, …, {"ph": "i", "s": "g", "name": "Record Window End", …} ],
+//!   "traceName": "/path/of/trace.json"
+//! }
+//! ```
+//!
+//! Real traces vary: `baseTimeNanoseconds` and log arrays (`INFO`, `ERROR`) after
+//! `traceEvents`, no `baseTimeNanoseconds` at all (absolute timestamps), a bare event
+//! array. The reader accepts all of these and keeps every key (unknown ones raw, in
+//! order: [`TraceMeta::unknown_entries`]).
+//!
+//! **Events** (key order as Kineto writes them; `ts`/`dur` in µs with three decimals):
+//!
+//! | `ph` | shape | keys |
+//! |---|---|---|
+//! | `X` | activity with a duration | `ph, cat, name, pid, tid, ts, dur, args` |
+//! | `i` | instant (`[memory]`: `"s": "t"`; markers: `"s": "g"`) | `ph, cat, s, name, pid, tid, ts, args` |
+//! | `s` / `f` | flow start / finish (`ac2g`: id = correlation; `fwdbwd`) | `ph, id, pid, tid, ts, cat, name` (+ `bp: "e"` on `f`) |
+//! | `M` | `process_name`, `thread_name`, sort indices, labels | `ph, name, ts, pid, tid, args` |
+//! | `C` | counter samples | `ph, cat, name, pid, tid, ts, args` |
+//!
+//! Other phases are kept as [`Phase::Other`] with all their keys. Example event:
+//!
+//! ```text
+//! {"ph": "X", "cat": "kernel", "name": "matmul", "pid": 0, "tid": 1, "ts": 5.000,
+//!  "dur": 12.500, "args": {"correlation": 7, "device": 0}}
+//! ```
+//!
+//! # Choices
+//!
+//! **Timestamps.** Every `ts` becomes absolute nanoseconds since the Unix epoch
+//! ([`Event::ts_ns`], `i64`). When `baseTimeNanoseconds` is known, `ts` is relative to it
+//! (`ts * 1000 + base`), otherwise absolute. Numbers are converted from their decimal
+//! text, not through `f64`, so `5117290934333.719` µs is exactly `…333_719` ns (digits
+//! below the nanosecond round half away from zero). If `baseTimeNanoseconds` comes only
+//! after `traceEvents`, the reader pre-scans a file or slice once, skipping events
+//! without decoding them, to find it before the first event is delivered
+//! ([`TimeBase::Prescan`]; for `.gz` this decompresses twice). A one-shot reader cannot be
+//! pre-scanned: its events keep relative times and the report says
+//! [`TimeBase::LateNotApplied`] with the base to add.
+//!
+//! **Lenient mode** ([`TraceReader::lenient`]). Traces of killed processes end mid-event.
+//! A lenient read delivers every event up to the damage and returns the error in
+//! [`ReadReport::damage`]; an event that is well delimited but bad inside (wrong type,
+//! number out of range, invalid UTF-8) is skipped and counted, and reading goes on.
+//! Strict mode returns the first error.
+//!
+//! **Legacy traces.** Before mid-2021 Kineto wrote `Operator`, `Runtime`, `Kernel`,
+//! `Memcpy`, `Memset` and flow category `async`/`async_cpu_to_gpu`. They are distinct
+//! [`Category`] variants, so writing reproduces them, and [`Category::normalized`] (or
+//! [`Event::normalized_category`]) gives `cpu_op`, `cuda_runtime`, `kernel`,
+//! `gpu_memcpy`, `gpu_memset`, `ac2g`.
+//!
+//! **Round trips.** Unknown metadata keys, unknown event keys, nested args and numbers
+//! that do not fit 64 bits are kept as raw JSON text, so read → write → read gives the
+//! same events, metadata and args (tested on every shared real trace). The writer
+//! re-spaces JSON like Python's `json.dumps` (`"rank": 0`: HTA's rank regex needs the
+//! space).
+//!
+//! **Errors.** [`ReadError`] variants carry a [`Location`]; the reader never panics on
+//! any input (fuzzed with `cargo fuzz`, see `docs/RELIABILITY.md`).
+//!
+//! # Performance
+//!
+//! The reader scans the top-level object itself and hands each event's bytes to
+//! serde_json, which decodes it into borrowed slices of one reusable buffer: a sink that
+//! ignores args allocates nothing per event, and memory stays at the buffer (4 MiB,
+//! growing only for a single larger value) whatever the file size. Measurements:
+//! `docs/perf-trace-format.md` (run `examples/parse_bench.rs` on a file made by
+//! `examples/make_large_trace.rs`).
 #![warn(missing_docs)]
 
 mod args;

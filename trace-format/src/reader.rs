@@ -199,22 +199,9 @@ impl<'s> TraceReader<'s> {
         } else {
             None
         };
-        let mut parser = Parser {
-            input: Input::new(reader, gzip, self.file.clone(), max, size_hint),
-            file: self.file.clone(),
-            lenient,
-            skip_events: false,
-            prescan,
-            meta: TraceMeta::new(),
-            base_time_ns: None,
-            base_from_prescan: false,
-            header_sent: false,
-            next_index: 0,
-            delivered: 0,
-            skipped: 0,
-            skipped_examples: Vec::new(),
-            stopped: false,
-        };
+        let input = Input::new(reader, gzip, self.file.clone(), max, size_hint);
+        let mut parser = Parser::new(input, self.file.clone(), lenient, false);
+        parser.prescan = prescan;
         let result = parser.run(sink);
         let damage = match result {
             Ok(()) => None,
@@ -267,22 +254,8 @@ fn prescan_trailer(source: &mut Source<'_>, file: &Arc<str>, max: usize) -> Vec<
     else {
         return Vec::new();
     };
-    let mut parser = Parser {
-        input: Input::new(reader, gzip, file.clone(), max, size_hint),
-        file: file.clone(),
-        lenient: false,
-        skip_events: true,
-        prescan: None,
-        meta: TraceMeta::new(),
-        base_time_ns: None,
-        base_from_prescan: false,
-        header_sent: false,
-        next_index: 0,
-        delivered: 0,
-        skipped: 0,
-        skipped_examples: Vec::new(),
-        stopped: false,
-    };
+    let input = Input::new(reader, gzip, file.clone(), max, size_hint);
+    let mut parser = Parser::new(input, file.clone(), false, true);
     let mut ignore = crate::sink::from_fn(|_, _| std::ops::ControlFlow::Continue(()));
     let _ = parser.run(&mut ignore);
     parser

@@ -189,6 +189,11 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// The output (bytes still buffered in the writer have not reached it yet).
+    pub fn output(&self) -> &W {
+        &self.out
+    }
+
     /// The number of events written so far.
     pub fn events_written(&self) -> u64 {
         self.events_written

@@ -46,6 +46,26 @@ enum Attempt<T> {
 }
 
 impl<'s, 'p> Parser<'s, 'p> {
+    /// A parser at the start of `input`.
+    pub(crate) fn new(input: Input<'s>, file: Arc<str>, lenient: bool, skip_events: bool) -> Self {
+        Parser {
+            input,
+            file,
+            lenient,
+            skip_events,
+            prescan: None,
+            meta: TraceMeta::new(),
+            base_time_ns: None,
+            base_from_prescan: false,
+            header_sent: false,
+            next_index: 0,
+            delivered: 0,
+            skipped: 0,
+            skipped_examples: Vec::new(),
+            stopped: false,
+        }
+    }
+
     fn loc(&self, index: usize, event_index: Option<u64>) -> Location {
         self.input.location(index, event_index)
     }

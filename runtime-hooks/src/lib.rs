@@ -28,6 +28,16 @@
 //!   anchor for `baseTimeNanoseconds`), [`clock::emulation_scope`] and
 //!   [`clock::advance_to`] for the emulation-time contract.
 //!
+//! # C ABI
+//!
+//! `include/neuronprof_hooks.h` declares the same calls with an `nph_` prefix
+//! (`nph_set_enabled`, `nph_intern`, `nph_operator_begin`, `nph_record_now`,
+//! `nph_record_raw`, `nph_emulation_begin`, `nph_advance_to`, `nph_drain`, ...), the
+//! `nph_record` struct (laid out exactly like [`Record`]) and the kind constants. The
+//! crate builds as a static library too (`libruntime_hooks.a`); link it with
+//! `-lpthread -ldl -lm -lrt -lutil`. `tests/c_program_records_through_header.rs` builds
+//! and runs a C program that way and checks the layout and records field by field.
+//!
 //! # Example
 //!
 //! ```

@@ -56,8 +56,8 @@ fn main() {
             report.time_base,
         );
         if show_counts && run == 1 {
-            println!("by phase: {:?}", sink.by_phase);
-            println!("by category: {:?}", sink.by_category);
+            println!("by phase: {:?}", sink.by_phase());
+            println!("by category: {:?}", sink.by_category());
         }
         rates.push(mb / secs);
     }

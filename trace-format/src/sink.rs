@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use crate::event::Event;
+use crate::category::Category;
+use crate::event::{Event, Phase};
 use crate::meta::TraceMeta;
 
 /// Receives a trace as it is read, like ripgrep's searcher pushes matches into a `Sink`.
@@ -43,36 +44,53 @@ impl<S: TraceSink + ?Sized> TraceSink for &mut S {
     }
 }
 
-/// Counts events by phase and normalised category; allocates only per distinct key.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Counts events by phase and by normalised category; allocates only per distinct value.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CountingSink {
     /// Events seen.
     pub events: u64,
+    // Linear lists: a trace has a dozen distinct values, and comparing enum variants is
+    // far cheaper than comparing strings in a map on every event.
+    phases: Vec<(Phase<'static>, u64)>,
+    categories: Vec<(Option<Category<'static>>, u64)>,
+}
+
+impl CountingSink {
     /// Events per `ph` spelling.
-    pub by_phase: BTreeMap<String, u64>,
+    pub fn by_phase(&self) -> BTreeMap<String, u64> {
+        let mut map = BTreeMap::new();
+        for (phase, count) in &self.phases {
+            *map.entry(phase.as_str().to_owned()).or_default() += count;
+        }
+        map
+    }
+
     /// Events per normalised category (`""` for events without `cat`).
-    pub by_category: BTreeMap<String, u64>,
+    pub fn by_category(&self) -> BTreeMap<String, u64> {
+        let mut map = BTreeMap::new();
+        for (category, count) in &self.categories {
+            let key = category.as_ref().map_or("", |c| c.as_str());
+            *map.entry(key.to_owned()).or_default() += count;
+        }
+        map
+    }
 }
 
 impl TraceSink for CountingSink {
     fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
         self.events += 1;
-        bump(&mut self.by_phase, event.phase.as_str());
-        let category = event.normalized_category();
-        bump(
-            &mut self.by_category,
-            category.as_ref().map_or("", |c| c.as_str()),
-        );
-        ControlFlow::Continue(())
-    }
-}
-
-fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
-    match map.get_mut(key) {
-        Some(count) => *count += 1,
-        None => {
-            map.insert(key.to_owned(), 1);
+        match self.phases.iter_mut().find(|(p, _)| *p == event.phase) {
+            Some((_, count)) => *count += 1,
+            None => self.phases.push((event.phase.clone().into_owned(), 1)),
         }
+        let category = event.category.as_ref().map(Category::normalized);
+        match self.categories.iter_mut().find(|(c, _)| *c == category) {
+            Some((_, count)) => *count += 1,
+            None => self
+                .categories
+                .push((category.map(Category::into_owned), 1)),
+        }
+        ControlFlow::Continue(())
     }
 }
 

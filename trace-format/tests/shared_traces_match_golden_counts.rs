@@ -414,9 +414,9 @@ fn shared_traces_match_golden_counts() {
         assert!(report.gzip, "{name}: gzip detected by magic bytes");
         assert_eq!(stats.counts.events, golden.events, "{name}");
         assert_eq!(report.events_delivered, golden.events, "{name}");
-        assert_eq!(stats.counts.by_phase, as_map(golden.by_phase), "{name}");
+        assert_eq!(stats.counts.by_phase(), as_map(golden.by_phase), "{name}");
         assert_eq!(
-            stats.counts.by_category,
+            stats.counts.by_category(),
             as_map(golden.by_category),
             "{name}"
         );

@@ -65,18 +65,20 @@ impl<'de> Deserialize<'de> for EventFields<'de> {
                 let mut fields = EventFields::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
                     let value: &'de RawValue = map.next_value()?;
-                    let slot = match &*key {
-                        "ph" => &mut fields.ph,
-                        "cat" => &mut fields.cat,
-                        "name" => &mut fields.name,
-                        "pid" => &mut fields.pid,
-                        "tid" => &mut fields.tid,
-                        "ts" => &mut fields.ts,
-                        "dur" => &mut fields.dur,
-                        "id" => &mut fields.id,
-                        "bp" => &mut fields.bp,
-                        "s" => &mut fields.s,
-                        "args" => &mut fields.args,
+                    // Byte patterns compile to a decision tree on length and bytes,
+                    // where a `&str` match would call memcmp per candidate key.
+                    let slot = match key.as_bytes() {
+                        [b'p', b'h'] => &mut fields.ph,
+                        [b'c', b'a', b't'] => &mut fields.cat,
+                        [b'n', b'a', b'm', b'e'] => &mut fields.name,
+                        [b'p', b'i', b'd'] => &mut fields.pid,
+                        [b't', b'i', b'd'] => &mut fields.tid,
+                        [b't', b's'] => &mut fields.ts,
+                        [b'd', b'u', b'r'] => &mut fields.dur,
+                        [b'i', b'd'] => &mut fields.id,
+                        [b'b', b'p'] => &mut fields.bp,
+                        [b's'] => &mut fields.s,
+                        [b'a', b'r', b'g', b's'] => &mut fields.args,
                         _ => {
                             fields.extra.push((key, value));
                             continue;

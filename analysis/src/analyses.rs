@@ -1,0 +1,67 @@
+//! The analyses. Each takes [`Frames`](crate::Frames) (or one rank's
+//! [`Frame`](crate::Frame)) and returns a plain, serializable result.
+
+pub mod idle_time;
+pub mod kernel_breakdown;
+pub mod launch_stats;
+pub mod memory_bw;
+pub mod overlap;
+pub mod queue_length;
+pub mod stragglers;
+pub mod temporal;
+
+use crate::frame::{Frame, FrameRow};
+
+/// HTA's `merge_kernel_intervals`: sort by start; a new group starts when a start is
+/// strictly after the running maximum of the previous ends (touching intervals merge);
+/// each group is `[min start, max end]`.
+pub(crate) fn merge_intervals<'a>(rows: impl Iterator<Item = &'a FrameRow>) -> Vec<(i64, i64)> {
+    let mut spans: Vec<(i64, i64)> = rows.map(|r| (r.start, r.end)).collect();
+    spans.sort_by_key(|s| s.0);
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    let mut running_max_end: Option<i64> = None;
+    for (start, end) in spans {
+        match (merged.last_mut(), running_max_end) {
+            (Some(last), Some(max_end)) if start <= max_end => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+        running_max_end = Some(running_max_end.map_or(end, |m| m.max(end)));
+    }
+    merged
+}
+
+/// Σ (end − start) over merged intervals.
+pub(crate) fn covered(merged: &[(i64, i64)]) -> i64 {
+    merged.iter().map(|(s, e)| e - s).sum()
+}
+
+/// Ticks per µs of a frame.
+pub(crate) fn ticks_per_us(frame: &Frame<'_>) -> i64 {
+    1000 / frame.tick_ns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::KernelType;
+
+    fn row(start: i64, end: i64) -> FrameRow {
+        FrameRow {
+            row: 0,
+            start,
+            end,
+            index_correlation: -1,
+            iteration: -1,
+            is_device: true,
+            kernel_type: KernelType::Computation,
+        }
+    }
+
+    #[test]
+    fn touching_intervals_merge() {
+        let rows = [row(5, 8), row(0, 3), row(3, 4), row(6, 7), row(9, 10)];
+        let merged = merge_intervals(rows.iter());
+        assert_eq!(merged, vec![(0, 4), (5, 8), (9, 10)]);
+        assert_eq!(covered(&merged), 8);
+    }
+}

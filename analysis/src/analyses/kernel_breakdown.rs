@@ -1,0 +1,207 @@
+//! Kernel breakdown: time by kernel type (and their overlaps), and per-kernel tables.
+//!
+//! HTA `BreakdownAnalysis.get_gpu_kernel_breakdown` with its `TraceAnalysis` defaults
+//! (`include_memory_kernels=True`, `duration_ratio=0.8`; `hta-analyses.md`, "Kernel
+//! breakdown"): merge each type separately (computation = bit 1, communication = 2,
+//! memory = 4); sweep +bit at starts and −bit at ends; each segment is labelled by the
+//! set of types active; sum per label over ranks; percentage `round(100·sum/total, 1)`.
+//! Per (type, rank): group by name → sum, max, min, mean, std of durations, sorted by
+//! sum; with more than `num_kernels` names, those past the `duration_ratio` quantile of
+//! the cumulative sum or beyond the first `num_kernels` fold into `"others"`, and the
+//! table is regrouped over the per-name sums (so a kept name shows max = min = sum).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::merge_intervals;
+use crate::classify::KernelType;
+use crate::frame::{Frame, Frames};
+use crate::stats::{np_round, quantile_sorted, Describe};
+
+/// Time of one label ("COMPUTATION overlapping COMMUNICATION") summed over ranks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelTypeTime {
+    /// The label: types joined by `" overlapping "`, in the order computation,
+    /// communication, memory.
+    pub kernel_type: String,
+    /// Time, µs.
+    pub sum_us: f64,
+    /// `round(100 · sum / total, 1)`.
+    pub percentage: f64,
+}
+
+/// One line of a per-kernel table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelStats {
+    /// Kernel name, or `"others"`.
+    pub name: String,
+    /// Σ duration, µs.
+    pub sum_us: f64,
+    /// Largest duration (for `others`, the largest per-name sum), µs.
+    pub max_us: f64,
+    /// Smallest, µs.
+    pub min_us: f64,
+    /// Sample standard deviation (0 for a single value), µs.
+    pub stddev_us: f64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// The kernel type.
+    pub kernel_type: KernelType,
+    /// The rank.
+    pub rank: i64,
+}
+
+/// The kernel breakdown. JSON: `{"by_type": [KernelTypeTime…], "kernels": [KernelStats…]}`;
+/// `by_type` sorted by time, largest first; `kernels` sorted by (type, name, rank).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelBreakdown {
+    /// Time by kernel-type label, over all ranks.
+    pub by_type: Vec<KernelTypeTime>,
+    /// Per-kernel tables of every (type, rank).
+    pub kernels: Vec<KernelStats>,
+}
+
+const TYPES: [KernelType; 3] = [
+    KernelType::Computation,
+    KernelType::Communication,
+    KernelType::Memory,
+];
+
+/// Computes the kernel breakdown (HTA: `num_kernels` default 10, the shared references
+/// use 5; `duration_ratio` 0.8).
+pub fn kernel_breakdown(
+    frames: &Frames<'_>,
+    num_kernels: usize,
+    duration_ratio: f64,
+) -> KernelBreakdown {
+    let mut by_label: BTreeMap<String, f64> = BTreeMap::new();
+    let mut kernels = Vec::new();
+    for frame in &frames.ranks {
+        for (label, ticks) in type_times(frame) {
+            *by_label.entry(label).or_default() += frame.us(ticks);
+        }
+        for kernel_type in TYPES {
+            kernels.extend(kernel_table(
+                frame,
+                kernel_type,
+                num_kernels,
+                duration_ratio,
+            ));
+        }
+    }
+    let total: f64 = by_label.values().sum();
+    let mut by_type: Vec<KernelTypeTime> = by_label
+        .into_iter()
+        .map(|(kernel_type, sum_us)| KernelTypeTime {
+            percentage: np_round(sum_us / total * 100.0, 1),
+            kernel_type,
+            sum_us,
+        })
+        .collect();
+    by_type.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
+    kernels.sort_by(|a, b| {
+        (a.kernel_type.as_str(), &a.name, a.rank).cmp(&(b.kernel_type.as_str(), &b.name, b.rank))
+    });
+    KernelBreakdown { by_type, kernels }
+}
+
+/// Ticks per label on one rank.
+fn type_times(frame: &Frame<'_>) -> BTreeMap<String, i64> {
+    let mut points: Vec<(i64, i32)> = Vec::new();
+    for (bit_index, kernel_type) in TYPES.iter().enumerate() {
+        let bit = 1 << bit_index;
+        for (s, e) in merge_intervals(
+            frame
+                .device_rows()
+                .filter(|r| r.kernel_type == *kernel_type),
+        ) {
+            points.extend([(s, bit), (e, -bit)]);
+        }
+    }
+    points.sort_by_key(|p| p.0);
+    let mut out = BTreeMap::new();
+    let mut running = 0;
+    for (i, &(time, delta)) in points.iter().enumerate() {
+        running += delta;
+        if running <= 0 {
+            continue;
+        }
+        let Some(next) = points.get(i + 1) else {
+            continue;
+        };
+        let label: Vec<&str> = TYPES
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| running & (1 << b) != 0)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        *out.entry(label.join(" overlapping ")).or_default() += next.0 - time;
+    }
+    out
+}
+
+fn kernel_table(
+    frame: &Frame<'_>,
+    kernel_type: KernelType,
+    num_kernels: usize,
+    duration_ratio: f64,
+) -> Vec<KernelStats> {
+    let mut durations: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for row in frame.device_rows().filter(|r| r.kernel_type == kernel_type) {
+        durations
+            .entry(frame.name(row))
+            .or_default()
+            .push(frame.us(row.dur()));
+    }
+    // groupby(name) sorts by name; then a stable sort by sum, largest first.
+    let mut groups: Vec<(String, Vec<f64>)> = durations
+        .into_iter()
+        .map(|(name, d)| (name.to_owned(), d))
+        .collect();
+    groups.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
+    if groups.len() > num_kernels {
+        let sums: Vec<f64> = groups.iter().map(|g| sum(&g.1)).collect();
+        let cumsum: Vec<f64> = sums
+            .iter()
+            .scan(0.0, |acc, s| {
+                *acc += s;
+                Some(*acc)
+            })
+            .collect();
+        let mut sorted = cumsum.clone();
+        sorted.sort_by(f64::total_cmp);
+        let threshold = quantile_sorted(&sorted, duration_ratio);
+        let mut regrouped: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for (i, (name, _)) in groups.iter().enumerate() {
+            let folded = cumsum[i] > threshold || i >= num_kernels;
+            let key = if folded {
+                "others".to_owned()
+            } else {
+                name.clone()
+            };
+            regrouped.entry(key).or_default().push(sums[i]);
+        }
+        groups = regrouped.into_iter().collect();
+    }
+    groups
+        .into_iter()
+        .map(|(name, values)| {
+            let d = Describe::of(&values);
+            KernelStats {
+                name,
+                sum_us: sum(&values),
+                max_us: d.max.unwrap_or(0.0),
+                min_us: d.min.unwrap_or(0.0),
+                stddev_us: d.std.unwrap_or(0.0),
+                mean_us: d.mean.unwrap_or(0.0),
+                kernel_type,
+                rank: frame.rank(),
+            }
+        })
+        .collect()
+}
+
+fn sum(values: &[f64]) -> f64 {
+    values.iter().sum()
+}

@@ -1,0 +1,101 @@
+//! Kernel launch statistics: launch call duration, device duration, launch delay.
+//!
+//! HTA `CudaKernelAnalysis.cuda_kernel_launch_stats` (`hta-analyses.md`, "Launch
+//! statistics"): pair launch calls (compat: `cudaLaunchKernel`, `cudaLaunchKernelExC`,
+//! MTIA's `runFunction…`, `cudaMemcpyAsync`, `cudaMemsetAsync`) with device rows by
+//! correlation; `launch_delay = max(0, device.start − launch.start − launch.dur)`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::classify::Mode;
+use crate::frame::{Frame, FrameRow};
+use crate::stats::Describe;
+
+const HTA_STATS_LAUNCH_NAMES: [&str; 5] = [
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "runFunction - job_prep_and_submit_for_execution",
+    "cudaMemsetAsync",
+    "cudaMemcpyAsync",
+];
+
+/// Launch statistics of one rank. JSON: an object with these fields; each `Describe`
+/// in µs except `correlation`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LaunchStats {
+    /// The rank.
+    pub rank: i64,
+    /// `describe()` of the correlation ids paired.
+    pub correlation: Describe,
+    /// Launch call durations.
+    pub cpu_duration: Describe,
+    /// Device row durations.
+    pub gpu_duration: Describe,
+    /// Launch delays.
+    pub launch_delay: Describe,
+    /// Pairs whose launch call took longer than `runtime_cutoff_us`.
+    pub cpu_duration_outliers: u64,
+    /// Pairs whose launch delay exceeded `launch_delay_cutoff_us`.
+    pub launch_delay_outliers: u64,
+}
+
+/// Computes launch statistics of one rank (HTA cutoffs: 50 µs and 100 µs).
+pub fn launch_stats(
+    frame: &Frame<'_>,
+    runtime_cutoff_us: f64,
+    launch_delay_cutoff_us: f64,
+) -> LaunchStats {
+    let corr_of = |r: &FrameRow| frame.model_row(r).correlation;
+    let is_launch = |r: &FrameRow| match frame.mode {
+        Mode::HtaCompat => HTA_STATS_LAUNCH_NAMES.contains(&frame.name(r)),
+        Mode::Default => !r.is_device && corr_of(r) >= 0,
+    };
+    let launch_corrs: HashSet<i64> = frame
+        .rows
+        .iter()
+        .filter(|r| is_launch(r))
+        .map(corr_of)
+        .collect();
+    let is_host = |r: &FrameRow| match frame.mode {
+        Mode::HtaCompat => frame.model_row(r).stream == -1,
+        Mode::Default => !r.is_device,
+    };
+    let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
+    for row in frame
+        .rows
+        .iter()
+        .filter(|r| !is_host(r) && launch_corrs.contains(&corr_of(r)))
+    {
+        device_by_corr.entry(corr_of(row)).or_default().push(row);
+    }
+    let (mut corrs, mut cpu, mut gpu, mut delay) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for host in frame
+        .rows
+        .iter()
+        .filter(|r| is_host(r) && launch_corrs.contains(&corr_of(r)))
+    {
+        for device in device_by_corr
+            .get(&corr_of(host))
+            .map_or(&[][..], Vec::as_slice)
+        {
+            corrs.push(corr_of(host) as f64);
+            cpu.push(frame.us(host.dur()));
+            gpu.push(frame.us(device.dur()));
+            delay.push(frame.us((device.start - host.start - host.dur()).max(0)));
+        }
+    }
+    LaunchStats {
+        rank: frame.rank(),
+        cpu_duration_outliers: cpu.iter().filter(|&&d| d > runtime_cutoff_us).count() as u64,
+        launch_delay_outliers: delay
+            .iter()
+            .filter(|&&d| d > launch_delay_cutoff_us)
+            .count() as u64,
+        correlation: Describe::of(&corrs),
+        cpu_duration: Describe::of(&cpu),
+        gpu_duration: Describe::of(&gpu),
+        launch_delay: Describe::of(&delay),
+    }
+}

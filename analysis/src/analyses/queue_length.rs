@@ -1,0 +1,105 @@
+//! Queue length per stream: how many launched operations wait to run.
+//!
+//! HTA `TraceCounters.get_queue_length_summary` (`hta-analyses.md`, "Queue length"): +1 at
+//! each launch call that has a device row, −1 at the start of that device row; the
+//! cumulative sum per stream over time; `describe()` of the step values.
+//! Launch calls: in compat mode HTA's names (`cudaLaunchKernel`, `cudaMemcpyAsync`,
+//! `hipLaunchKernel`, MTIA's `runFunction - job_prep_and_submit_for_execution`, …); in
+//! the default mode any host row linked to device work by its correlation.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::classify::Mode;
+use crate::frame::{Frame, FrameRow};
+use crate::stats::Describe;
+
+/// Launch names HTA recognises (`TraceSymbolTable.get_runtime_launch_events_mask`).
+pub(crate) const HTA_LAUNCH_NAMES: [&str; 12] = [
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cudaMemcpyAsync",
+    "cudaMemsetAsync",
+    "runFunction - job_prep_and_submit_for_execution",
+    "hipLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipMemsetAsync",
+    "hipMemcpyAsync",
+    "hipMemcpyWithStream",
+];
+
+/// Queue length statistics of one stream. JSON: `{"rank", "stream", "queue_length":
+/// Describe}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueLengthStream {
+    /// The rank.
+    pub rank: i64,
+    /// The stream.
+    pub stream: i64,
+    /// `describe()` of the queue length after each change.
+    pub queue_length: Describe,
+    /// The largest queue length seen.
+    pub max_queue_length: i64,
+}
+
+/// Whether a row is a launch call under the frame's mode.
+pub(crate) fn is_launch(frame: &Frame<'_>, row: &FrameRow) -> bool {
+    match frame.mode {
+        Mode::HtaCompat => HTA_LAUNCH_NAMES.contains(&frame.name(row)),
+        Mode::Default => !row.is_device && frame.model_row(row).correlation >= 0,
+    }
+}
+
+/// Computes the queue length summary of one rank, streams in increasing order.
+pub fn queue_length_summary(frame: &Frame<'_>) -> Vec<QueueLengthStream> {
+    let launches: Vec<&FrameRow> = frame
+        .rows
+        .iter()
+        .filter(|r| is_launch(frame, r) && r.index_correlation > 0)
+        .collect();
+    let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
+    for row in frame.device_rows() {
+        device_by_corr
+            .entry(frame.model_row(row).correlation)
+            .or_default()
+            .push(row);
+    }
+    // (time, stream, delta): launches joined to their device rows, then the device rows.
+    let mut points: Vec<(i64, i64, i64)> = Vec::new();
+    for launch in &launches {
+        let corr = frame.model_row(launch).correlation;
+        for device in device_by_corr.get(&corr).map_or(&[][..], Vec::as_slice) {
+            points.push((launch.start, frame.model_row(device).stream, 1));
+        }
+    }
+    let launch_corrs: HashSet<i64> = launches
+        .iter()
+        .map(|r| frame.model_row(r).correlation)
+        .collect();
+    for row in frame.device_rows() {
+        let model = frame.model_row(row);
+        if launch_corrs.contains(&model.correlation) {
+            points.push((row.start, model.stream, -1));
+        }
+    }
+    points.sort_by_key(|p| p.0);
+    let mut by_stream: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+    let mut running: HashMap<i64, i64> = HashMap::new();
+    for (_, stream, delta) in points {
+        let value = running.entry(stream).or_default();
+        *value += delta;
+        by_stream.entry(stream).or_default().push(*value as f64);
+    }
+    by_stream
+        .into_iter()
+        .map(|(stream, values)| QueueLengthStream {
+            rank: frame.rank(),
+            stream,
+            max_queue_length: values.iter().copied().fold(0.0, f64::max) as i64,
+            queue_length: Describe::of(&values),
+        })
+        .collect()
+}

@@ -1,0 +1,65 @@
+//! Errors of this crate: what went wrong and where.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use trace_format::ReadError;
+
+/// An error from loading traces or running an analysis.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AnalysisError {
+    /// A trace could not be read; the inner error carries file, byte offset and event index.
+    Read {
+        /// The trace file.
+        path: PathBuf,
+        /// The reader's error, with its [`trace_format::Location`] (boxed: it is large).
+        source: Box<ReadError>,
+    },
+    /// No trace was given, or none had analyzable events.
+    NoTraces,
+    /// Two trace files claim the same rank.
+    DuplicateRank {
+        /// The rank.
+        rank: i64,
+        /// The second file claiming it.
+        path: PathBuf,
+    },
+    /// An analysis cannot run on this input (HTA raises an exception in the same case).
+    NotApplicable {
+        /// The analysis, e.g. `"potential_stragglers"`.
+        analysis: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for AnalysisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnalysisError::Read { path, source } => {
+                write!(f, "cannot analyze {}: {source}", path.display())
+            }
+            AnalysisError::NoTraces => f.write_str("no trace with analyzable events"),
+            AnalysisError::DuplicateRank { rank, path } => {
+                write!(
+                    f,
+                    "{}: rank {rank} already given by another file",
+                    path.display()
+                )
+            }
+            AnalysisError::NotApplicable { analysis, reason } => {
+                write!(f, "{analysis} not applicable: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for AnalysisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AnalysisError::Read { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}

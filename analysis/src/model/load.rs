@@ -1,0 +1,246 @@
+//! Reading rank traces: one streaming pass per file, files read in parallel.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use trace_format::{ArgValue, Event, Ident, TraceMeta, TraceReader, TraceSink};
+
+use super::{Names, RankCounts, RankTrace, Row, TraceSet};
+use crate::error::AnalysisError;
+
+/// How traces are read.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Skip damaged events and stop quietly at a truncation instead of failing
+    /// (see `trace_format::ReadOptions::lenient`).
+    pub lenient: bool,
+}
+
+impl LoadOptions {
+    /// Sets [`LoadOptions::lenient`].
+    pub fn with_lenient(mut self, on: bool) -> Self {
+        self.lenient = on;
+        self
+    }
+}
+
+/// Reads every file, one rank each, in parallel (one thread per file, at most as many
+/// at a time as the machine has cores). Ranks come from `distributedInfo.rank`, else
+/// from the file's position in `paths`.
+pub fn load_paths<P: AsRef<Path> + Sync>(
+    paths: &[P],
+    options: &LoadOptions,
+) -> Result<TraceSet, AnalysisError> {
+    let ranked: Vec<(Option<i64>, &Path)> = paths.iter().map(|p| (None, p.as_ref())).collect();
+    load_ranks(&ranked, options)
+}
+
+/// Like [`load_paths`] with explicit ranks (`None`: from the file, else its position).
+pub fn load_ranks(
+    paths: &[(Option<i64>, &Path)],
+    options: &LoadOptions,
+) -> Result<TraceSet, AnalysisError> {
+    if paths.is_empty() {
+        return Err(AnalysisError::NoTraces);
+    }
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut results: Vec<Option<Result<RankTrace, AnalysisError>>> =
+        (0..paths.len()).map(|_| None).collect();
+    for (chunk_index, chunk) in paths.chunks(workers).enumerate() {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|(rank, path)| scope.spawn(move || load_one(path, *rank, options)))
+                .collect();
+            for (i, handle) in handles.into_iter().enumerate() {
+                let result = handle.join().expect("trace loading thread panicked");
+                results[chunk_index * workers + i] = Some(result);
+            }
+        });
+    }
+    let mut ranks = Vec::with_capacity(paths.len());
+    for (position, result) in results.into_iter().enumerate() {
+        let mut trace = result.expect("every file was loaded")?;
+        if trace.rank < 0 {
+            trace.rank = position as i64;
+        }
+        if ranks.iter().any(|r: &RankTrace| r.rank == trace.rank) {
+            return Err(AnalysisError::DuplicateRank {
+                rank: trace.rank,
+                path: trace.path,
+            });
+        }
+        ranks.push(trace);
+    }
+    ranks.sort_by_key(|r| r.rank);
+    Ok(TraceSet { ranks })
+}
+
+fn load_one(
+    path: &Path,
+    rank: Option<i64>,
+    options: &LoadOptions,
+) -> Result<RankTrace, AnalysisError> {
+    let mut sink = RankSink::new(path.to_path_buf());
+    let report = TraceReader::open(path)
+        .lenient(options.lenient)
+        .read(&mut sink)
+        .map_err(|source| AnalysisError::Read {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
+    let mut trace = sink.trace;
+    trace.counts.events = report.events_delivered;
+    let meta = &report.meta;
+    trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
+    trace.backend = meta.distributed_info().and_then(|d| d.backend);
+    Ok(trace)
+}
+
+/// The sink that builds a [`RankTrace`].
+struct RankSink {
+    trace: RankTrace,
+    base_ns: i64,
+}
+
+impl RankSink {
+    fn new(path: PathBuf) -> Self {
+        RankSink {
+            trace: RankTrace {
+                rank: -1,
+                path,
+                names: Names::default(),
+                rows: Vec::new(),
+                counts: RankCounts::default(),
+                ts_is_float: false,
+                min_ts_rel_ns: None,
+                min_host_ts_rel_ns: None,
+                backend: None,
+            },
+            base_ns: 0,
+        }
+    }
+}
+
+impl TraceSink for RankSink {
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        self.base_ns = meta.base_time_ns().unwrap_or(0);
+        ControlFlow::Continue(())
+    }
+
+    fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        let trace = &mut self.trace;
+        let Some(ts_ns) = event.ts_ns else {
+            trace.ts_is_float = true;
+            return ControlFlow::Continue(());
+        };
+        let ts_rel_ns = ts_ns.saturating_sub(self.base_ns);
+        if ts_rel_ns % 1000 != 0 {
+            trace.ts_is_float = true;
+        }
+        let (Some(category), Some(dur_ns)) = (&event.category, event.dur_ns) else {
+            return ControlFlow::Continue(());
+        };
+        if category.as_str() == "Trace" {
+            return ControlFlow::Continue(());
+        }
+        trace.counts.complete_rows += 1;
+        let stream = event.arg("stream").map_or(-1, |v| int_coerce(&v));
+        let correlation = event.arg("correlation").map_or(-1, |v| int_coerce(&v));
+        let name = event.name();
+        let is_sync = name == "Event Sync" || name == "Context Sync";
+        let is_device = (stream >= 0 && correlation >= 0) || is_sync;
+        min_into(&mut trace.min_ts_rel_ns, ts_rel_ns);
+        if !is_device {
+            min_into(&mut trace.min_host_ts_rel_ns, ts_rel_ns);
+        }
+        let keep = stream != -1
+            || correlation != -1
+            || is_sync
+            || index == 0
+            || name.starts_with("ProfilerStep");
+        if !keep {
+            return ControlFlow::Continue(());
+        }
+        trace.counts.kept_rows += 1;
+        let row = Row {
+            event_index: index,
+            category: trace.names.intern(category.as_str()),
+            name: trace.names.intern(name),
+            pid: event.pid.as_ref().and_then(Ident::as_i64),
+            tid: event.tid.as_ref().and_then(Ident::as_i64),
+            stream,
+            correlation,
+            ts_rel_ns,
+            dur_ns,
+            bytes: event.arg("bytes").and_then(|v| v.as_i64()).unwrap_or(-1),
+            memory_bw_gbps: event
+                .arg("memory bandwidth (GB/s)")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0),
+            is_collective: event.arg("Collective name").is_some(),
+        };
+        trace.rows.push(row);
+        ControlFlow::Continue(())
+    }
+}
+
+fn min_into(slot: &mut Option<i64>, value: i64) {
+    *slot = Some(slot.map_or(value, |m| m.min(value)));
+}
+
+/// An arg as an integer the way pandas' `to_numeric(errors="coerce")` then `astype(int)`
+/// sees it: numbers truncate, numeric strings parse, anything else is -1.
+fn int_coerce(value: &ArgValue<'_>) -> i64 {
+    match value {
+        ArgValue::Str(text) => text.trim().parse::<f64>().map_or(-1, |f| f as i64),
+        other => other
+            .as_i64()
+            .or_else(|| other.as_f64().map(|f| f as i64))
+            .unwrap_or(-1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_device_runtime_and_step_rows_only() {
+        let json = br#"{"baseTimeNanoseconds": 1000000, "traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 0.5, "dur": 2},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": 2.0, "dur": 1, "args": {"correlation": 7}},
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.25, "dur": 1,
+             "args": {"stream": "7", "correlation": 7}},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1,
+             "ts": 1.0, "dur": 10},
+            {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+             "tid": "x", "ts": 0.0, "dur": 10}
+        ]}"#;
+        let mut sink = RankSink::new("mem.json".into());
+        TraceReader::from_slice("mem.json", json)
+            .read(&mut sink)
+            .unwrap();
+        let t = sink.trace;
+        assert_eq!(t.counts.complete_rows, 5);
+        let names: Vec<&str> = t.rows.iter().map(|r| t.name(r)).collect();
+        assert_eq!(
+            names,
+            ["aten::add", "cudaLaunchKernel", "k", "ProfilerStep#3"]
+        );
+        assert_eq!(
+            t.rows[2].stream, 7,
+            "numeric strings are streams, as in HTA"
+        );
+        assert_eq!(
+            t.rows[2].ts_rel_ns, 5_250,
+            "relative to baseTimeNanoseconds"
+        );
+        assert!(t.ts_is_float);
+        assert_eq!(t.min_ts_rel_ns, Some(500));
+        assert_eq!(t.device_type(), "NVIDIA GPU");
+    }
+}

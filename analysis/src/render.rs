@@ -1,0 +1,254 @@
+//! Text rendering: aligned tables, a few lines per section.
+
+use std::fmt::Write as _;
+
+use crate::report::Report;
+use crate::stats::Describe;
+
+/// A table of text cells; numbers right-aligned, text left-aligned.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers.
+    pub fn new<S: AsRef<str>>(headers: &[S]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.as_ref().to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Renders with columns padded to their widest cell.
+    pub fn render(&self) -> String {
+        let columns = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate().take(columns) {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+        let numeric = |i: usize| {
+            self.rows.iter().all(|r| {
+                r.get(i)
+                    .is_some_and(|c| c == "-" || c.parse::<f64>().is_ok() || c.ends_with('%'))
+            })
+        };
+        let align: Vec<bool> = (0..columns).map(numeric).collect();
+        let mut out = String::new();
+        let line = |out: &mut String, cells: &[String]| {
+            let mut text = String::new();
+            for (i, cell) in cells.iter().enumerate().take(columns) {
+                if i > 0 {
+                    text.push_str("  ");
+                }
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                if align[i] {
+                    text.push_str(&" ".repeat(pad));
+                    text.push_str(cell);
+                } else {
+                    text.push_str(cell);
+                    text.push_str(&" ".repeat(pad));
+                }
+            }
+            out.push_str(text.trim_end());
+            out.push('\n');
+        };
+        line(&mut out, &self.headers);
+        for row in &self.rows {
+            line(&mut out, row);
+        }
+        out
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), num)
+}
+
+fn describe_cells(d: &Describe) -> Vec<String> {
+    d.values().iter().map(|v| opt(*v)).collect()
+}
+
+const DESCRIBE: [&str; 8] = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"];
+
+fn with_describe(first: &[&str]) -> Vec<String> {
+    first
+        .iter()
+        .chain(DESCRIBE.iter())
+        .map(|h| (*h).to_owned())
+        .collect()
+}
+
+/// Renders the whole report as text sections.
+pub fn render_report(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "ranks {:?}  device {}  mode {:?}{}",
+        report.ranks,
+        report.device_type,
+        report.mode,
+        if report.last_step_filtered {
+            "  (last ProfilerStep excluded, as HTA does)"
+        } else {
+            ""
+        }
+    );
+    for error in &report.errors {
+        let _ = writeln!(out, "note: {error}");
+    }
+    if let Some(temporal) = &report.temporal_breakdown {
+        let mut t = Table::new(&[
+            "rank",
+            "idle us",
+            "compute us",
+            "non-compute us",
+            "kernel us",
+            "idle %",
+            "compute %",
+            "non-compute %",
+        ]);
+        for r in &temporal.ranks {
+            t.row(vec![
+                r.rank.to_string(),
+                num(r.idle_time_us),
+                num(r.compute_time_us),
+                num(r.non_compute_time_us),
+                num(r.kernel_time_us),
+                num(r.idle_time_pctg),
+                num(r.compute_time_pctg),
+                num(r.non_compute_time_pctg),
+            ]);
+        }
+        section(&mut out, "Temporal breakdown", &t);
+    }
+    let mut t = Table::new(&["rank", "comm us", "overlap us", "overlap %"]);
+    for r in &report.comm_comp_overlap.ranks {
+        t.row(vec![
+            r.rank.to_string(),
+            num(r.comm_time_us),
+            num(r.overlap_time_us),
+            opt(r.comp_comm_overlap_pctg),
+        ]);
+    }
+    section(&mut out, "Communication-computation overlap", &t);
+    let mut t = Table::new(&["kernel type", "sum us", "%"]);
+    for k in &report.kernel_breakdown.by_type {
+        t.row(vec![
+            k.kernel_type.clone(),
+            num(k.sum_us),
+            num(k.percentage),
+        ]);
+    }
+    section(&mut out, "Kernel types", &t);
+    let mut t = Table::new(&[
+        "rank", "type", "name", "sum us", "max us", "min us", "std us", "mean us",
+    ]);
+    for k in &report.kernel_breakdown.kernels {
+        let name: String = k.name.chars().take(60).collect();
+        t.row(vec![
+            k.rank.to_string(),
+            k.kernel_type.as_str().to_owned(),
+            name,
+            num(k.sum_us),
+            num(k.max_us),
+            num(k.min_us),
+            num(k.stddev_us),
+            num(k.mean_us),
+        ]);
+    }
+    section(&mut out, "Kernels", &t);
+    for rank in &report.per_rank {
+        let mut t = Table::new(&with_describe(&["stream", "category", "idle us", "ratio"]));
+        for e in &rank.idle_time.entries {
+            let mut cells = vec![
+                e.stream.to_string(),
+                e.idle_category.as_str().to_owned(),
+                num(e.idle_time_us),
+                opt(e.idle_time_ratio),
+            ];
+            cells.extend(describe_cells(&e.interval_stats));
+            t.row(cells);
+        }
+        section(&mut out, &format!("Idle time, rank {}", rank.rank), &t);
+        let mut t = Table::new(&with_describe(&["stream"]));
+        for q in &rank.queue_length {
+            let mut cells = vec![q.stream.to_string()];
+            cells.extend(describe_cells(&q.queue_length));
+            t.row(cells);
+        }
+        section(&mut out, &format!("Queue length, rank {}", rank.rank), &t);
+        let mut t = Table::new(&with_describe(&["copy kind (GB/s)"]));
+        for m in &rank.memory_bw {
+            let mut cells = vec![m.name.clone()];
+            cells.extend(describe_cells(&m.memory_bw_gbps));
+            t.row(cells);
+        }
+        section(
+            &mut out,
+            &format!("Memory bandwidth, rank {}", rank.rank),
+            &t,
+        );
+        let s = &rank.launch_stats;
+        let mut t = Table::new(&with_describe(&["us"]));
+        for (label, d) in [
+            ("launch call", &s.cpu_duration),
+            ("device", &s.gpu_duration),
+            ("launch delay", &s.launch_delay),
+        ] {
+            let mut cells = vec![label.to_owned()];
+            cells.extend(describe_cells(d));
+            t.row(cells);
+        }
+        section(
+            &mut out,
+            &format!("Launch statistics, rank {}", rank.rank),
+            &t,
+        );
+    }
+    if let Some(s) = &report.stragglers {
+        let _ = writeln!(
+            out,
+            "\nPotential stragglers: {:?} (by {} on stream {})",
+            s.stragglers, s.kernel, s.stream
+        );
+    }
+    out
+}
+
+fn section(out: &mut String, title: &str, table: &Table) {
+    let _ = writeln!(out, "\n{title}");
+    out.push_str(&table.render());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_numbers_right_and_text_left() {
+        let mut t = Table::new(&["name", "us"]);
+        t.row(vec!["a".into(), "1".into()]);
+        t.row(vec!["longer".into(), "123.50".into()]);
+        assert_eq!(
+            t.render(),
+            "name        us\na            1\nlonger  123.50\n"
+        );
+    }
+}

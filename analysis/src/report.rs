@@ -1,0 +1,152 @@
+//! Every HTA analysis in one call, as one serializable report.
+
+use serde::Serialize;
+
+use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
+use crate::analyses::kernel_breakdown::{kernel_breakdown, KernelBreakdown};
+use crate::analyses::launch_stats::{launch_stats, LaunchStats};
+use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
+use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
+use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
+use crate::analyses::stragglers::{potential_stragglers, Stragglers};
+use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
+use crate::classify::Mode;
+use crate::frame::Frames;
+use crate::model::TraceSet;
+
+/// Settings of [`analyze`], with HTA's defaults as used for the shared references.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ReportOptions {
+    /// Rule set.
+    pub mode: Mode,
+    /// Names per (type, rank) in the kernel tables before folding into `others` (HTA
+    /// default 10; the shared references use 5).
+    pub num_kernels: usize,
+    /// Cumulative-time quantile past which kernels fold into `others` (0.8).
+    pub duration_ratio: f64,
+    /// Gap below which idle time is kernel wait, µs (30).
+    pub consecutive_kernel_delay_us: i64,
+    /// Launch call duration outlier cutoff, µs (50).
+    pub runtime_cutoff_us: f64,
+    /// Launch delay outlier cutoff, µs (100).
+    pub launch_delay_cutoff_us: f64,
+    /// Stragglers to report (2).
+    pub num_candidates: usize,
+    /// Ranks for the per-rank analyses (idle time, queue length, memory bandwidth,
+    /// launch statistics); `None`: HTA's default, the first rank.
+    pub ranks: Option<Vec<i64>>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            mode: Mode::Default,
+            num_kernels: 10,
+            duration_ratio: 0.8,
+            consecutive_kernel_delay_us: 30,
+            runtime_cutoff_us: 50.0,
+            launch_delay_cutoff_us: 100.0,
+            num_candidates: 2,
+            ranks: None,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// HTA-compatible settings as used for `../shared/traces/hta-reference/`
+    /// (`num_kernels = 5`, every rank).
+    pub fn hta_reference() -> Self {
+        ReportOptions {
+            mode: Mode::HtaCompat,
+            num_kernels: 5,
+            ..ReportOptions::default()
+        }
+    }
+}
+
+/// Per-rank results of the single-rank analyses.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankReport {
+    /// The rank.
+    pub rank: i64,
+    /// Idle time by stream and category.
+    pub idle_time: IdleTimeBreakdown,
+    /// Queue length per stream.
+    pub queue_length: Vec<QueueLengthStream>,
+    /// Memory bandwidth per copy kind.
+    pub memory_bw: Vec<MemoryBwEntry>,
+    /// Launch statistics.
+    pub launch_stats: LaunchStats,
+}
+
+/// All analyses. JSON schema: this struct serialized with serde (field names as here;
+/// times in µs; `null` where HTA prints `NaN`; an analysis that cannot run is `null`
+/// with its reason in `errors`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// The mode used.
+    pub mode: Mode,
+    /// HTA's device type of the first rank.
+    pub device_type: String,
+    /// Ranks analyzed.
+    pub ranks: Vec<i64>,
+    /// Whether HTA's last-step filter was applied.
+    pub last_step_filtered: bool,
+    /// Temporal breakdown.
+    pub temporal_breakdown: Option<TemporalBreakdown>,
+    /// Communication–computation overlap.
+    pub comm_comp_overlap: CommCompOverlap,
+    /// Kernel breakdown.
+    pub kernel_breakdown: KernelBreakdown,
+    /// Per-rank analyses.
+    pub per_rank: Vec<RankReport>,
+    /// Potential stragglers.
+    pub stragglers: Option<Stragglers>,
+    /// Analyses that could not run, with why.
+    pub errors: Vec<String>,
+}
+
+/// Runs every analysis.
+pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
+    let frames = Frames::build(set, options.mode);
+    let mut errors = Vec::new();
+    let temporal = temporal_breakdown(&frames)
+        .map_err(|e| errors.push(e.to_string()))
+        .ok();
+    let wanted: Vec<i64> = options
+        .ranks
+        .clone()
+        .unwrap_or_else(|| frames.ranks.iter().take(1).map(|f| f.rank()).collect());
+    let per_rank = frames
+        .ranks
+        .iter()
+        .filter(|f| wanted.contains(&f.rank()))
+        .map(|frame| RankReport {
+            rank: frame.rank(),
+            idle_time: idle_time_breakdown(frame, options.consecutive_kernel_delay_us),
+            queue_length: queue_length_summary(frame),
+            memory_bw: memory_bw_summary(frame),
+            launch_stats: launch_stats(
+                frame,
+                options.runtime_cutoff_us,
+                options.launch_delay_cutoff_us,
+            ),
+        })
+        .collect();
+    let stragglers = potential_stragglers(&frames, options.num_candidates)
+        .map_err(|e| errors.push(e.to_string()))
+        .ok();
+    Report {
+        mode: options.mode,
+        device_type: frames.device_type.to_owned(),
+        ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
+        last_step_filtered: frames.ranks.iter().any(|f| f.filtered),
+        temporal_breakdown: temporal,
+        comm_comp_overlap: comm_comp_overlap(&frames),
+        kernel_breakdown: kernel_breakdown(&frames, options.num_kernels, options.duration_ratio),
+        per_rank,
+        stragglers,
+        errors,
+    }
+}

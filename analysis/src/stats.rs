@@ -1,0 +1,106 @@
+//! pandas' `describe()` and numpy's rounding, reproduced.
+
+use serde::Serialize;
+
+/// `Series.describe()`: count, mean, sample standard deviation (ddof = 1), min, the
+/// quartiles by linear interpolation, max. `None` where pandas prints `NaN`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Describe {
+    /// Number of values.
+    pub count: u64,
+    /// Mean.
+    pub mean: Option<f64>,
+    /// Sample standard deviation (ddof = 1); `None` below two values.
+    pub std: Option<f64>,
+    /// Minimum.
+    pub min: Option<f64>,
+    /// 25th percentile.
+    pub p25: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 75th percentile.
+    pub p75: Option<f64>,
+    /// Maximum.
+    pub max: Option<f64>,
+}
+
+impl Describe {
+    /// Describes `values` (order irrelevant).
+    pub fn of(values: &[f64]) -> Self {
+        let n = values.len();
+        if n == 0 {
+            return Describe::default();
+        }
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let std = (n > 1).then(|| {
+            let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+            (ss / (n - 1) as f64).sqrt()
+        });
+        Describe {
+            count: n as u64,
+            mean: Some(mean),
+            std,
+            min: Some(sorted[0]),
+            p25: Some(quantile_sorted(&sorted, 0.25)),
+            p50: Some(quantile_sorted(&sorted, 0.5)),
+            p75: Some(quantile_sorted(&sorted, 0.75)),
+            max: Some(sorted[n - 1]),
+        }
+    }
+
+    /// The eight values in pandas' column order (count first).
+    pub fn values(&self) -> [Option<f64>; 8] {
+        [
+            Some(self.count as f64),
+            self.mean,
+            self.std,
+            self.min,
+            self.p25,
+            self.p50,
+            self.p75,
+            self.max,
+        ]
+    }
+}
+
+/// numpy's `quantile(method="linear")` of sorted, non-empty values.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    let pos = (sorted.len() - 1) as f64 * q;
+    let lo = pos.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    let t = pos - lo as f64;
+    let (a, b) = (sorted[lo], sorted[hi]);
+    // numpy's `_lerp`: a + (b - a) * t, computed from the nearer end.
+    let diff = b - a;
+    if t >= 0.5 {
+        b - diff * (1.0 - t)
+    } else {
+        a + diff * t
+    }
+}
+
+/// numpy's `round(x, decimals)`: scale, round half to even, unscale.
+pub fn np_round(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round_ties_even() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_matches_pandas() {
+        let d = Describe::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(d.count, 4);
+        assert_eq!(d.mean, Some(2.5));
+        assert_eq!(d.p25, Some(1.75));
+        assert_eq!(d.p75, Some(3.25));
+        assert!((d.std.unwrap() - 1.2909944487358056).abs() < 1e-15);
+        assert_eq!(Describe::of(&[5.0]).std, None);
+        assert_eq!(np_round(0.125, 2), 0.12);
+        assert_eq!(np_round(53.555, 2), 53.56);
+    }
+}

@@ -1,1 +1,66 @@
-//! The emulated Trainium device (work in progress; see issue 3).
+//! An emulated Trainium device for neuronprof.
+//!
+//! `neuron-backend` is an eager tensor library on a device named `neuron`. It computes
+//! real results on the CPU and places every device activity on the process timeline
+//! with a timing model built from the published Trainium figures
+//! (`shared/reference/hardware.md`), recording everything through `runtime-hooks`:
+//! operators, allocations, kernel launches and queue submissions on the host; kernels,
+//! engine instructions, semaphore waits and DMA transfers on the device.
+//!
+//! # Key types
+//!
+//! - [`Runtime`]: a [`DeviceProfile`] (`trn2` at LNC=2 by default, `trn2-lnc1`, `trn3`,
+//!   or a JSON override) and its logical cores, each a [`Device`] (`neuron:i`).
+//! - [`Tensor`]: f32, bf16 (round-to-nearest-even) or i64 values on the host or a device;
+//!   ops are methods (`matmul`, `add`, `gelu`, `softmax`, ...). Every op goes through
+//!   one dispatcher and returns a [`BackendError`] naming the op and shapes on bad input.
+//! - [`Stream`] and [`Event`]: the execution queues (1 compute, 3 collective, 2 tensor-op
+//!   per core, at most 8 kernels in flight each) and points in them.
+//! - Memory: a caching allocator per device ([`MemoryStats`], [`MemoryCategory`],
+//!   [`Device::empty_cache`]); out of memory is an error, never a panic.
+//! - [`EngineTime`]: modeled busy time per engine.
+//!
+//! # Time
+//!
+//! Host records use the host clock, which excludes the emulator's own work (timing
+//! simulation and CPU numerics run inside `runtime_hooks::clock::emulation_scope`).
+//! Device records are placed by the model; host waits ([`Device::synchronize`], reading
+//! values) move the host clock to the modeled completion. With numerics off
+//! ([`Device::set_numerics`]) the timeline is identical, only the values are missing.
+//!
+//! # Example
+//!
+//! ```
+//! use neuron_backend::{DType, Runtime, Tensor};
+//!
+//! let runtime = Runtime::trn2();
+//! let device = runtime.device(0)?;
+//! let a = Tensor::from_f32(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])?.to_device(&device)?;
+//! let b = device.ones(&[3, 2], DType::F32)?;
+//! let c = a.matmul(&b)?.relu()?;
+//! assert_eq!(c.to_vec_f32()?, vec![6.0, 6.0, 15.0, 15.0]);
+//! device.synchronize();
+//! let time = device.engine_time();
+//! assert!(time.compute_busy_ns[0] > 0, "TensorE did the matmul");
+//! # Ok::<(), neuron_backend::BackendError>(())
+//! ```
+#![warn(missing_docs)]
+
+mod allocator;
+mod device;
+mod dispatch;
+mod dtype;
+mod error;
+mod ops;
+mod profile;
+mod tensor;
+mod timing;
+
+pub use allocator::{size_class, CategoryStats, MemoryCategory, MemoryStats};
+pub use device::{Device, Event, QueueKind, Runtime, Stream};
+pub use dtype::{bf16_to_f32, f32_to_bf16, round_bf16, DType};
+pub use error::{BackendError, Result};
+pub use ops::{BinaryOp, UnaryOp};
+pub use profile::DeviceProfile;
+pub use tensor::Tensor;
+pub use timing::{Engine, EngineTime, RecordDetail};

@@ -1,0 +1,120 @@
+use super::*;
+
+const GIB: u64 = 1024 * MIB;
+
+#[test]
+fn size_classes_round_up_with_a_256_byte_minimum() {
+    assert_eq!(size_class(1), 256);
+    assert_eq!(size_class(256), 256);
+    assert_eq!(size_class(257), 512);
+    assert_eq!(size_class(1000), 1024);
+    assert_eq!(size_class(1025), 1280);
+    assert_eq!(size_class(5 * MIB + 1), 6 * MIB);
+    assert_eq!(size_class(16 * MIB + 1), 18 * MIB);
+    for request in [1u64, 300, 4097, 70_000, 3 * MIB, 15 * MIB + 7] {
+        let class = size_class(request);
+        assert!(
+            class >= request && class.is_multiple_of(256),
+            "{request} -> {class}"
+        );
+        assert!(class - request <= request / 4 + 256, "{request} -> {class}");
+    }
+}
+
+#[test]
+fn small_blocks_share_a_segment_and_are_reused() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, a_bytes) = alloc.allocate(1000, MemoryCategory::Activations).unwrap();
+    let (b, _) = alloc.allocate(1000, MemoryCategory::Activations).unwrap();
+    assert_eq!(a_bytes, 1024);
+    assert_eq!(b, a + 1024, "second block split from the same segment");
+    let stats = alloc.stats();
+    assert_eq!(stats.segments, 1);
+    assert_eq!(stats.reserved_bytes, SMALL_SEGMENT_BYTES);
+    assert_eq!(stats.allocated_bytes, 2048);
+    alloc.free(a);
+    let (c, _) = alloc.allocate(900, MemoryCategory::Other).unwrap();
+    assert_eq!(c, a, "freed block reused");
+    assert_eq!(alloc.stats().num_frees, 1);
+}
+
+#[test]
+fn large_blocks_come_from_their_own_segments_and_merge_back() {
+    let mut alloc = Allocator::new(1, GIB);
+    let (a, _) = alloc.allocate(2 * MIB, MemoryCategory::Parameters).unwrap();
+    let (b, _) = alloc.allocate(3 * MIB, MemoryCategory::Parameters).unwrap();
+    assert_eq!(alloc.stats().segments, 1, "both from one 20 MiB segment");
+    assert_eq!(alloc.stats().reserved_bytes, MEDIUM_SEGMENT_BYTES);
+    let (big, big_bytes) = alloc.allocate(40 * MIB, MemoryCategory::Gradients).unwrap();
+    assert_eq!(big_bytes, 40 * MIB);
+    assert_eq!(alloc.stats().segments, 2);
+    alloc.free(a);
+    alloc.free(b);
+    alloc.free(big);
+    assert_eq!(alloc.stats().allocated_bytes, 0);
+    assert_eq!(
+        alloc.stats().reserved_bytes,
+        60 * MIB,
+        "cached until empty_cache"
+    );
+    assert_eq!(alloc.empty_cache(), 60 * MIB);
+    assert_eq!(alloc.stats().reserved_bytes, 0);
+    assert_eq!(alloc.stats().peak_allocated_bytes, 45 * MIB);
+    assert_eq!(
+        alloc
+            .stats()
+            .category(MemoryCategory::Parameters)
+            .peak_bytes,
+        5 * MIB
+    );
+}
+
+#[test]
+fn out_of_memory_is_an_error_and_the_device_stays_usable() {
+    let mut alloc = Allocator::new(2, 100 * MIB);
+    let (a, _) = alloc
+        .allocate(60 * MIB, MemoryCategory::Parameters)
+        .unwrap();
+    let (_b, _) = alloc
+        .allocate(30 * MIB, MemoryCategory::Activations)
+        .unwrap();
+    let err = alloc.allocate(20 * MIB, MemoryCategory::Other).unwrap_err();
+    let BackendError::OutOfMemory {
+        device,
+        requested_bytes,
+        free_bytes,
+        reserved_bytes,
+        capacity_bytes,
+        largest_categories,
+        ..
+    } = err.clone()
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(device, "neuron:2");
+    assert_eq!(requested_bytes, 20 * MIB);
+    assert_eq!(reserved_bytes, 90 * MIB);
+    assert_eq!(free_bytes, 10 * MIB);
+    assert_eq!(capacity_bytes, 100 * MIB);
+    assert_eq!(largest_categories[0], ("parameters".to_string(), 60 * MIB));
+    let text = err.to_string();
+    assert!(
+        text.contains("out of memory") && text.contains("parameters"),
+        "{text}"
+    );
+    assert_eq!(alloc.stats().num_ooms, 1);
+    // Free and retry: the cached 60 MiB segment is released to make room.
+    alloc.free(a);
+    alloc.allocate(20 * MIB, MemoryCategory::Other).unwrap();
+}
+
+#[test]
+fn freeing_twice_or_unknown_addresses_changes_nothing() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, _) = alloc.allocate(4096, MemoryCategory::Other).unwrap();
+    alloc.free(a);
+    let before = alloc.stats();
+    alloc.free(a);
+    alloc.free(12345);
+    assert_eq!(alloc.stats(), before);
+}

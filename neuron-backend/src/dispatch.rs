@@ -1,0 +1,241 @@
+//! The one dispatcher every op goes through, and where each hook point is recorded.
+//!
+//! For an op it records, in order on the calling host thread: the operator begin (name,
+//! sequence number, correlation id, FLOPs, bytes); each output allocation (through the
+//! allocator); the kernel launch as a runtime call with the correlation id, holding the
+//! queue submission (a second runtime call, long when the queue was full and the host
+//! had to wait) and the start of the launch→kernel flow; then, as emulation time that
+//! the host clock does not see, the timing model places the kernel and its instructions
+//! and the CPU computes the numerics; finally the operator end.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use runtime_hooks::{
+    clock, FlowKind, OperatorPayload, OperatorScope, RuntimeCallKind, RuntimeCallPayload,
+    RuntimeCallScope,
+};
+
+use crate::tensor::{Data, Storage, Values};
+use crate::timing::lower::{MatmulPlan, RowPlan};
+use crate::timing::{KernelInfo, KernelRun};
+use crate::{BackendError, DType, Device, Tensor};
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(1);
+
+/// How a kernel is lowered to instructions.
+#[derive(Debug, Clone)]
+pub(crate) enum Lowering {
+    Rows(RowPlan),
+    Matmul(MatmulPlan),
+    Copy {
+        bytes: u64,
+        direction: runtime_hooks::DmaDirection,
+    },
+}
+
+impl Lowering {
+    fn lower(&self, run: &mut KernelRun<'_>) {
+        match self {
+            Lowering::Rows(plan) => plan.lower(run),
+            Lowering::Matmul(plan) => plan.lower(run),
+            Lowering::Copy { bytes, direction } => {
+                crate::timing::lower::copy(run, *bytes, *direction)
+            }
+        }
+    }
+}
+
+/// One op to dispatch.
+#[derive(Debug)]
+pub(crate) struct OpCall<'a> {
+    /// The operator name, for example `aten::add`.
+    pub(crate) op: &'static str,
+    /// The kernel name stem (distinct from the operator name), for example `add`.
+    pub(crate) kernel: &'static str,
+    pub(crate) inputs: &'a [&'a Tensor],
+    pub(crate) outputs: Vec<(Vec<usize>, DType)>,
+    pub(crate) flops: u64,
+    pub(crate) lowering: Lowering,
+}
+
+/// The device all `inputs` live on; errors name the op and each input's place.
+pub(crate) fn common_device(op: &'static str, inputs: &[&Tensor]) -> Result<Device, BackendError> {
+    for input in inputs {
+        input.check_live(op)?;
+    }
+    let mismatch = || BackendError::DeviceMismatch {
+        op,
+        devices: inputs.iter().map(|t| t.place()).collect(),
+    };
+    let first = inputs
+        .first()
+        .and_then(|t| t.device())
+        .ok_or_else(mismatch)?;
+    for input in inputs {
+        match input.device() {
+            Some(device) if device.same(first) => {}
+            _ => return Err(mismatch()),
+        }
+    }
+    Ok(first.clone())
+}
+
+/// Allocates an output of `shape` and `dtype` on `device` (recorded by the allocator).
+pub(crate) fn allocate(
+    device: &Device,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor, BackendError> {
+    let bytes = shape.iter().product::<usize>() as u64 * dtype.size_bytes();
+    let (addr, _) = device.allocator().allocate(bytes, device.category())?;
+    Ok(Tensor {
+        shape: shape.into(),
+        dtype,
+        storage: Storage::on_device(device.clone(), addr, Data::Absent),
+        offset: 0,
+    })
+}
+
+/// Records a host-only op (views): operator begin and end, no kernel.
+pub(crate) fn host_op<T>(op: &'static str, body: impl FnOnce() -> T) -> T {
+    let _scope = OperatorScope::new(OperatorPayload {
+        name_id: runtime_hooks::intern(op),
+        seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        ..Default::default()
+    });
+    body()
+}
+
+/// Dispatches `call` on `device`, computing outputs with `numerics` when numerics are on
+/// and every input has values.
+pub(crate) fn dispatch(
+    device: &Device,
+    call: OpCall<'_>,
+    numerics: impl FnOnce(&[Values]) -> Vec<Values>,
+) -> Result<Vec<Tensor>, BackendError> {
+    let queue = device.current_queue();
+    if device.timeline().queues[queue].released {
+        return Err(BackendError::StreamReleased {
+            op: call.op,
+            stream: device.current_stream().to_string(),
+        });
+    }
+    let bytes: u64 = call.inputs.iter().map(|t| t.size_bytes()).sum::<u64>()
+        + call
+            .outputs
+            .iter()
+            .map(|(shape, dtype)| shape.iter().product::<usize>() as u64 * dtype.size_bytes())
+            .sum::<u64>();
+    let corr_id = runtime_hooks::next_corr_id();
+    let _op = OperatorScope::new(OperatorPayload {
+        name_id: runtime_hooks::intern(call.op),
+        corr_id,
+        seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        flops: call.flops,
+        bytes,
+        ..Default::default()
+    });
+    let outputs = call
+        .outputs
+        .iter()
+        .map(|(shape, dtype)| allocate(device, shape, *dtype))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dtype = call.inputs.first().map_or(call.outputs[0].1, |t| t.dtype);
+    let kernel_name = if call.kernel.starts_with("Memcpy") {
+        call.kernel.to_string()
+    } else {
+        format!("{}_{dtype}", call.kernel)
+    };
+    let kernel = KernelInfo {
+        name_id: runtime_hooks::intern(&kernel_name),
+        corr_id,
+        flops: call.flops,
+        bytes,
+    };
+    launch(device, queue, kernel, &call.lowering, || {
+        if device.numerics() {
+            compute(call.op, call.inputs, &outputs, numerics)
+        } else {
+            Ok(())
+        }
+    })?;
+    Ok(outputs)
+}
+
+/// Launches a kernel on `queue`: the launch runtime call (holding the submission), then,
+/// as emulation time, its placement by the timing model and `emulate` (the numerics).
+/// Returns the kernel's modeled `(start, end)`.
+pub(crate) fn launch<E>(
+    device: &Device,
+    queue: usize,
+    kernel: KernelInfo,
+    lowering: &Lowering,
+    emulate: impl FnOnce() -> Result<(), E>,
+) -> Result<(u64, u64), E> {
+    let launch_payload = RuntimeCallPayload {
+        name_id: runtime_hooks::name!("nrt_execute"),
+        device: device.shared.index,
+        queue: queue as u16,
+        corr_id: kernel.corr_id,
+        bytes: kernel.bytes,
+        ..Default::default()
+    };
+    let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, launch_payload);
+    let launch_ns = submit(device, queue, launch_payload);
+    let _emulating = clock::emulation_scope();
+    let detail = device.detail();
+    let span = device
+        .timeline()
+        .run_kernel(queue, launch_ns, kernel, detail, |run| lowering.lower(run));
+    emulate()?;
+    Ok(span)
+}
+
+/// The queue submission: blocks (moves the host clock) while the queue has
+/// `max_in_flight` kernels in flight; returns the host instant of the submission.
+fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) -> u64 {
+    let _submit = RuntimeCallScope::new(
+        RuntimeCallKind::QueueSubmit,
+        RuntimeCallPayload {
+            name_id: runtime_hooks::name!("nrt_queue_submit"),
+            ..launch
+        },
+    );
+    let now_ns = clock::now_ns();
+    let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
+    let submitted_ns = clock::advance_to(ready_ns);
+    if runtime_hooks::is_enabled() {
+        runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
+    }
+    submitted_ns
+}
+
+fn compute(
+    op: &'static str,
+    inputs: &[&Tensor],
+    outputs: &[Tensor],
+    numerics: impl FnOnce(&[Values]) -> Vec<Values>,
+) -> Result<(), BackendError> {
+    if !inputs.iter().all(|t| t.has_values()) {
+        return Ok(());
+    }
+    let values = inputs
+        .iter()
+        .map(|t| t.values(op))
+        .collect::<Result<Vec<_>, _>>()?;
+    let results = numerics(&values);
+    for (output, result) in outputs.iter().zip(results) {
+        let data = Data::from_values(output.dtype, result);
+        debug_assert_eq!(
+            data.len(),
+            output.numel(),
+            "{op} produced a wrong element count"
+        );
+        *output
+            .storage
+            .data
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = data;
+    }
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! The timing model of one logical core: engines, DMA queues and execution queues on the
+//! process timeline.
+//!
+//! A kernel starts at max(its launch + the launch latency, the end of the previous
+//! kernel on its execution queue, the events its queue waits on). Its lowering
+//! ([`lower`]) places instructions one by one: each starts when its engine is free and
+//! its inputs are ready, so engines run in parallel and contend with each other's
+//! kernels; the kernel ends with its last instruction. What is placed is recorded
+//! through `runtime-hooks` (kernels always, instructions and DMA transfers at
+//! [`RecordDetail::Instructions`]).
+
+pub(crate) mod cost;
+pub(crate) mod lower;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use runtime_hooks::{
+    DmaDirection, DmaPayload, FlowKind, FlowPayload, InstructionPayload, KernelPayload, NameId,
+    Phase, Record, RecordKind,
+};
+
+use crate::DeviceProfile;
+
+/// How much device activity is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordDetail {
+    /// Kernels (and host↔device copies) only.
+    Kernels,
+    /// Kernels plus every engine instruction, semaphore wait and DMA transfer.
+    #[default]
+    Instructions,
+}
+
+/// A compute engine of a NeuronCore; the value is the `engine` of instruction records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// The 128×128 systolic array (matmul, transpose).
+    Tensor = 0,
+    /// Elementwise and reduction engine.
+    Vector = 1,
+    /// Activation-function engine.
+    Scalar = 2,
+    /// General-purpose SIMD processors (gathers, random numbers, iota).
+    GpSimd = 3,
+}
+
+impl Engine {
+    /// Every compute engine, in index order.
+    pub const ALL: [Engine; 4] = [
+        Engine::Tensor,
+        Engine::Vector,
+        Engine::Scalar,
+        Engine::GpSimd,
+    ];
+
+    /// The engine's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Tensor => "TensorE",
+            Engine::Vector => "VectorE",
+            Engine::Scalar => "ScalarE",
+            Engine::GpSimd => "GpSimdE",
+        }
+    }
+}
+
+/// Modeled busy time of one logical core, per engine, summed over its physical cores.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineTime {
+    /// Busy ns of each compute engine, indexed by `Engine as usize`.
+    pub compute_busy_ns: [u64; 4],
+    /// Busy ns of all DMA engines together (engine occupancy).
+    pub dma_busy_ns: u64,
+    /// Bytes moved by DMA.
+    pub dma_bytes: u64,
+    /// Kernels placed.
+    pub kernels: u64,
+    /// Instructions placed (DMA transfers included).
+    pub instructions: u64,
+    /// End of the last placed activity, ns on the process timeline.
+    pub last_end_ns: u64,
+}
+
+#[derive(Debug)]
+struct CoreState {
+    engine_free_ns: [u64; 4],
+    tensor_last_end_ns: Option<u64>,
+    throttle_start_ns: Option<u64>,
+    dma_engine_free_ns: Vec<u64>,
+    dma_queue_free_ns: Vec<u64>,
+    dma_next_queue: Vec<u32>,
+}
+
+/// One execution queue ("stream").
+#[derive(Debug, Default)]
+pub(crate) struct QueueState {
+    /// Modeled ends of the kernels still in flight, in order.
+    in_flight_end_ns: VecDeque<u64>,
+    pub(crate) last_end_ns: u64,
+    pub(crate) wait_until_ns: u64,
+    pub(crate) released: bool,
+}
+
+/// Engines and queues of one logical core.
+#[derive(Debug)]
+pub(crate) struct Timeline {
+    pub(crate) profile: Arc<DeviceProfile>,
+    pub(crate) device_index: u16,
+    cores: Vec<CoreState>,
+    pub(crate) queues: Vec<QueueState>,
+    time: EngineTime,
+}
+
+impl Timeline {
+    pub(crate) fn new(profile: Arc<DeviceProfile>, device_index: u16) -> Self {
+        let engines = profile.dma_engines as usize;
+        let cores = (0..profile.lnc)
+            .map(|_| CoreState {
+                engine_free_ns: [0; 4],
+                tensor_last_end_ns: None,
+                throttle_start_ns: None,
+                dma_engine_free_ns: vec![0; engines],
+                dma_queue_free_ns: vec![0; engines * profile.dma_queues_per_engine as usize],
+                dma_next_queue: vec![0; engines],
+            })
+            .collect();
+        let queues = (0..profile.queues_per_core())
+            .map(|_| QueueState::default())
+            .collect();
+        Timeline {
+            profile,
+            device_index,
+            cores,
+            queues,
+            time: EngineTime::default(),
+        }
+    }
+
+    /// Physical cores of this logical core.
+    pub(crate) fn core_count(&self) -> usize {
+        self.cores.len()
+    }
+
+    pub(crate) fn engine_time(&self) -> EngineTime {
+        self.time.clone()
+    }
+
+    /// The host instant at which a submission at `host_ns` to `queue` may proceed: when
+    /// the queue already has `max_in_flight` kernels still running, the host waits for
+    /// the oldest to finish.
+    pub(crate) fn submit_ready_ns(&mut self, queue: usize, host_ns: u64) -> u64 {
+        let max = self.profile.max_in_flight as usize;
+        let state = &mut self.queues[queue];
+        while state
+            .in_flight_end_ns
+            .front()
+            .is_some_and(|&end| end <= host_ns)
+        {
+            state.in_flight_end_ns.pop_front();
+        }
+        if state.in_flight_end_ns.len() < max {
+            return host_ns;
+        }
+        let wait_for = state.in_flight_end_ns.len() - max;
+        state.in_flight_end_ns[wait_for]
+    }
+
+    /// End of all work on every queue.
+    pub(crate) fn all_done_ns(&self) -> u64 {
+        self.queues.iter().map(|q| q.last_end_ns).max().unwrap_or(0)
+    }
+
+    /// Places a kernel launched at `launch_ns` on `queue`; returns `(start, end)`.
+    pub(crate) fn run_kernel(
+        &mut self,
+        queue: usize,
+        launch_ns: u64,
+        kernel: KernelInfo,
+        detail: RecordDetail,
+        lower: impl FnOnce(&mut KernelRun<'_>),
+    ) -> (u64, u64) {
+        let q = &self.queues[queue];
+        let start_ns = (launch_ns + self.profile.launch_latency_ns)
+            .max(q.last_end_ns)
+            .max(q.wait_until_ns);
+        let mut run = KernelRun {
+            timeline: self,
+            record_instructions: detail == RecordDetail::Instructions
+                && runtime_hooks::is_enabled(),
+            corr_id: kernel.corr_id,
+            start_ns,
+            end_ns: start_ns,
+        };
+        lower(&mut run);
+        let end_ns = run.end_ns.max(start_ns + 1);
+        let q = &mut self.queues[queue];
+        q.last_end_ns = end_ns;
+        q.in_flight_end_ns.push_back(end_ns);
+        self.time.kernels += 1;
+        self.time.last_end_ns = self.time.last_end_ns.max(end_ns);
+        if runtime_hooks::is_enabled() {
+            runtime_hooks::kernel(
+                start_ns,
+                end_ns,
+                KernelPayload {
+                    name_id: kernel.name_id,
+                    device: self.device_index,
+                    queue: queue as u16,
+                    corr_id: kernel.corr_id,
+                    flops: kernel.flops,
+                    bytes: kernel.bytes,
+                    ..Default::default()
+                },
+            );
+            let flow = FlowPayload {
+                flow_id: kernel.corr_id,
+                ..Default::default()
+            };
+            runtime_hooks::record(Record::new(
+                RecordKind::Flow,
+                Phase::End,
+                FlowKind::LaunchToKernel.raw(),
+                start_ns,
+                start_ns,
+                flow.into(),
+            ));
+        }
+        (start_ns, end_ns)
+    }
+}
+
+/// What the kernel record says about a kernel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KernelInfo {
+    pub(crate) name_id: NameId,
+    pub(crate) corr_id: u64,
+    pub(crate) flops: u64,
+    pub(crate) bytes: u64,
+}
+
+/// A kernel being placed: lowerings call [`exec`](Self::exec) and [`dma`](Self::dma).
+#[derive(Debug)]
+pub(crate) struct KernelRun<'a> {
+    timeline: &'a mut Timeline,
+    record_instructions: bool,
+    corr_id: u64,
+    pub(crate) start_ns: u64,
+    end_ns: u64,
+}
+
+impl KernelRun<'_> {
+    pub(crate) fn profile(&self) -> &DeviceProfile {
+        &self.timeline.profile
+    }
+
+    pub(crate) fn core_count(&self) -> usize {
+        self.timeline.core_count()
+    }
+
+    /// Runs an instruction of `nominal_ns` on `engine` of physical core `core` once
+    /// `ready_ns` has passed; returns its end.
+    pub(crate) fn exec(
+        &mut self,
+        core: usize,
+        engine: Engine,
+        nominal_ns: f64,
+        ready_ns: u64,
+        name_id: NameId,
+        flops: u64,
+    ) -> u64 {
+        let profile = Arc::clone(&self.timeline.profile);
+        let state = &mut self.timeline.cores[core];
+        let free_ns = state.engine_free_ns[engine as usize].max(self.start_ns);
+        let start_ns = free_ns.max(ready_ns);
+        let mut dur_ns = nominal_ns;
+        if engine == Engine::Tensor {
+            let idle = state.tensor_last_end_ns.is_none_or(|last| {
+                start_ns.saturating_sub(last) >= profile.tensor_throttle_idle_ns
+            });
+            if idle {
+                state.throttle_start_ns = Some(start_ns);
+            }
+            if let Some(throttle_ns) = state.throttle_start_ns {
+                let into_ramp = (start_ns - throttle_ns) as f64;
+                let ramp = (profile.tensor_throttle_ramp_ns as f64).max(1.0);
+                if into_ramp >= ramp {
+                    state.throttle_start_ns = None;
+                } else {
+                    let low = profile.tensor_throttle_rate;
+                    dur_ns /= low + (1.0 - low) * into_ramp / ramp;
+                }
+            }
+        }
+        let end_ns = start_ns + (dur_ns.round() as u64).max(1);
+        state.engine_free_ns[engine as usize] = end_ns;
+        if engine == Engine::Tensor {
+            state.tensor_last_end_ns = Some(end_ns);
+        }
+        self.timeline.time.compute_busy_ns[engine as usize] += end_ns - start_ns;
+        self.timeline.time.instructions += 1;
+        self.end_ns = self.end_ns.max(end_ns);
+        if self.record_instructions {
+            let payload = InstructionPayload {
+                device: self.timeline.device_index,
+                core: core as u8,
+                engine: engine as u8,
+                corr_id: self.corr_id,
+                ..Default::default()
+            };
+            if start_ns > free_ns {
+                let wait = InstructionPayload {
+                    name_id: runtime_hooks::name!("semaphore_wait"),
+                    ..payload
+                };
+                runtime_hooks::instruction(free_ns, start_ns, wait);
+            }
+            let payload = InstructionPayload {
+                name_id,
+                flops,
+                ..payload
+            };
+            runtime_hooks::instruction(start_ns, end_ns, payload);
+        }
+        end_ns
+    }
+
+    /// One DMA transfer of `bytes` on the least busy engine of `core` once `ready_ns`
+    /// has passed; returns its end.
+    pub(crate) fn dma(
+        &mut self,
+        core: usize,
+        bytes: u64,
+        direction: DmaDirection,
+        ready_ns: u64,
+    ) -> u64 {
+        let (dur_ns, occupancy_ns) = cost::dma_ns(&self.timeline.profile, bytes);
+        let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
+        let state = &mut self.timeline.cores[core];
+        let (engine, &engine_free) = state
+            .dma_engine_free_ns
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, free)| **free)
+            .expect("at least one DMA engine");
+        let slot = state.dma_next_queue[engine];
+        state.dma_next_queue[engine] = (slot + 1) % queues_per_engine;
+        let queue = engine * queues_per_engine as usize + slot as usize;
+        let start_ns = engine_free
+            .max(ready_ns)
+            .max(self.start_ns)
+            .max(state.dma_queue_free_ns[queue]);
+        let end_ns = start_ns + (dur_ns.round() as u64).max(1);
+        state.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
+        state.dma_queue_free_ns[queue] = end_ns;
+        let time = &mut self.timeline.time;
+        time.dma_busy_ns += occupancy_ns.round() as u64;
+        time.dma_bytes += bytes;
+        time.instructions += 1;
+        self.end_ns = self.end_ns.max(end_ns);
+        if self.record_instructions {
+            let dma_queue =
+                core * self.timeline.profile.dma_engines as usize * queues_per_engine as usize
+                    + queue;
+            runtime_hooks::dma(
+                direction,
+                start_ns,
+                end_ns,
+                DmaPayload {
+                    name_id: runtime_hooks::name!("dma"),
+                    device: self.timeline.device_index,
+                    queue: dma_queue as u16,
+                    corr_id: self.corr_id,
+                    bytes,
+                    ..Default::default()
+                },
+            );
+        }
+        end_ns
+    }
+
+    /// Moves `bytes` split over up to all DMA engines of `core` (pieces of at least
+    /// 64 KiB) once `ready_ns` has passed; returns when the last piece ends.
+    pub(crate) fn dma_spread(
+        &mut self,
+        core: usize,
+        bytes: u64,
+        direction: DmaDirection,
+        ready_ns: u64,
+    ) -> u64 {
+        if bytes == 0 {
+            return ready_ns;
+        }
+        let engines = u64::from(self.timeline.profile.dma_engines);
+        let pieces = (bytes / (64 * 1024)).clamp(1, engines);
+        let mut end_ns = ready_ns;
+        for piece in 0..pieces {
+            let share = bytes / pieces + u64::from(piece < bytes % pieces);
+            end_ns = end_ns.max(self.dma(core, share, direction, ready_ns));
+        }
+        end_ns
+    }
+}

@@ -1,6 +1,10 @@
-//! pandas' `describe()` and numpy's rounding, reproduced.
+//! pandas' `describe()`, numpy's rounding and numpy's argsort, reproduced.
+
+mod numpy_sort;
 
 use serde::Serialize;
+
+pub use numpy_sort::numpy_argsort;
 
 /// `Series.describe()`: count, mean, sample standard deviation (ddof = 1), min, the
 /// quartiles by linear interpolation, max. `None` where pandas prints `NaN`.

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::classify::Mode;
 use crate::frame::{Frame, FrameRow};
-use crate::stats::Describe;
+use crate::stats::{numpy_argsort, Describe};
 
 /// Launch names HTA recognises (`TraceSymbolTable.get_runtime_launch_events_mask`).
 pub(crate) const HTA_LAUNCH_NAMES: [&str; 12] = [
@@ -68,11 +68,18 @@ pub fn queue_length_summary(frame: &Frame<'_>) -> Vec<QueueLengthStream> {
             .push(row);
     }
     // (time, stream, delta): launches joined to their device rows, then the device rows.
-    let mut points: Vec<(i64, i64, i64)> = Vec::new();
+    // A launch without a device row stays in the sort with no stream (pandas' NaN): it
+    // takes part in the order of equal timestamps, then drops out of the grouping.
+    let mut points: Vec<(i64, Option<i64>, i64)> = Vec::new();
     for launch in &launches {
         let corr = frame.model_row(launch).correlation;
-        for device in device_by_corr.get(&corr).map_or(&[][..], Vec::as_slice) {
-            points.push((launch.start, frame.model_row(device).stream, 1));
+        match device_by_corr.get(&corr) {
+            Some(devices) => {
+                for device in devices {
+                    points.push((launch.start, Some(frame.model_row(device).stream), 1));
+                }
+            }
+            None => points.push((launch.start, None, 1)),
         }
     }
     let launch_corrs: HashSet<i64> = launches
@@ -82,13 +89,18 @@ pub fn queue_length_summary(frame: &Frame<'_>) -> Vec<QueueLengthStream> {
     for row in frame.device_rows() {
         let model = frame.model_row(row);
         if launch_corrs.contains(&model.correlation) {
-            points.push((row.start, model.stream, -1));
+            points.push((row.start, Some(model.stream), -1));
         }
     }
-    points.sort_by_key(|p| p.0);
+    let keys: Vec<i64> = points.iter().map(|p| p.0).collect();
+    let points: Vec<(i64, Option<i64>, i64)> = numpy_argsort(&keys)
+        .into_iter()
+        .map(|i| points[i])
+        .collect();
     let mut by_stream: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
     let mut running: HashMap<i64, i64> = HashMap::new();
     for (_, stream, delta) in points {
+        let Some(stream) = stream else { continue };
         let value = running.entry(stream).or_default();
         *value += delta;
         by_stream.entry(stream).or_default().push(*value as f64);

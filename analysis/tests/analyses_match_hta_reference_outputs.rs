@@ -54,6 +54,28 @@ fn nccl1() -> Option<&'static Case> {
         .as_ref()
 }
 
+/// `mtia.txt` was printed on HTA's `tests/data/mtia_trace_single_rank/mtia_rank_0.json.gz`
+/// (138,370 rows), not on the shared `hta/mtia_inference_rank_0.json.gz` (14,178 rows):
+/// these tests run when `NEURONPROF_HTA_MTIA_TRACE` names that file.
+fn mtia() -> Option<&'static Case> {
+    static CASE: OnceLock<Option<Case>> = OnceLock::new();
+    CASE.get_or_init(|| {
+        let Some(path) = std::env::var_os("NEURONPROF_HTA_MTIA_TRACE") else {
+            eprintln!(
+                "SKIPPED: mtia.txt belongs to HTA's mtia_trace_single_rank/mtia_rank_0.json.gz; \
+                 set NEURONPROF_HTA_MTIA_TRACE to it to run the MTIA parity tests"
+            );
+            return None;
+        };
+        let traces = load_paths(&[path], &LoadOptions::default()).expect("MTIA trace loads");
+        Some(Case {
+            reference: Reference::load("mtia.txt")?,
+            traces,
+        })
+    })
+    .as_ref()
+}
+
 fn amd() -> Option<&'static Case> {
     static CASE: OnceLock<Option<Case>> = OnceLock::new();
     CASE.get_or_init(|| load_case("amd.txt", &["amd_mi250_train.json.gz"]))
@@ -411,6 +433,17 @@ parity_tests!(nccl1:
     nccl1_memory_bw_summary_matches_hta => check_memory_bw,
     nccl1_kernel_launch_stats_match_hta => check_launch_stats,
     nccl1_potential_stragglers_fail_like_hta => check_stragglers,
+);
+
+parity_tests!(mtia:
+    mtia_temporal_breakdown_matches_hta => check_temporal,
+    mtia_comm_comp_overlap_matches_hta => check_overlap,
+    mtia_kernel_breakdown_matches_hta => check_kernel_breakdown,
+    mtia_idle_time_breakdown_matches_hta => check_idle_time,
+    mtia_queue_length_summary_matches_hta => check_queue_length,
+    mtia_memory_bw_summary_matches_hta => check_memory_bw,
+    mtia_kernel_launch_stats_match_hta => check_launch_stats,
+    mtia_potential_stragglers_fail_like_hta => check_stragglers,
 );
 
 parity_tests!(amd:

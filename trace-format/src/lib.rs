@@ -24,6 +24,9 @@
 //! - [`TraceMeta`]: all top-level keys in order, raw, with typed accessors
 //!   ([`TraceMeta::rank`], [`TraceMeta::device_properties`], [`TraceMeta::base_time_ns`]…).
 //! - [`ReadError`]: what went wrong and where ([`Location`]: file, byte offset, event index).
+//! - [`TraceWriter`]: writes a trace event by event into any `io::Write` (plain, or gzip
+//!   through [`Output`]). `examples/rewrite_trace.rs` streams a trace from the reader
+//!   straight into the writer.
 //!
 //! # Example
 //!

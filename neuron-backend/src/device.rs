@@ -10,7 +10,7 @@ use runtime_hooks::{clock, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope
 pub use stream::{Event, QueueKind, Stream};
 
 use crate::allocator::Allocator;
-use crate::timing::{EngineTime, Timeline};
+use crate::timing::{EngineTime, KernelSpan, Timeline};
 use crate::{BackendError, DeviceProfile, MemoryCategory, MemoryStats, RecordDetail};
 
 /// A process's view of the emulated hardware: a profile and its logical cores.
@@ -176,6 +176,11 @@ impl Device {
     /// Modeled busy time per engine so far.
     pub fn engine_time(&self) -> EngineTime {
         lock(&self.shared.timeline).engine_time()
+    }
+
+    /// The last kernel placed on this device (on any queue).
+    pub fn last_kernel(&self) -> Option<KernelSpan> {
+        lock(&self.shared.timeline).last_kernel()
     }
 
     /// Waits until all work submitted to the device is done: the host clock moves to

@@ -63,4 +63,4 @@ pub use error::{BackendError, Result};
 pub use ops::{BinaryOp, UnaryOp};
 pub use profile::DeviceProfile;
 pub use tensor::Tensor;
-pub use timing::{Engine, EngineTime, RecordDetail};
+pub use timing::{Engine, EngineTime, KernelSpan, RecordDetail};

@@ -110,6 +110,27 @@ pub(crate) struct Timeline {
     cores: Vec<CoreState>,
     pub(crate) queues: Vec<QueueState>,
     time: EngineTime,
+    last_kernel: Option<KernelSpan>,
+}
+
+/// Where the model placed a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpan {
+    /// Correlation id shared with its launch and operator.
+    pub corr_id: u64,
+    /// Execution queue.
+    pub queue: usize,
+    /// Modeled start, ns on the process timeline.
+    pub start_ns: u64,
+    /// Modeled end.
+    pub end_ns: u64,
+}
+
+impl KernelSpan {
+    /// Modeled duration in ns.
+    pub fn dur_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
 }
 
 impl Timeline {
@@ -134,12 +155,17 @@ impl Timeline {
             cores,
             queues,
             time: EngineTime::default(),
+            last_kernel: None,
         }
     }
 
     /// Physical cores of this logical core.
     pub(crate) fn core_count(&self) -> usize {
         self.cores.len()
+    }
+
+    pub(crate) fn last_kernel(&self) -> Option<KernelSpan> {
+        self.last_kernel
     }
 
     pub(crate) fn engine_time(&self) -> EngineTime {
@@ -198,6 +224,12 @@ impl Timeline {
         q.last_end_ns = end_ns;
         q.in_flight_end_ns.push_back(end_ns);
         self.time.kernels += 1;
+        self.last_kernel = Some(KernelSpan {
+            corr_id: kernel.corr_id,
+            queue,
+            start_ns,
+            end_ns,
+        });
         self.time.last_end_ns = self.time.last_end_ns.max(end_ns);
         if runtime_hooks::is_enabled() {
             runtime_hooks::kernel(
@@ -380,7 +412,7 @@ impl KernelRun<'_> {
     }
 
     /// Moves `bytes` split over up to all DMA engines of `core` (pieces of at least
-    /// 64 KiB) once `ready_ns` has passed; returns when the last piece ends.
+    /// 32 KiB, where a transfer stops being overhead-bound) once `ready_ns` has passed; returns when the last piece ends.
     pub(crate) fn dma_spread(
         &mut self,
         core: usize,
@@ -392,7 +424,7 @@ impl KernelRun<'_> {
             return ready_ns;
         }
         let engines = u64::from(self.timeline.profile.dma_engines);
-        let pieces = (bytes / (64 * 1024)).clamp(1, engines);
+        let pieces = (bytes / (32 * 1024)).clamp(1, engines);
         let mut end_ns = ready_ns;
         for piece in 0..pieces {
             let share = bytes / pieces + u64::from(piece < bytes % pieces);

@@ -4,8 +4,8 @@
 //! - [`RowPlan`]: rows on the 128 SBUF partitions, a tile is up to 128 rows; per tile the
 //!   inputs are loaded by DMA (spread over the core's DMA engines), a chain of compute
 //!   stages runs on VectorE/ScalarE/GpSimdE/TensorE, and the result is stored by DMA.
-//!   Tiles are double-buffered: the loads of tile `t` wait only for the compute of tile
-//!   `t - 2`, so DMA overlaps compute. Tiles alternate between the physical cores of a
+//!   Tiles are multi-buffered: the loads of tile `t` wait only for the compute of tile
+//!   `t - 3`, so DMA overlaps compute. Tiles alternate between the physical cores of a
 //!   logical core.
 //! - [`MatmulPlan`]: output tiles of 128 rows (the stationary edge) and all N columns
 //!   (held in PSUM, 512 columns per moving pass). For each 128-deep slice of K the
@@ -20,6 +20,39 @@ use super::{cost, Engine, KernelRun};
 
 /// Elements per partition per tile when rows are flattened elementwise data.
 pub(crate) const FLAT_FREE: u64 = 2048;
+
+/// SBUF buffers per input of a row kernel: loads of tile `t` wait for the compute of
+/// tile `t - ROW_BUFFERS` (3 × 3 tiles of 8 KiB per partition fit well within SBUF).
+const ROW_BUFFERS: usize = 3;
+/// Buffers of a matmul's per-step input slices (each a few hundred KiB).
+const MATMUL_BUFFERS: usize = 4;
+/// Slices a matmul unit's output store is cut into.
+const STORE_SLICES: u64 = 4;
+
+/// When each of a ring of SBUF buffers becomes free (compute ends of the last tiles).
+#[derive(Debug, Clone)]
+struct Buffers {
+    free_ns: std::collections::VecDeque<u64>,
+}
+
+impl Buffers {
+    fn new(count: usize, start_ns: u64) -> Self {
+        Buffers {
+            free_ns: std::iter::repeat_n(start_ns, count).collect(),
+        }
+    }
+
+    /// When the oldest buffer is free for the next load.
+    fn free_at(&self) -> u64 {
+        self.free_ns[0]
+    }
+
+    /// The next tile's compute, ending at `end_ns`, frees its buffer then.
+    fn push(&mut self, end_ns: u64) {
+        self.free_ns.pop_front();
+        self.free_ns.push_back(end_ns);
+    }
+}
 
 /// One compute stage of a row kernel.
 #[derive(Debug, Clone, Copy)]
@@ -98,12 +131,12 @@ impl RowPlan {
                 *ready = run.dma_spread(core, self.const_bytes, self.direction, run.start_ns);
             }
         }
-        // Compute ends of the last two tiles of each core (double buffering).
-        let mut done: Vec<[u64; 2]> = vec![[run.start_ns; 2]; cores];
+        let mut done = vec![Buffers::new(ROW_BUFFERS, run.start_ns); cores];
+        let mut pending_store: Vec<Option<(usize, u64, u64)>> = vec![None; cores];
         for tile in 0..tiles {
             let core = (tile % cores as u64) as usize;
             let rows = partitions.min(self.rows - tile * partitions);
-            let buffer_free = done[core][0];
+            let buffer_free = done[core].free_at();
             let mut ready = const_ready[core];
             for bytes_per_row in &self.load_bytes_per_row {
                 let loaded =
@@ -131,10 +164,18 @@ impl RowPlan {
                 let flops = stage.flops_per_elem * self.cols * rows;
                 ready = run.exec(core, stage.engine, nominal, ready, stage.name_id, flops);
             }
-            done[core] = [done[core][1], ready];
-            if self.store_bytes_per_row > 0 {
-                run.dma_spread(core, self.store_bytes_per_row * rows, self.direction, ready);
+            done[core].push(ready);
+            // Software pipelining: the store is issued after the next tile's loads,
+            // whose data is ready earlier, so DMA engines are used in time order.
+            if let Some((core, bytes, ready)) = pending_store[core].take() {
+                run.dma_spread(core, bytes, self.direction, ready);
             }
+            if self.store_bytes_per_row > 0 {
+                pending_store[core] = Some((core, self.store_bytes_per_row * rows, ready));
+            }
+        }
+        for (core, bytes, ready) in pending_store.into_iter().flatten() {
+            run.dma_spread(core, bytes, self.direction, ready);
         }
     }
 }
@@ -185,14 +226,27 @@ impl MatmulPlan {
             runtime_hooks::name!("psum_copy")
         };
         let direction = DmaDirection::DeviceToDevice;
-        let mut done: Vec<[u64; 2]> = vec![[run.start_ns; 2]; cores as usize];
+        let mut done = vec![Buffers::new(MATMUL_BUFFERS, run.start_ns); cores as usize];
+        let mut pending_store: Vec<Option<(u64, u64)>> = vec![None; cores as usize];
         for unit in 0..units {
             let core = (unit % cores) as usize;
             let rows = dim.min(self.m - (unit % m_tiles) * dim).max(1);
             let mut last_pass = run.start_ns;
             for kt in 0..k_tiles {
                 let depth = dim.min(self.k - kt * dim).max(1);
-                let loaded = run.dma_spread(core, step_load, direction, done[core][0]);
+                let loaded = run.dma_spread(core, step_load, direction, done[core].free_at());
+                // The previous unit's output goes out in slices between this unit's
+                // first loads, so stores never hold up a whole step's inputs.
+                if let Some((bytes, ready)) = pending_store[core] {
+                    let slice = bytes.div_ceil(STORE_SLICES);
+                    if kt + 1 >= STORE_SLICES || bytes <= slice {
+                        pending_store[core] = None;
+                        run.dma_spread(core, bytes, direction, ready);
+                    } else {
+                        pending_store[core] = Some((bytes - slice, ready));
+                        run.dma_spread(core, slice, direction, ready);
+                    }
+                }
                 let stationary = cost::tensor_stationary_ns(&profile);
                 let mut ready = run.exec(core, Engine::Tensor, stationary, loaded, load_name, 0);
                 for chunk in 0..n_chunks {
@@ -201,14 +255,19 @@ impl MatmulPlan {
                     let flops = 2 * rows * depth * cols;
                     ready = run.exec(core, Engine::Tensor, pass, ready, pass_name, flops);
                 }
-                done[core] = [done[core][1], ready];
+                done[core].push(ready);
                 last_pass = ready;
             }
             let inputs = if self.bias { 2 } else { 1 };
             let evac = cost::vector_ns(&profile, self.n, inputs, !self.fp32);
             let flops = if self.bias { rows * self.n } else { 0 };
             let evacuated = run.exec(core, Engine::Vector, evac, last_pass, evac_name, flops);
-            run.dma_spread(core, rows * self.n * eb, direction, evacuated);
+            pending_store[core] = Some((rows * self.n * eb, evacuated));
+        }
+        for (core, pending) in pending_store.into_iter().enumerate() {
+            if let Some((bytes, ready)) = pending {
+                run.dma_spread(core, bytes, direction, ready);
+            }
         }
     }
 }

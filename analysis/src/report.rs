@@ -63,6 +63,24 @@ impl ReportOptions {
             ..ReportOptions::default()
         }
     }
+
+    /// Sets [`ReportOptions::mode`].
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets [`ReportOptions::ranks`].
+    pub fn with_ranks(mut self, ranks: Option<Vec<i64>>) -> Self {
+        self.ranks = ranks;
+        self
+    }
+
+    /// Sets [`ReportOptions::num_kernels`].
+    pub fn with_num_kernels(mut self, num_kernels: usize) -> Self {
+        self.num_kernels = num_kernels;
+        self
+    }
 }
 
 /// Per-rank results of the single-rank analyses.

@@ -4,6 +4,7 @@
 
 mod support {
     pub mod reference;
+    pub mod traces;
 }
 
 use std::sync::OnceLock;
@@ -18,9 +19,8 @@ use analysis::analyses::stragglers::potential_stragglers;
 use analysis::analyses::temporal::temporal_breakdown;
 use analysis::stats::Describe;
 use analysis::{load_paths, Frames, LoadOptions, Mode, TraceSet};
-use support::reference::{
-    all_numeric, assert_printed, name_matches, split_name_row, traces_dir, Reference,
-};
+use support::reference::{all_numeric, assert_printed, name_matches, split_name_row, Reference};
+use support::traces::traces_dir;
 
 struct Case {
     reference: Reference,

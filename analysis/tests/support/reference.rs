@@ -1,22 +1,8 @@
 //! Parsing what HTA 0.6 printed (`../shared/traces/hta-reference/*.txt`) and comparing
 //! our numbers with it at the printed precision.
 
+use super::traces::traces_dir;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-/// `../shared/traces`, or `None` (with a printed message) when absent.
-pub fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; HTA parity tests need the shared traces",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// The sections of one reference output, by name (`temporal_breakdown`, …).
 pub struct Reference {

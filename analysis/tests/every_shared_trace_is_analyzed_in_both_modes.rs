@@ -1,0 +1,60 @@
+//! Every real trace in `../shared/traces` goes through every analysis, in both modes,
+//! renders as text and serializes as JSON, without panicking; traces with device
+//! activity get a temporal breakdown.
+
+mod support {
+    pub mod traces;
+}
+
+use analysis::{analyze, load_paths, render, LoadOptions, Mode, ReportOptions};
+use support::traces::traces_dir;
+
+#[test]
+fn every_shared_trace_is_analyzed_in_both_modes() {
+    let Some(dir) = traces_dir() else { return };
+    let cases: &[(&[&str], bool)] = &[
+        (
+            &["hta/two_rank-rank0.json.gz", "hta/two_rank-rank1.json.gz"],
+            true,
+        ),
+        (&["hta/nccl_data.json.gz"], true),
+        (&["hta/mtia_inference_rank_0.json.gz"], true),
+        (&["hta/amd_mi250_train.json.gz"], true),
+        (&["hta/memory_events.json.gz"], true),
+        (&["hta/simple_add.json.gz"], true),
+        (&["hta/compare_base.json.gz"], true),
+        (&["hta/triton_example.json.gz"], true),
+        (&["hta/cpu_only_rank34.json.gz"], false),
+        (&["kineto-legacy/resnet50_2021.json.gz"], true),
+        (
+            &[
+                "torch-2.15/gloo_2rank-rank0.pt.trace.json.gz",
+                "torch-2.15/gloo_2rank-rank1.pt.trace.json.gz",
+            ],
+            false,
+        ),
+        (
+            &["torch-2.15/python_privateuse1_neuron.pt.trace.json.gz"],
+            false,
+        ),
+    ];
+    for (files, has_device) in cases {
+        let paths: Vec<_> = files.iter().map(|f| dir.join(f)).collect();
+        let traces = load_paths(&paths, &LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{files:?}: {e}"));
+        for mode in [Mode::Default, Mode::HtaCompat] {
+            let options = ReportOptions::hta_reference().with_mode(mode);
+            let report = analyze(&traces, &options);
+            assert_eq!(
+                report.temporal_breakdown.is_some(),
+                *has_device,
+                "{files:?} {mode:?}: {:?}",
+                report.errors
+            );
+            let text = render::render_report(&report);
+            assert!(text.contains("Kernel types"), "{files:?}");
+            let json = serde_json::to_string(&report).expect("report serializes");
+            assert!(json.starts_with('{'), "{files:?}");
+        }
+    }
+}

@@ -141,7 +141,7 @@ impl<'s> Input<'s> {
             reader,
             is_gzip,
             file,
-            buf: vec![0; size.clamp(256, BUFFER)],
+            buf: vec![0; size.clamp(256, BUFFER).min(max_value_bytes.max(256))],
             pos: 0,
             end: 0,
             base: 0,

@@ -9,6 +9,7 @@ pub mod overlap;
 pub mod queue_length;
 pub mod stragglers;
 pub mod temporal;
+pub mod trace_diff;
 
 use crate::frame::{Frame, FrameRow};
 

@@ -15,6 +15,8 @@
 
 mod hta_time;
 
+pub(crate) use hta_time::hta_round_us;
+
 use std::collections::HashMap;
 
 use crate::classify::{self, KernelType, Mode};
@@ -107,8 +109,15 @@ pub struct Frames<'t> {
 }
 
 impl<'t> Frames<'t> {
-    /// Preprocesses every rank for `mode`.
+    /// Preprocesses every rank for `mode`, with HTA's last-step filter (what
+    /// `TraceAnalysis` does).
     pub fn build(set: &'t TraceSet, mode: Mode) -> Self {
+        Self::build_with(set, mode, true)
+    }
+
+    /// Preprocesses every rank for `mode`; `last_step_filter: false` is what HTA's
+    /// `TraceDiff` sees (`parse_traces` without `align_and_filter_trace`).
+    pub fn build_with(set: &'t TraceSet, mode: Mode, last_step_filter: bool) -> Self {
         let mut step_names: Vec<&str> = set
             .ranks
             .iter()
@@ -120,7 +129,7 @@ impl<'t> Frames<'t> {
         let device_type = set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type());
         // HTA filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`); that
         // path is not reproduced, such traces are left unfiltered.
-        let filter = step_names.len() >= 2 && device_type != "MTIA";
+        let filter = last_step_filter && step_names.len() >= 2 && device_type != "MTIA";
         let ranks = set
             .ranks
             .iter()

@@ -11,6 +11,7 @@ mod load;
 
 use std::collections::HashMap;
 
+pub(crate) use load::int_coerce;
 pub use load::{load_paths, load_ranks, LoadOptions};
 
 /// Interned event names and categories of one rank; a [`NameId`] indexes [`Names::get`].

@@ -192,7 +192,7 @@ fn min_into(slot: &mut Option<i64>, value: i64) {
 
 /// An arg as an integer the way pandas' `to_numeric(errors="coerce")` then `astype(int)`
 /// sees it: numbers truncate, numeric strings parse, anything else is -1.
-fn int_coerce(value: &ArgValue<'_>) -> i64 {
+pub(crate) fn int_coerce(value: &ArgValue<'_>) -> i64 {
     match value {
         ArgValue::Str(text) => text.trim().parse::<f64>().map_or(-1, |f| f as i64),
         other => other

@@ -90,6 +90,28 @@ fn data_rows(lines: &[String]) -> Vec<Vec<&str>> {
         .collect()
 }
 
+/// The header line `rank R: rows=… gpu_rows(stream!=-1)=N`: device rows after HTA's
+/// preprocessing (filter included).
+fn check_device_rows(case: &Case) {
+    let frames = Frames::build(&case.traces, Mode::HtaCompat);
+    let header = case.reference.section("header");
+    for frame in &frames.ranks {
+        let prefix = format!("rank {}: ", frame.rank());
+        let line = header
+            .iter()
+            .find(|l| l.starts_with(&prefix))
+            .expect("rank line");
+        let printed = line.rsplit('=').next().unwrap();
+        assert_eq!(
+            frame.device_rows().count().to_string(),
+            printed,
+            "{} rank {}",
+            case.reference.file,
+            frame.rank()
+        );
+    }
+}
+
 fn check_temporal(case: &Case) {
     let frames = Frames::build(&case.traces, Mode::HtaCompat);
     let ours = temporal_breakdown(&frames).expect("temporal breakdown");
@@ -415,6 +437,7 @@ macro_rules! parity_tests {
 }
 
 parity_tests!(two_rank:
+    two_rank_device_rows_match_hta => check_device_rows,
     two_rank_temporal_breakdown_matches_hta => check_temporal,
     two_rank_comm_comp_overlap_matches_hta => check_overlap,
     two_rank_kernel_breakdown_matches_hta => check_kernel_breakdown,
@@ -426,6 +449,7 @@ parity_tests!(two_rank:
 );
 
 parity_tests!(nccl1:
+    nccl1_device_rows_match_hta => check_device_rows,
     nccl1_temporal_breakdown_matches_hta => check_temporal,
     nccl1_comm_comp_overlap_matches_hta => check_overlap,
     nccl1_kernel_breakdown_matches_hta => check_kernel_breakdown,
@@ -436,6 +460,7 @@ parity_tests!(nccl1:
 );
 
 parity_tests!(mtia:
+    mtia_device_rows_match_hta => check_device_rows,
     mtia_temporal_breakdown_matches_hta => check_temporal,
     mtia_comm_comp_overlap_matches_hta => check_overlap,
     mtia_kernel_breakdown_matches_hta => check_kernel_breakdown,
@@ -447,6 +472,7 @@ parity_tests!(mtia:
 );
 
 parity_tests!(amd:
+    amd_device_rows_match_hta => check_device_rows,
     amd_temporal_breakdown_matches_hta => check_temporal,
     amd_comm_comp_overlap_matches_hta => check_overlap,
     amd_kernel_breakdown_matches_hta => check_kernel_breakdown,

@@ -113,6 +113,15 @@ pub(crate) fn dispatch(
     call: OpCall<'_>,
     numerics: impl FnOnce(&[Values]) -> Vec<Values>,
 ) -> Result<Vec<Tensor>, BackendError> {
+    dispatch_checked(device, call, |values| Ok(numerics(values)))
+}
+
+/// Like [`dispatch`], for numerics that can find bad input in the values (indices).
+pub(crate) fn dispatch_checked(
+    device: &Device,
+    call: OpCall<'_>,
+    numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
+) -> Result<Vec<Tensor>, BackendError> {
     let queue = device.current_queue();
     if device.timeline().queues[queue].released {
         return Err(BackendError::StreamReleased {
@@ -214,7 +223,7 @@ fn compute(
     op: &'static str,
     inputs: &[&Tensor],
     outputs: &[Tensor],
-    numerics: impl FnOnce(&[Values]) -> Vec<Values>,
+    numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
 ) -> Result<(), BackendError> {
     if !inputs.iter().all(|t| t.has_values()) {
         return Ok(());
@@ -223,7 +232,7 @@ fn compute(
         .iter()
         .map(|t| t.values(op))
         .collect::<Result<Vec<_>, _>>()?;
-    let results = numerics(&values);
+    let results = numerics(&values)?;
     for (output, result) in outputs.iter().zip(results) {
         let data = Data::from_values(output.dtype, result);
         debug_assert_eq!(

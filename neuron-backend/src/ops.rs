@@ -7,7 +7,11 @@
 mod copy;
 mod create;
 mod elementwise;
+mod index;
 mod matmul;
+mod norm;
+mod reduce;
+mod rows;
 mod shape;
 
 pub use elementwise::{BinaryOp, UnaryOp};

@@ -169,7 +169,8 @@ fn elementwise_and_activations_match() {
         }
         v * s * h / 3.0
     };
-    let cases: [(&str, Tensor, fn(f64) -> f64); 3] = [
+    type Case = (&'static str, Tensor, fn(f64) -> f64);
+    let cases: [Case; 3] = [
         ("relu", tx.relu().unwrap(), |v| v.max(0.0)),
         ("silu", tx.silu().unwrap(), |v| v / (1.0 + (-v).exp())),
         ("exp", tx.exp().unwrap(), f64::exp),

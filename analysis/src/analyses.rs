@@ -4,6 +4,7 @@
 pub mod idle_time;
 pub mod kernel_breakdown;
 pub mod launch_stats;
+pub mod memory;
 pub mod memory_bw;
 pub mod overlap;
 pub mod queue_length;

@@ -83,6 +83,26 @@ pub struct Row {
     pub is_collective: bool,
 }
 
+/// One `[memory]` instant: an allocation (`bytes` > 0) or a free (`bytes` < 0), with the
+/// allocator's totals after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryEvent {
+    /// Time, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// `Device Type` (0 CPU, 1 CUDA, 20 PrivateUse1 such as `neuron`).
+    pub device_type: i64,
+    /// `Device Id` (-1 for the CPU).
+    pub device_id: i64,
+    /// `Addr`.
+    pub addr: i64,
+    /// `Bytes`: positive for an allocation, negative for a free.
+    pub bytes: i64,
+    /// `Total Allocated` after the event.
+    pub total_allocated_bytes: i64,
+    /// `Total Reserved` after the event.
+    pub total_reserved_bytes: i64,
+}
+
 /// Counters over every complete event of a rank, kept or not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankCounts {
@@ -105,6 +125,8 @@ pub struct RankTrace {
     pub names: Names,
     /// Kept rows, in file order.
     pub rows: Vec<Row>,
+    /// `[memory]` events, in file order.
+    pub memory: Vec<MemoryEvent>,
     /// Counters.
     pub counts: RankCounts,
     /// Whether some event has a `ts` with a fraction of a µs, or none at all: then HTA's

@@ -77,6 +77,22 @@ fn num(v: f64) -> String {
     }
 }
 
+/// Bytes with a binary unit (`1.50 GiB`).
+pub fn bytes(n: i64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value.abs() >= 1024.0 && unit < units.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{value:.2} {}", units[unit])
+    }
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), num)
 }

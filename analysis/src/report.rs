@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
 use crate::analyses::kernel_breakdown::{kernel_breakdown, KernelBreakdown};
 use crate::analyses::launch_stats::{launch_stats, LaunchStats};
+use crate::analyses::memory::{memory_timeline, MemoryTimeline};
 use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
 use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
@@ -96,6 +97,8 @@ pub struct RankReport {
     pub memory_bw: Vec<MemoryBwEntry>,
     /// Launch statistics.
     pub launch_stats: LaunchStats,
+    /// Memory timeline from `[memory]` events (beyond HTA).
+    pub memory: MemoryTimeline,
 }
 
 /// All analyses. JSON schema: this struct serialized with serde (field names as here;
@@ -150,6 +153,7 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
                 options.runtime_cutoff_us,
                 options.launch_delay_cutoff_us,
             ),
+            memory: memory_timeline(frame.trace),
         })
         .collect();
     let stragglers = potential_stragglers(&frames, options.num_candidates)

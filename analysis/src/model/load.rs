@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use trace_format::{ArgValue, Event, Ident, TraceMeta, TraceReader, TraceSink};
 
-use super::{Names, RankCounts, RankTrace, Row, TraceSet};
+use super::{MemoryEvent, Names, RankCounts, RankTrace, Row, TraceSet};
 use crate::error::AnalysisError;
 
 /// How traces are read.
@@ -112,6 +112,7 @@ impl RankSink {
                 path,
                 names: Names::default(),
                 rows: Vec::new(),
+                memory: Vec::new(),
                 counts: RankCounts::default(),
                 ts_is_float: false,
                 min_ts_rel_ns: None,
@@ -138,6 +139,19 @@ impl TraceSink for RankSink {
         let ts_rel_ns = ts_ns.saturating_sub(self.base_ns);
         if ts_rel_ns % 1000 != 0 {
             trace.ts_is_float = true;
+        }
+        if event.is_memory_event() {
+            let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
+            trace.memory.push(MemoryEvent {
+                ts_rel_ns,
+                device_type: int("Device Type"),
+                device_id: int("Device Id"),
+                addr: int("Addr"),
+                bytes: event.arg("Bytes").map_or(0, |v| int_coerce(&v)),
+                total_allocated_bytes: int("Total Allocated"),
+                total_reserved_bytes: int("Total Reserved"),
+            });
+            return ControlFlow::Continue(());
         }
         let (Some(category), Some(dur_ns)) = (&event.category, event.dur_ns) else {
             return ControlFlow::Continue(());

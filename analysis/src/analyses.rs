@@ -6,6 +6,7 @@ pub mod kernel_breakdown;
 pub mod launch_stats;
 pub mod memory;
 pub mod memory_bw;
+pub mod operators;
 pub mod overlap;
 pub mod queue_length;
 pub mod stragglers;

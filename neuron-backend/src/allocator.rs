@@ -123,7 +123,8 @@ impl Allocator {
             Some(addr) => addr,
             None => self.reserve_segment(pool, bytes)?,
         };
-        self.take_block(addr, bytes, pool, category);
+        // An unsplit block may be a little larger than the size class: count what it holds.
+        let bytes = self.take_block(addr, bytes, pool, category);
         self.stats.note_allocate(bytes, category);
         self.record(MemoryAction::Allocate, addr, bytes, category);
         Ok((addr, bytes))
@@ -241,8 +242,8 @@ impl Allocator {
     }
 
     /// Marks the free block at `addr` (out of the free set) allocated, splitting off the
-    /// rest when worth keeping.
-    fn take_block(&mut self, addr: u64, bytes: u64, pool: Pool, category: MemoryCategory) {
+    /// rest when worth keeping; returns the block's size.
+    fn take_block(&mut self, addr: u64, bytes: u64, pool: Pool, category: MemoryCategory) -> u64 {
         let block = self
             .blocks
             .get_mut(&addr)
@@ -267,6 +268,9 @@ impl Allocator {
                 },
             );
             self.free_set(pool).insert((rest, addr + bytes));
+            bytes
+        } else {
+            bytes + rest
         }
     }
 

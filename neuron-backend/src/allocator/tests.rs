@@ -118,3 +118,36 @@ fn freeing_twice_or_unknown_addresses_changes_nothing() {
     alloc.free(12345);
     assert_eq!(alloc.stats(), before);
 }
+
+#[test]
+fn an_unsplit_block_is_counted_whole_on_allocate_and_free() {
+    let mut alloc = Allocator::new(0, GIB);
+    // 1.5 MiB + 1.5 MiB + 16 MiB leave 1 MiB of a 20 MiB segment, too little to split
+    // off, so the third block holds 17 MiB; freeing the middle leaves a 1.5 MiB hole that
+    // a 1.25 MiB request takes whole (its 0.25 MiB rest is not worth a large block).
+    let (_a, _) = alloc.allocate(3 * MIB / 2, MemoryCategory::Other).unwrap();
+    let (b, _) = alloc.allocate(3 * MIB / 2, MemoryCategory::Other).unwrap();
+    let (_c, c_bytes) = alloc.allocate(15 * MIB + 1, MemoryCategory::Other).unwrap();
+    assert_eq!(c_bytes, 17 * MIB);
+    alloc.free(b);
+    let (d, d_bytes) = alloc
+        .allocate(5 * MIB / 4, MemoryCategory::Gradients)
+        .unwrap();
+    assert_eq!(d, b);
+    assert_eq!(d_bytes, 3 * MIB / 2);
+    assert_eq!(
+        alloc
+            .stats()
+            .category(MemoryCategory::Gradients)
+            .allocated_bytes,
+        3 * MIB / 2
+    );
+    alloc.free(d);
+    assert_eq!(
+        alloc
+            .stats()
+            .category(MemoryCategory::Gradients)
+            .allocated_bytes,
+        0
+    );
+}

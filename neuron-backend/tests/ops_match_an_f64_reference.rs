@@ -403,3 +403,24 @@ fn embedding_cross_entropy_dropout_and_random_match() {
         vec![1, 1]
     );
 }
+
+#[test]
+fn shape_ops_keep_i64_values_exact() {
+    let dev = device();
+    let big = (1i64 << 40) + 3;
+    let t = Tensor::from_i64(&[2, 2], vec![big, 1, 2, -big])
+        .unwrap()
+        .to_device(&dev)
+        .unwrap();
+    assert_eq!(
+        t.transpose(0, 1).unwrap().to_vec_i64().unwrap(),
+        vec![big, 2, 1, -big]
+    );
+    assert_eq!(
+        t.slice(1, 0, 1).unwrap().to_vec_i64().unwrap(),
+        vec![big, 2]
+    );
+    let cat = Tensor::concat(&[&t, &t], 0).unwrap();
+    assert_eq!(cat.to_vec_i64().unwrap()[4], big);
+    assert_eq!(t.copy().unwrap().to_vec_i64().unwrap()[3], -big);
+}

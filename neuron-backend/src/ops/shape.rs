@@ -8,16 +8,6 @@ use crate::timing::lower::{RowPlan, Stage};
 use crate::timing::Engine;
 use crate::{BackendError, Tensor};
 
-/// Copies `[outer, inner]` blocks: for each outer index, `len` elements starting at
-/// `start` of a row of `row` elements.
-fn gather_rows(src: &[f32], outer: usize, row: usize, start: usize, len: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(outer * len);
-    for o in 0..outer {
-        out.extend_from_slice(&src[o * row + start..o * row + start + len]);
-    }
-    out
-}
-
 impl Tensor {
     /// The same storage with another shape (`aten::view`); one dimension may be `-1`.
     pub fn reshape(&self, shape: &[isize]) -> Result<Tensor, BackendError> {
@@ -79,13 +69,8 @@ impl Tensor {
         let outer: usize = self.shape[..d].iter().product();
         let (row, begin, len) = (size * inner, start * inner, (end - start) * inner);
         self.copy_kernel(OP, "slice", &[self], shape, move |v| {
-            vec![Values::F32(gather_rows(
-                &v[0].f32(),
-                outer,
-                row,
-                begin,
-                len,
-            ))]
+            let ranges = (0..outer).map(|o| (0, o * row + begin, len));
+            vec![Values::gather_ranges(v, ranges)]
         })
     }
 
@@ -121,22 +106,21 @@ impl Tensor {
             runtime_hooks::name!("psum_copy"),
         ));
         self.kernel(OP, "transpose", &[self], shape, plan, move |v| {
-            let src = v[0].f32();
             let mut in_strides = vec![1usize; rank];
             for i in (0..rank.saturating_sub(1)).rev() {
                 in_strides[i] = in_strides[i + 1] * in_shape[i + 1];
             }
             let mut strides = in_strides.clone();
             strides.swap(d0, d1);
-            let mut out = Vec::with_capacity(numel);
+            let mut indices = Vec::with_capacity(numel);
             let mut counter = vec![0usize; rank];
             for _ in 0..numel {
-                out.push(
-                    src[counter
+                indices.push(
+                    counter
                         .iter()
                         .zip(&strides)
                         .map(|(c, s)| c * s)
-                        .sum::<usize>()],
+                        .sum::<usize>(),
                 );
                 for d in (0..rank).rev() {
                     counter[d] += 1;
@@ -146,7 +130,7 @@ impl Tensor {
                     counter[d] = 0;
                 }
             }
-            vec![Values::F32(out)]
+            vec![v[0].pick(indices.into_iter())]
         })
     }
 
@@ -190,14 +174,13 @@ impl Tensor {
             .map(|t| t.shape[d..].iter().product())
             .collect();
         first.copy_kernel(OP, "cat", tensors, shape, move |v| {
-            let mut out = Vec::new();
-            let parts: Vec<_> = v.iter().map(|p| p.f32()).collect();
-            for o in 0..outer {
-                for (part, &inner) in parts.iter().zip(&inners) {
-                    out.extend_from_slice(&part[o * inner..(o + 1) * inner]);
-                }
-            }
-            vec![Values::F32(out)]
+            let ranges = (0..outer).flat_map(|o| {
+                inners
+                    .iter()
+                    .enumerate()
+                    .map(move |(p, &inner)| (p, o * inner, inner))
+            });
+            vec![Values::gather_ranges(v, ranges)]
         })
     }
 

@@ -36,6 +36,42 @@ impl Values {
     }
 }
 
+impl Values {
+    /// Copies `(part, start, len)` ranges of `parts`, in order, into one value list of
+    /// the first part's kind (so indices stay exact).
+    pub(crate) fn gather_ranges(
+        parts: &[Values],
+        ranges: impl Iterator<Item = (usize, usize, usize)>,
+    ) -> Values {
+        match parts.first() {
+            Some(Values::I64(_)) => {
+                let parts: Vec<_> = parts.iter().map(|p| p.i64()).collect();
+                Values::I64(
+                    ranges
+                        .flat_map(|(p, s, l)| parts[p][s..s + l].to_vec())
+                        .collect(),
+                )
+            }
+            _ => {
+                let parts: Vec<_> = parts.iter().map(|p| p.f32()).collect();
+                Values::F32(
+                    ranges
+                        .flat_map(|(p, s, l)| parts[p][s..s + l].to_vec())
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    /// The elements at `indices`, in order.
+    pub(crate) fn pick(&self, indices: impl Iterator<Item = usize>) -> Values {
+        match self {
+            Values::F32(v) => Values::F32(indices.map(|i| v[i]).collect()),
+            Values::I64(v) => Values::I64(indices.map(|i| v[i]).collect()),
+        }
+    }
+}
+
 impl Data {
     pub(crate) fn len(&self) -> usize {
         match self {

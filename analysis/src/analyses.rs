@@ -9,6 +9,7 @@ pub mod memory_bw;
 pub mod operators;
 pub mod overlap;
 pub mod queue_length;
+pub mod steps;
 pub mod stragglers;
 pub mod temporal;
 pub mod trace_diff;

@@ -238,6 +238,33 @@ pub fn render_report(report: &Report) -> String {
             &t,
         );
     }
+    let mut t = Table::new(&[
+        "rank",
+        "step",
+        "dur us",
+        "compute us",
+        "exposed comm us",
+        "memory us",
+        "other device us",
+        "host-bound idle us",
+        "other idle us",
+    ]);
+    for s in &report.steps {
+        t.row(vec![
+            s.rank.to_string(),
+            s.step.to_string(),
+            num(s.dur_us),
+            num(s.computation_us),
+            num(s.communication_us),
+            num(s.memory_us),
+            num(s.other_device_us),
+            num(s.host_bound_idle_us),
+            num(s.other_idle_us),
+        ]);
+    }
+    if !report.steps.is_empty() {
+        section(&mut out, "Steps", &t);
+    }
     if let Some(s) = &report.stragglers {
         let _ = writeln!(
             out,

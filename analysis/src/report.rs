@@ -9,6 +9,7 @@ use crate::analyses::memory::{memory_timeline, MemoryTimeline};
 use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
 use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
+use crate::analyses::steps::{step_splits, StepSplit};
 use crate::analyses::stragglers::{potential_stragglers, Stragglers};
 use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
 use crate::classify::Mode;
@@ -124,6 +125,9 @@ pub struct Report {
     pub per_rank: Vec<RankReport>,
     /// Potential stragglers.
     pub stragglers: Option<Stragglers>,
+    /// Every `ProfilerStep` of every rank split by what the device did (beyond HTA;
+    /// computed without HTA's last-step filter).
+    pub steps: Vec<StepSplit>,
     /// Analyses that could not run, with why.
     pub errors: Vec<String>,
 }
@@ -169,6 +173,7 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         kernel_breakdown: kernel_breakdown(&frames, options.num_kernels, options.duration_ratio),
         per_rank,
         stragglers,
+        steps: step_splits(&Frames::build_with(set, options.mode, false)),
         errors,
     }
 }

@@ -58,3 +58,28 @@ fn every_shared_trace_is_analyzed_in_both_modes() {
         }
     }
 }
+
+#[test]
+fn step_splits_add_up_on_real_traces() {
+    use analysis::analyses::steps::step_splits;
+    use analysis::Frames;
+    let Some(dir) = traces_dir() else { return };
+    for files in [
+        &["hta/two_rank-rank0.json.gz", "hta/two_rank-rank1.json.gz"][..],
+        &["hta/nccl_data.json.gz"][..],
+    ] {
+        let paths: Vec<_> = files.iter().map(|f| dir.join(f)).collect();
+        let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+        let splits = step_splits(&Frames::build_with(&traces, Mode::Default, false));
+        assert!(!splits.is_empty(), "{files:?}");
+        for s in &splits {
+            let parts = s.computation_us
+                + s.communication_us
+                + s.memory_us
+                + s.other_device_us
+                + s.host_bound_idle_us
+                + s.other_idle_us;
+            assert!((parts - s.dur_us).abs() < 1e-6, "{files:?} {s:?}");
+        }
+    }
+}

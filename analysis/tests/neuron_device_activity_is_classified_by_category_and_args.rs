@@ -7,6 +7,7 @@ use analysis::analyses::kernel_breakdown::kernel_breakdown;
 use analysis::analyses::launch_stats::launch_stats;
 use analysis::analyses::overlap::comm_comp_overlap;
 use analysis::analyses::queue_length::queue_length_summary;
+use analysis::analyses::steps::step_splits;
 use analysis::analyses::temporal::temporal_breakdown;
 use analysis::{load_paths, Frames, LoadOptions, Mode};
 
@@ -99,5 +100,28 @@ fn hta_compat_mode_sees_only_computation_in_neuron_names() {
             .gpu_duration
             .count,
         0
+    );
+}
+
+#[test]
+fn step_split_separates_exposed_communication_and_host_bound_idle() {
+    let traces = load();
+    let frames = Frames::build_with(&traces, Mode::Default, false);
+    let steps = step_splits(&frames);
+    assert_eq!(steps.len(), 1);
+    let s = &steps[0];
+    assert_eq!((s.step, s.start_us, s.dur_us), (1, 0.0, 30.0));
+    assert_eq!(
+        (
+            s.computation_us,
+            s.communication_us,
+            s.memory_us,
+            s.other_device_us,
+            s.host_bound_idle_us,
+            s.other_idle_us
+        ),
+        (10.0, 3.0, 2.0, 0.0, 8.0, 7.0),
+        "comm under matmul is hidden; the gaps before matmul and the copy were queued work \
+         waiting, the tail had nothing launched"
     );
 }

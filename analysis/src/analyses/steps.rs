@@ -1,0 +1,136 @@
+//! Per-step split: each `ProfilerStep#N` of each rank divided into computation,
+//! exposed communication, memory operations, other device work, host-bound idle and
+//! other idle time (no HTA counterpart).
+//!
+//! Within the step's window, device rows are clipped and swept; each instant goes to the
+//! first type active in the order computation, communication, memory, other — so
+//! communication hidden under computation counts as computation, and what remains under
+//! "communication" is the exposed part. An idle stretch is host-bound when the device
+//! work that ends it was launched after the stretch began (the device waited for the
+//! host), or when no device work follows in the step; otherwise the device waited on
+//! something else (a dependency, a synchronisation).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::classify::KernelType;
+use crate::frame::{step_number, Frame, Frames};
+
+/// One step of one rank; the six parts add up to `dur_us`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepSplit {
+    /// The rank.
+    pub rank: i64,
+    /// N of `ProfilerStep#N`.
+    pub step: i64,
+    /// Start, µs since the rank's first event.
+    pub start_us: f64,
+    /// Duration, µs.
+    pub dur_us: f64,
+    /// Device time with computation running.
+    pub computation_us: f64,
+    /// Device time with communication running and no computation.
+    pub communication_us: f64,
+    /// Device time with only memory operations.
+    pub memory_us: f64,
+    /// Device time with only other device rows.
+    pub other_device_us: f64,
+    /// Idle device time waiting for the host to launch.
+    pub host_bound_idle_us: f64,
+    /// Idle device time waiting for anything else.
+    pub other_idle_us: f64,
+}
+
+/// Splits every step of every rank (frames built without HTA's last-step filter are
+/// best: [`Frames::build_with`]`(set, mode, false)`).
+pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
+    frames.ranks.iter().flat_map(rank_steps).collect()
+}
+
+fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
+    let origin = frame.rows.iter().map(|r| r.start).min().unwrap_or(0);
+    let start_by_event: HashMap<u64, i64> = frame
+        .rows
+        .iter()
+        .filter(|r| !r.is_device)
+        .map(|r| (frame.model_row(r).event_index, r.start))
+        .collect();
+    let mut steps: Vec<(i64, i64, i64)> = frame
+        .rows
+        .iter()
+        .filter(|r| !r.is_device)
+        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start, r.end, n)))
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    steps
+        .into_iter()
+        .map(|(ws, we, step)| {
+            let mut parts = [0i64; 6];
+            // (time, kind, +1/-1, launch start for row starts)
+            let mut points: Vec<(i64, usize, i64, Option<i64>)> = Vec::new();
+            for row in frame.device_rows() {
+                let (s, e) = (row.start.max(ws), row.end.min(we));
+                if s >= e {
+                    continue;
+                }
+                let kind = match row.kernel_type {
+                    KernelType::Computation => 0,
+                    KernelType::Communication => 1,
+                    KernelType::Memory => 2,
+                    KernelType::Other => 3,
+                };
+                let launch = u64::try_from(row.index_correlation)
+                    .ok()
+                    .and_then(|ic| start_by_event.get(&ic).copied());
+                points.push((s, kind, 1, launch));
+                points.push((e, kind, -1, None));
+            }
+            points.sort_by_key(|p| (p.0, -p.2));
+            let mut active = [0i64; 4];
+            let mut t = ws;
+            let mut i = 0;
+            loop {
+                let next = points.get(i).map_or(we, |p| p.0);
+                if next > t {
+                    let part = match active.iter().position(|&c| c > 0) {
+                        Some(kind) => kind,
+                        None => {
+                            // Idle [t, next): who ends it?
+                            let launches: Vec<i64> = points[i..]
+                                .iter()
+                                .take_while(|p| p.0 == next && p.2 > 0)
+                                .filter_map(|p| p.3)
+                                .collect();
+                            let host_bound = next == we || launches.iter().any(|&l| l > t);
+                            if host_bound {
+                                4
+                            } else {
+                                5
+                            }
+                        }
+                    };
+                    parts[part] += next - t;
+                    t = next;
+                }
+                let Some(p) = points.get(i) else { break };
+                active[p.1] += p.2;
+                i += 1;
+            }
+            let us = |ticks: i64| frame.us(ticks);
+            StepSplit {
+                rank: frame.rank(),
+                step,
+                start_us: us(ws - origin),
+                dur_us: us(we - ws),
+                computation_us: us(parts[0]),
+                communication_us: us(parts[1]),
+                memory_us: us(parts[2]),
+                other_device_us: us(parts[3]),
+                host_bound_idle_us: us(parts[4]),
+                other_idle_us: us(parts[5]),
+            }
+        })
+        .collect()
+}

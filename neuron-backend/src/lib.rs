@@ -20,6 +20,38 @@
 //!   [`Device::empty_cache`]); out of memory is an error, never a panic.
 //! - [`EngineTime`]: modeled busy time per engine.
 //!
+//! # Ops
+//!
+//! Matmul (batched, shared or per-batch RHS) and linear; `add`/`sub`/`mul`/`div` (and
+//! [`BinaryOp::Maximum`] through [`Tensor::binary`]) with broadcasting; scalar
+//! `affine`/`add_scalar`/`mul_scalar`; `relu`, `gelu` (erf), `silu`, `exp` (and every
+//! [`UnaryOp`] through [`Tensor::unary`]: log, tanh, sigmoid, sqrt, rsqrt); `softmax`,
+//! `log_softmax`, `layer_norm`, `rms_norm` (last dimension); `embedding`;
+//! `cross_entropy` (mean); `reshape` (a view), `transpose`, `slice`, `concat`, `copy`;
+//! `sum`/`mean`/`max` along a dimension and `sum_all`; seeded `dropout`; copies
+//! [`Tensor::to_device`]/[`Tensor::to_host`]; [`Device::full`]/`zeros`/`ones`/`randn`
+//! (seeded). Backward ops are plain ops: `activation_backward` (GELU, SiLU, ReLU),
+//! `softmax_backward`, `log_softmax_backward`, `layer_norm_backward`,
+//! `rms_norm_backward`, `embedding_backward`, `cross_entropy_backward`.
+//! Numerics run in `f32` with `f64` statistics; the tests compare them with an `f64`
+//! reference (f32 within 1e-5 relative, bf16 within one rounding).
+//!
+//! # What is recorded, and how it is numbered
+//!
+//! - Host: an operator begin/end per op (`aten::…` name, sequence number, correlation
+//!   id, FLOPs, bytes); a `nrt_execute` kernel-launch runtime call holding a
+//!   `nrt_queue_submit` call and the start of the launch→kernel flow; memory
+//!   allocate/free records with totals; `nrt_synchronize`, `nrt_event_*` and
+//!   `nrt_tensor_read` calls.
+//! - Device: kernels on `queue` = execution queue (0 compute, 1–3 collective, 4–5
+//!   tensor-op), named `<op>_<dtype>` (for example `matmul_bf16`), copies named like
+//!   Kineto's (`Memcpy HtoD (Host -> Neuron)`); the flow end at the kernel start.
+//!   With [`RecordDetail::Instructions`]: instructions with `core` = physical core
+//!   within the logical core and `engine` = [`Engine`] index (0 TensorE, 1 VectorE,
+//!   2 ScalarE, 3 GpSimdE), `semaphore_wait` spans where an engine waited on another
+//!   engine or a DMA, and DMA transfers with `queue` = core × 256 + engine × 16 + queue
+//!   slot.
+//!
 //! # Time
 //!
 //! Host records use the host clock, which excludes the emulator's own work (timing

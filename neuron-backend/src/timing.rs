@@ -433,3 +433,80 @@ impl KernelRun<'_> {
         end_ns
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline() -> Timeline {
+        Timeline::new(Arc::new(DeviceProfile::trn2()), 0)
+    }
+
+    fn info() -> KernelInfo {
+        KernelInfo {
+            name_id: NameId::NONE,
+            corr_id: 1,
+            flops: 0,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn tensor_engine_throttles_after_idle_and_ramps_back() {
+        let mut tl = timeline();
+        let mut ends = Vec::new();
+        tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
+            let mut ready = 0;
+            for _ in 0..5 {
+                ready = run.exec(0, Engine::Tensor, 1_000.0, ready, NameId::NONE, 0);
+                ends.push(ready);
+            }
+        });
+        let start = tl.last_kernel().unwrap().start_ns;
+        let durations: Vec<u64> = std::iter::once(ends[0] - start)
+            .chain(ends.windows(2).map(|w| w[1] - w[0]))
+            .collect();
+        // 50% at first, ramping over 3 µs (2 µs in: 83%), then full rate.
+        assert_eq!(durations[0], 2_000);
+        assert_eq!(durations[1], 1_200);
+        assert_eq!(&durations[3..], &[1_000, 1_000]);
+        // After ≥ 3 µs idle the next kernel starts throttled again.
+        let launch = tl.last_kernel().unwrap().end_ns + 5_000;
+        let (start, end) = tl.run_kernel(0, launch, info(), RecordDetail::Kernels, |run| {
+            run.exec(0, Engine::Tensor, 1_000.0, 0, NameId::NONE, 0);
+        });
+        assert_eq!(end - start, 2_000);
+    }
+
+    #[test]
+    fn kernels_queue_in_order_and_a_full_queue_makes_the_host_wait() {
+        let mut tl = timeline();
+        let mut ends = Vec::new();
+        for _ in 0..10 {
+            let (start, end) = tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
+                run.exec(0, Engine::Vector, 10_000.0, 0, NameId::NONE, 0);
+            });
+            assert!(ends.last().is_none_or(|&last| start >= last));
+            ends.push(end);
+        }
+        // Ten kernels in flight at host time 0: the host may submit once the third
+        // oldest is done (leaving seven, so the new one is the eighth).
+        assert_eq!(tl.submit_ready_ns(0, 0), ends[2]);
+        assert_eq!(tl.submit_ready_ns(0, ends[2]), ends[2]);
+        // Another queue is independent.
+        assert_eq!(tl.submit_ready_ns(4, 0), 0);
+    }
+
+    #[test]
+    fn dma_spreads_over_engines_and_shares_bandwidth() {
+        let mut tl = timeline();
+        let (start, end) = tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
+            run.dma_spread(0, 16 * 64 * 1024, DmaDirection::DeviceToDevice, 0);
+        });
+        // 16 pieces of 64 KiB in parallel at the engine rate capped by the HBM share.
+        let per_engine = cost::dma_bytes_per_ns(&tl.profile);
+        let expected = (64.0 * 1024.0 / per_engine).round() as u64;
+        assert_eq!(end - start, expected);
+        assert_eq!(tl.engine_time().dma_bytes, 16 * 64 * 1024);
+    }
+}

@@ -196,3 +196,17 @@ fn released_streams_refuse_work_and_events_order_streams() {
     assert!(done.query());
     assert_eq!(b.to_vec_f32().unwrap()[0], 2.0);
 }
+
+#[test]
+fn devices_and_tensors_can_move_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<neuron_backend::Device>();
+    shareable::<Tensor>();
+    shareable::<neuron_backend::Stream>();
+    let device = Runtime::trn2().device(0).unwrap();
+    let t = device.ones(&[8], DType::F32).unwrap();
+    let doubled = std::thread::spawn(move || t.add(&t).unwrap().to_vec_f32().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(doubled, vec![2.0; 8]);
+}

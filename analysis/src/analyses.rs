@@ -1,6 +1,7 @@
 //! The analyses. Each takes [`Frames`](crate::Frames) (or one rank's
 //! [`Frame`](crate::Frame)) and returns a plain, serializable result.
 
+pub mod collectives;
 pub mod idle_time;
 pub mod kernel_breakdown;
 pub mod launch_stats;

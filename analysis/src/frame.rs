@@ -193,7 +193,7 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
             Mode::HtaCompat => (row.stream != -1, classify::hta_kernel_type(trace.name(row))),
             Mode::Default => (
                 classify::is_device_work_category(trace.category(row)),
-                classify::kernel_type(trace.category(row), trace.name(row), row.is_collective),
+                classify::kernel_type(trace.category(row), trace.name(row), row.is_collective()),
             ),
         };
         FrameRow {

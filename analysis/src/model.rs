@@ -79,8 +79,35 @@ pub struct Row {
     pub bytes: i64,
     /// `memory bandwidth (GB/s)` arg, 0 when absent.
     pub memory_bw_gbps: f64,
-    /// Whether the event carries collective args (`Collective name`).
-    pub is_collective: bool,
+    /// Collective args (`Collective name`, …), on collective kernels and their launches.
+    pub collective: Option<Box<CollectiveArgs>>,
+}
+
+impl Row {
+    /// Whether the event carries collective args.
+    pub fn is_collective(&self) -> bool {
+        self.collective.is_some()
+    }
+}
+
+/// The collective args PyTorch copies onto a collective's kernel
+/// (`../shared/reference/kineto-format.md`, "args").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CollectiveArgs {
+    /// `Collective name` (`allreduce`, `allgather`, …).
+    pub collective: String,
+    /// `Process Group Name`.
+    pub process_group: String,
+    /// `Seq`, the collective's sequence number in its group, when recorded.
+    pub seq: Option<i64>,
+    /// `In msg nelems`.
+    pub in_nelems: i64,
+    /// `Out msg nelems`.
+    pub out_nelems: i64,
+    /// `dtype`.
+    pub dtype: String,
+    /// `Group size`.
+    pub group_size: i64,
 }
 
 /// One `[memory]` instant: an allocation (`bytes` > 0) or a free (`bytes` < 0), with the
@@ -138,6 +165,9 @@ pub struct RankTrace {
     pub min_host_ts_rel_ns: Option<i64>,
     /// `distributedInfo.backend`.
     pub backend: Option<String>,
+    /// `baseTimeNanoseconds` (0 when timestamps are absolute): add it to a relative time
+    /// to compare ranks.
+    pub base_ns: i64,
 }
 
 impl RankTrace {

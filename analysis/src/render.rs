@@ -265,6 +265,34 @@ pub fn render_report(report: &Report) -> String {
     if !report.steps.is_empty() {
         section(&mut out, "Steps", &t);
     }
+    let c = &report.collectives;
+    if !c.instances.is_empty() {
+        let mut t = Table::new(&[
+            "rank",
+            "collectives",
+            "wait us",
+            "transfer us",
+            "waited for",
+            "cost others us",
+        ]);
+        for r in &c.per_rank {
+            t.row(vec![
+                r.rank.to_string(),
+                r.instances.to_string(),
+                num(r.wait_us),
+                num(r.transfer_us),
+                r.times_waited_for.to_string(),
+                num(r.others_waited_us),
+            ]);
+        }
+        section(&mut out, "Collectives", &t);
+        if let Some(rank) = c.bottleneck_rank {
+            let _ = writeln!(
+                out,
+                "Collective bottleneck: rank {rank} (others waited longest for it)"
+            );
+        }
+    }
     if let Some(s) = &report.stragglers {
         let _ = writeln!(
             out,

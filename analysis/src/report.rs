@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::analyses::collectives::{collectives, Collectives};
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
 use crate::analyses::kernel_breakdown::{kernel_breakdown, KernelBreakdown};
 use crate::analyses::launch_stats::{launch_stats, LaunchStats};
@@ -35,6 +36,9 @@ pub struct ReportOptions {
     pub launch_delay_cutoff_us: f64,
     /// Stragglers to report (2).
     pub num_candidates: usize,
+    /// Peak bus bandwidth of the interconnect, GB/s, for the collectives' fraction of
+    /// peak (`None`: not reported).
+    pub peak_bus_gbps: Option<f64>,
     /// Ranks for the per-rank analyses (idle time, queue length, memory bandwidth,
     /// launch statistics); `None`: HTA's default, the first rank.
     pub ranks: Option<Vec<i64>>,
@@ -50,6 +54,7 @@ impl Default for ReportOptions {
             runtime_cutoff_us: 50.0,
             launch_delay_cutoff_us: 100.0,
             num_candidates: 2,
+            peak_bus_gbps: None,
             ranks: None,
         }
     }
@@ -75,6 +80,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::ranks`].
     pub fn with_ranks(mut self, ranks: Option<Vec<i64>>) -> Self {
         self.ranks = ranks;
+        self
+    }
+
+    /// Sets [`ReportOptions::peak_bus_gbps`].
+    pub fn with_peak_bus_gbps(mut self, peak: Option<f64>) -> Self {
+        self.peak_bus_gbps = peak;
         self
     }
 
@@ -128,6 +139,8 @@ pub struct Report {
     /// Every `ProfilerStep` of every rank split by what the device did (beyond HTA;
     /// computed without HTA's last-step filter).
     pub steps: Vec<StepSplit>,
+    /// Collectives matched across ranks (beyond HTA).
+    pub collectives: Collectives,
     /// Analyses that could not run, with why.
     pub errors: Vec<String>,
 }
@@ -135,6 +148,7 @@ pub struct Report {
 /// Runs every analysis.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let frames = Frames::build(set, options.mode);
+    let unfiltered = Frames::build_with(set, options.mode, false);
     let mut errors = Vec::new();
     let temporal = temporal_breakdown(&frames)
         .map_err(|e| errors.push(e.to_string()))
@@ -173,7 +187,8 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         kernel_breakdown: kernel_breakdown(&frames, options.num_kernels, options.duration_ratio),
         per_rank,
         stragglers,
-        steps: step_splits(&Frames::build_with(set, options.mode, false)),
+        steps: step_splits(&unfiltered),
+        collectives: collectives(&unfiltered, options.peak_bus_gbps),
         errors,
     }
 }

@@ -317,7 +317,7 @@ mod tests {
                 dur_ns: 100_000,
                 bytes: -1,
                 memory_bw_gbps: 0.0,
-                is_collective: false,
+                collective: None,
             }],
             names,
             memory: vec![
@@ -332,6 +332,7 @@ mod tests {
             min_ts_rel_ns: Some(0),
             min_host_ts_rel_ns: Some(0),
             backend: None,
+            base_ns: 0,
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

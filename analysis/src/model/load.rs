@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use trace_format::{ArgValue, Event, Ident, TraceMeta, TraceReader, TraceSink};
 
-use super::{MemoryEvent, Names, RankCounts, RankTrace, Row, TraceSet};
+use super::{CollectiveArgs, MemoryEvent, Names, RankCounts, RankTrace, Row, TraceSet};
 use crate::error::AnalysisError;
 
 /// How traces are read.
@@ -118,6 +118,7 @@ impl RankSink {
                 min_ts_rel_ns: None,
                 min_host_ts_rel_ns: None,
                 backend: None,
+                base_ns: 0,
             },
             base_ns: 0,
         }
@@ -127,6 +128,7 @@ impl RankSink {
 impl TraceSink for RankSink {
     fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
         self.base_ns = meta.base_time_ns().unwrap_or(0);
+        self.trace.base_ns = self.base_ns;
         ControlFlow::Continue(())
     }
 
@@ -193,11 +195,31 @@ impl TraceSink for RankSink {
                 .arg("memory bandwidth (GB/s)")
                 .and_then(|v| v.as_f64())
                 .unwrap_or(0.0),
-            is_collective: event.arg("Collective name").is_some(),
+            collective: collective_args(event),
         };
         trace.rows.push(row);
         ControlFlow::Continue(())
     }
+}
+
+fn collective_args(event: &Event<'_>) -> Option<Box<CollectiveArgs>> {
+    let collective = event.arg("Collective name")?.as_str()?.to_owned();
+    let text = |key: &str| {
+        event
+            .arg(key)
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
+    Some(Box::new(CollectiveArgs {
+        collective,
+        process_group: text("Process Group Name"),
+        seq: event.arg("Seq").map(|v| int_coerce(&v)).filter(|&s| s >= 0),
+        in_nelems: int("In msg nelems"),
+        out_nelems: int("Out msg nelems"),
+        dtype: text("dtype"),
+        group_size: int("Group size"),
+    }))
 }
 
 fn min_into(slot: &mut Option<i64>, value: i64) {

@@ -1,0 +1,257 @@
+//! Collectives matched across ranks: arrival skew, waiting versus transfer time per rank,
+//! achieved bus bandwidth, and which rank everyone waited for (no HTA counterpart).
+//!
+//! A collective's kernel cannot finish on any rank before the last rank has joined, so
+//! for one instance matched across ranks: `last arrival` = the latest kernel start;
+//! each rank *waits* from its own start to the last arrival, then *transfers* until its
+//! own end. The rank that arrived last is the one the others waited for. Instances are
+//! matched by (`Process Group Name`, `Seq`) when the trace records `Seq`, else by
+//! (`Process Group Name`, `Collective name`, n-th occurrence on the rank). Times are
+//! absolute (each rank's `baseTimeNanoseconds` added), so ranks must share a clock.
+//!
+//! Bus bandwidth follows NCCL's convention: `algbw = bytes / transfer time`, times
+//! `2(n−1)/n` for all-reduce, `(n−1)/n` for all-gather, reduce-scatter and all-to-all,
+//! 1 otherwise; with `peak_bus_gbps` given, the fraction of it achieved.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::frame::Frames;
+use crate::model::CollectiveArgs;
+
+/// One rank's part in one collective instance.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CollectiveRank {
+    /// The rank.
+    pub rank: i64,
+    /// Kernel start, µs since the earliest start of the instance.
+    pub arrival_us: f64,
+    /// From its start to the last rank's start, µs.
+    pub wait_us: f64,
+    /// From the last rank's start to its end, µs.
+    pub transfer_us: f64,
+    /// The `ProfilerStep` of its launch, -1 if none.
+    pub step: i64,
+}
+
+/// One collective instance across ranks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CollectiveInstance {
+    /// `Process Group Name`.
+    pub process_group: String,
+    /// `Seq` when recorded.
+    pub seq: Option<i64>,
+    /// `Collective name`.
+    pub collective: String,
+    /// Message size in bytes (larger of in and out), when the dtype is known.
+    pub bytes: Option<i64>,
+    /// Latest start − earliest start, µs.
+    pub arrival_skew_us: f64,
+    /// The rank that started last (ties: the lowest rank).
+    pub waited_for_rank: i64,
+    /// Mean transfer time over ranks, µs.
+    pub transfer_us: f64,
+    /// Achieved bus bandwidth, GB/s.
+    pub bus_bandwidth_gbps: Option<f64>,
+    /// `bus_bandwidth_gbps / peak_bus_gbps`.
+    pub fraction_of_peak: Option<f64>,
+    /// Each rank's part, by rank.
+    pub ranks: Vec<CollectiveRank>,
+}
+
+/// Totals of one rank (over all instances, or one step).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CollectiveTotals {
+    /// The rank.
+    pub rank: i64,
+    /// The step (`None` for the whole trace).
+    pub step: Option<i64>,
+    /// Instances the rank took part in.
+    pub instances: u64,
+    /// Σ waiting, µs.
+    pub wait_us: f64,
+    /// Σ transfer, µs.
+    pub transfer_us: f64,
+    /// Instances where everyone waited for this rank.
+    pub times_waited_for: u64,
+    /// Σ over those instances of the other ranks' waiting, µs: the time this rank cost
+    /// the others.
+    pub others_waited_us: f64,
+}
+
+/// The collective analysis. JSON: `{"instances": […], "per_rank": […], "per_step": […],
+/// "bottleneck_rank": rank | null}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Collectives {
+    /// Every instance, in order of first arrival.
+    pub instances: Vec<CollectiveInstance>,
+    /// Totals per rank.
+    pub per_rank: Vec<CollectiveTotals>,
+    /// Totals per (rank, step).
+    pub per_step: Vec<CollectiveTotals>,
+    /// The rank that cost the others the most waiting, if anyone waited.
+    pub bottleneck_rank: Option<i64>,
+}
+
+type Key = (String, Option<i64>, String, u64);
+
+/// (rank, start ns, end ns, step, args) of one rank's part.
+type Part<'a> = (i64, i64, i64, i64, &'a CollectiveArgs);
+
+/// Matches collectives across ranks (use frames in [`crate::Mode::Default`], built
+/// without the last-step filter, for exact times).
+pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectives {
+    // key → per rank (start_ns, end_ns, step, args)
+    let mut matched: BTreeMap<Key, Vec<Part<'_>>> = BTreeMap::new();
+    for frame in &frames.ranks {
+        let to_ns = |ticks: i64| ticks * frame.tick_ns + frame.trace.base_ns;
+        let mut rows: Vec<_> = frame
+            .device_rows()
+            .filter_map(|r| frame.model_row(r).collective.as_deref().map(|c| (r, c)))
+            .collect();
+        rows.sort_by_key(|(r, _)| r.start);
+        let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for (row, args) in rows {
+            let nth = occurrence
+                .entry((args.process_group.clone(), args.collective.clone()))
+                .or_default();
+            let key = match args.seq {
+                Some(seq) => (args.process_group.clone(), Some(seq), String::new(), 0),
+                None => (
+                    args.process_group.clone(),
+                    None,
+                    args.collective.clone(),
+                    *nth,
+                ),
+            };
+            *nth += 1;
+            matched.entry(key).or_default().push((
+                frame.rank(),
+                to_ns(row.start),
+                to_ns(row.end),
+                row.iteration,
+                args,
+            ));
+        }
+    }
+    let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
+    for ((process_group, seq, _, _), mut parts) in matched {
+        parts.sort_by_key(|p| p.0);
+        let first = parts.iter().map(|p| p.1).min().unwrap_or(0);
+        let last = parts.iter().map(|p| p.1).max().unwrap_or(0);
+        let waited_for_rank = parts.iter().find(|p| p.1 == last).map_or(-1, |p| p.0);
+        let ranks: Vec<CollectiveRank> = parts
+            .iter()
+            .map(|&(rank, start, end, step, _)| CollectiveRank {
+                rank,
+                arrival_us: (start - first) as f64 / 1000.0,
+                wait_us: (last - start) as f64 / 1000.0,
+                transfer_us: (end - last).max(0) as f64 / 1000.0,
+                step,
+            })
+            .collect();
+        let transfer_us = ranks.iter().map(|r| r.transfer_us).sum::<f64>() / ranks.len() as f64;
+        let args = parts[0].4;
+        let bytes = dtype_bytes(&args.dtype).map(|b| b * args.in_nelems.max(args.out_nelems));
+        let group = if args.group_size > 0 {
+            args.group_size
+        } else {
+            parts.len() as i64
+        };
+        let bus_bandwidth_gbps = bytes.filter(|_| transfer_us > 0.0).map(|b| {
+            let algbw = b as f64 / (transfer_us * 1000.0);
+            algbw * bus_factor(&args.collective, group)
+        });
+        instances.push((
+            first,
+            CollectiveInstance {
+                process_group,
+                seq,
+                collective: args.collective.clone(),
+                bytes,
+                arrival_skew_us: (last - first) as f64 / 1000.0,
+                waited_for_rank,
+                transfer_us,
+                fraction_of_peak: bus_bandwidth_gbps.zip(peak_bus_gbps).map(|(b, p)| b / p),
+                bus_bandwidth_gbps,
+                ranks,
+            },
+        ));
+    }
+    instances.sort_by_key(|(first, _)| *first);
+    totals(instances.into_iter().map(|(_, i)| i).collect())
+}
+
+fn totals(instances: Vec<CollectiveInstance>) -> Collectives {
+    let mut per_rank: BTreeMap<i64, CollectiveTotals> = BTreeMap::new();
+    let mut per_step: BTreeMap<(i64, i64), CollectiveTotals> = BTreeMap::new();
+    for inst in &instances {
+        let others_waited: f64 = inst.ranks.iter().map(|r| r.wait_us).sum();
+        for r in &inst.ranks {
+            for totals in [
+                per_rank.entry(r.rank).or_insert_with(|| CollectiveTotals {
+                    rank: r.rank,
+                    ..CollectiveTotals::default()
+                }),
+                per_step
+                    .entry((r.rank, r.step))
+                    .or_insert_with(|| CollectiveTotals {
+                        rank: r.rank,
+                        step: Some(r.step),
+                        ..CollectiveTotals::default()
+                    }),
+            ] {
+                totals.instances += 1;
+                totals.wait_us += r.wait_us;
+                totals.transfer_us += r.transfer_us;
+                if r.rank == inst.waited_for_rank && inst.ranks.len() > 1 {
+                    totals.times_waited_for += 1;
+                    totals.others_waited_us += others_waited;
+                }
+            }
+        }
+    }
+    let bottleneck_rank = per_rank
+        .values()
+        .filter(|t| t.others_waited_us > 0.0)
+        .max_by(|a, b| a.others_waited_us.total_cmp(&b.others_waited_us))
+        .map(|t| t.rank);
+    Collectives {
+        instances,
+        per_rank: per_rank.into_values().collect(),
+        per_step: per_step.into_values().collect(),
+        bottleneck_rank,
+    }
+}
+
+/// Bytes per element of PyTorch's `dtype` spellings.
+fn dtype_bytes(dtype: &str) -> Option<i64> {
+    Some(match dtype {
+        "Double" | "Long" | "ComplexFloat" => 8,
+        "Float" | "Int" => 4,
+        "Half" | "BFloat16" | "Short" => 2,
+        "Byte" | "Char" | "Bool" | "Float8_e4m3fn" | "Float8_e5m2" => 1,
+        _ => return None,
+    })
+}
+
+fn bus_factor(collective: &str, group: i64) -> f64 {
+    let n = group.max(1) as f64;
+    match collective
+        .to_ascii_lowercase()
+        .replace(['_', ' '], "")
+        .as_str()
+    {
+        "allreduce" | "allreducecoalesced" => 2.0 * (n - 1.0) / n,
+        "allgather"
+        | "allgatherintotensor"
+        | "allgathercoalesced"
+        | "reducescatter"
+        | "reducescattertensor"
+        | "alltoall"
+        | "alltoallv"
+        | "alltoallbase" => (n - 1.0) / n,
+        _ => 1.0,
+    }
+}

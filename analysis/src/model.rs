@@ -139,6 +139,8 @@ pub struct RankCounts {
     pub complete_rows: u64,
     /// Rows kept in [`RankTrace::rows`].
     pub kept_rows: u64,
+    /// Damaged events skipped by a lenient read.
+    pub events_skipped: u64,
 }
 
 /// What the analyses need of one rank's trace.
@@ -168,6 +170,9 @@ pub struct RankTrace {
     /// `baseTimeNanoseconds` (0 when timestamps are absolute): add it to a relative time
     /// to compare ranks.
     pub base_ns: i64,
+    /// Lenient reads: the first errors of skipped events, then the error that stopped the
+    /// read early (a truncated file), as messages with file, byte offset and event index.
+    pub damage: Vec<String>,
 }
 
 impl RankTrace {

@@ -141,7 +141,7 @@ pub struct Report {
     pub steps: Vec<StepSplit>,
     /// Collectives matched across ranks (beyond HTA).
     pub collectives: Collectives,
-    /// Analyses that could not run, with why.
+    /// Analyses that could not run, with why, and damage found by a lenient read.
     pub errors: Vec<String>,
 }
 
@@ -150,6 +150,16 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let frames = Frames::build(set, options.mode);
     let unfiltered = Frames::build_with(set, options.mode, false);
     let mut errors = Vec::new();
+    for trace in &set.ranks {
+        if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {
+            errors.push(format!(
+                "rank {}: {} damaged events skipped; {}",
+                trace.rank,
+                trace.counts.events_skipped,
+                trace.damage.join("; ")
+            ));
+        }
+    }
     let temporal = temporal_breakdown(&frames)
         .map_err(|e| errors.push(e.to_string()))
         .ok();

@@ -83,3 +83,27 @@ fn step_splits_add_up_on_real_traces() {
         }
     }
 }
+
+#[test]
+fn a_truncated_trace_is_read_leniently_and_its_damage_reported() {
+    let json = r#"{"traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1.0, "dur": 1, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3.0, "dur": 2, "args": {"stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": "bad", "dur": 2},
+  {"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 9.0, "du"#;
+    let dir = std::env::temp_dir().join(format!("analysis-damaged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cut.json");
+    std::fs::write(&path, json).unwrap();
+    let strict = load_paths(&[&path], &LoadOptions::default()).unwrap_err();
+    assert!(strict.to_string().contains("cut.json"), "{strict}");
+    let traces = load_paths(&[&path], &LoadOptions::default().with_lenient(true)).unwrap();
+    let report = analyze(&traces, &ReportOptions::default());
+    assert_eq!(
+        report.temporal_breakdown.unwrap().ranks[0].kernel_time_us,
+        2.0
+    );
+    let note = report.errors.join("\n");
+    assert!(note.contains("1 damaged events skipped"), "{note}");
+    assert!(note.contains("truncated"), "{note}");
+}

@@ -6,7 +6,7 @@
 use analysis::analyses::kernel_breakdown::kernel_breakdown;
 use analysis::analyses::launch_stats::launch_stats;
 use analysis::analyses::overlap::comm_comp_overlap;
-use analysis::analyses::queue_length::queue_length_summary;
+use analysis::analyses::queue_length::{queue_length_summary, queue_length_summary_with_limit};
 use analysis::analyses::steps::step_splits;
 use analysis::analyses::temporal::temporal_breakdown;
 use analysis::{load_paths, Frames, LoadOptions, Mode};
@@ -80,6 +80,10 @@ fn default_mode_uses_categories_and_collective_args() {
         "stream 1 ran matmul before the copy was launched"
     );
     assert_eq!(queues[0].queue_length.count, 4);
+    assert_eq!(queues[0].time_blocked_on_full_queue_us, 0.0);
+    let tiny = queue_length_summary_with_limit(&frames.ranks[0], 1);
+    // Stream 1 holds one queued item from 0 to 2 µs (matmul) and 3 to 20 µs (the copy).
+    assert_eq!(tiny[0].time_blocked_on_full_queue_us, 19.0);
 }
 
 #[test]

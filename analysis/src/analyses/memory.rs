@@ -333,6 +333,7 @@ mod tests {
             min_host_ts_rel_ns: Some(0),
             backend: None,
             base_ns: 0,
+            damage: Vec::new(),
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

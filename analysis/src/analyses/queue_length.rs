@@ -43,7 +43,15 @@ pub struct QueueLengthStream {
     pub queue_length: Describe,
     /// The largest queue length seen.
     pub max_queue_length: i64,
+    /// The limit used for the blocked time (1024 for CUDA).
+    pub queue_limit: i64,
+    /// Time the queue spent at or above the limit, when launches block, µs (HTA
+    /// `get_time_spent_blocked_on_full_queue`).
+    pub time_blocked_on_full_queue_us: f64,
 }
+
+/// CUDA's launch queue depth per stream (HTA `CUDA_MAX_LAUNCH_QUEUE_PER_STREAM`).
+pub const CUDA_MAX_QUEUE_LENGTH: i64 = 1024;
 
 /// Whether a row is a launch call under the frame's mode.
 pub(crate) fn is_launch(frame: &Frame<'_>, row: &FrameRow) -> bool {
@@ -53,8 +61,17 @@ pub(crate) fn is_launch(frame: &Frame<'_>, row: &FrameRow) -> bool {
     }
 }
 
-/// Computes the queue length summary of one rank, streams in increasing order.
+/// Computes the queue length summary of one rank, streams in increasing order, with
+/// CUDA's queue limit.
 pub fn queue_length_summary(frame: &Frame<'_>) -> Vec<QueueLengthStream> {
+    queue_length_summary_with_limit(frame, CUDA_MAX_QUEUE_LENGTH)
+}
+
+/// [`queue_length_summary`] with another queue limit (a device's own launch queue depth).
+pub fn queue_length_summary_with_limit(
+    frame: &Frame<'_>,
+    queue_limit: i64,
+) -> Vec<QueueLengthStream> {
     let launches: Vec<&FrameRow> = frame
         .rows
         .iter()
@@ -97,21 +114,32 @@ pub fn queue_length_summary(frame: &Frame<'_>) -> Vec<QueueLengthStream> {
         .into_iter()
         .map(|i| points[i])
         .collect();
-    let mut by_stream: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+    // Per stream: (time, queue length after the change).
+    let mut by_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
     let mut running: HashMap<i64, i64> = HashMap::new();
-    for (_, stream, delta) in points {
+    for (time, stream, delta) in points {
         let Some(stream) = stream else { continue };
         let value = running.entry(stream).or_default();
         *value += delta;
-        by_stream.entry(stream).or_default().push(*value as f64);
+        by_stream.entry(stream).or_default().push((time, *value));
     }
     by_stream
         .into_iter()
-        .map(|(stream, values)| QueueLengthStream {
-            rank: frame.rank(),
-            stream,
-            max_queue_length: values.iter().copied().fold(0.0, f64::max) as i64,
-            queue_length: Describe::of(&values),
+        .map(|(stream, series)| {
+            let values: Vec<f64> = series.iter().map(|s| s.1 as f64).collect();
+            let blocked: i64 = series
+                .windows(2)
+                .filter(|w| w[0].1 >= queue_limit)
+                .map(|w| w[1].0 - w[0].0)
+                .sum();
+            QueueLengthStream {
+                rank: frame.rank(),
+                stream,
+                max_queue_length: series.iter().map(|s| s.1).max().unwrap_or(0),
+                queue_limit,
+                time_blocked_on_full_queue_us: frame.us(blocked),
+                queue_length: Describe::of(&values),
+            }
         })
         .collect()
 }

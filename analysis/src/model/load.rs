@@ -92,6 +92,13 @@ fn load_one(
         })?;
     let mut trace = sink.trace;
     trace.counts.events = report.events_delivered;
+    trace.counts.events_skipped = report.events_skipped;
+    trace.damage = report
+        .skipped_examples
+        .iter()
+        .chain(report.damage.as_ref())
+        .map(ToString::to_string)
+        .collect();
     let meta = &report.meta;
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
@@ -119,6 +126,7 @@ impl RankSink {
                 min_host_ts_rel_ns: None,
                 backend: None,
                 base_ns: 0,
+                damage: Vec::new(),
             },
             base_ns: 0,
         }

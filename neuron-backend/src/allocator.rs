@@ -147,6 +147,16 @@ impl Allocator {
         self.record(MemoryAction::Free, addr, bytes, category);
     }
 
+    /// Moves the allocated block at `addr` to `category` in the statistics.
+    pub(crate) fn retag(&mut self, addr: u64, category: MemoryCategory) {
+        let Some(block) = self.blocks.get_mut(&addr).filter(|b| b.allocated) else {
+            return;
+        };
+        let (bytes, old) = (block.bytes, block.category);
+        block.category = category;
+        self.stats.move_category(bytes, old, category);
+    }
+
     /// Releases every fully free segment back to HBM; returns the bytes released.
     pub(crate) fn empty_cache(&mut self) -> u64 {
         let idle: Vec<(u64, Segment)> = self

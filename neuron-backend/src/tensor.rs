@@ -160,6 +160,16 @@ impl Tensor {
         self.storage.released.load(Ordering::Acquire)
     }
 
+    /// Tags the tensor's device memory with `category` (for statistics and OOM reports;
+    /// new tensors take [`Device::category`]). Does nothing on the host.
+    pub fn set_category(&self, category: crate::MemoryCategory) {
+        if let Some(device) = self.device() {
+            if !self.is_released() {
+                device.allocator().retag(self.storage.addr, category);
+            }
+        }
+    }
+
     /// Frees the storage now (for every handle sharing it); later use is an error.
     pub fn release(&self) {
         self.storage.release();

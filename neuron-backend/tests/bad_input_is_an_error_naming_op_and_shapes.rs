@@ -156,7 +156,24 @@ fn out_of_memory_names_the_numbers_and_the_device_recovers() {
             .allocated_bytes,
         160 << 20
     );
+    again.set_category(MemoryCategory::Gradients);
+    let stats = device.memory_stats();
+    assert_eq!(
+        stats.category(MemoryCategory::Activations).allocated_bytes,
+        0
+    );
+    assert_eq!(
+        stats.category(MemoryCategory::Gradients).allocated_bytes,
+        160 << 20
+    );
     drop(again);
+    assert_eq!(
+        device
+            .memory_stats()
+            .category(MemoryCategory::Gradients)
+            .allocated_bytes,
+        0
+    );
     assert_eq!(device.empty_cache(), 160 << 20);
     assert_eq!(device.memory_stats().reserved_bytes, 0);
 }

@@ -123,4 +123,11 @@ impl MemoryStats {
         self.num_frees += 1;
         self.by_category[category.index()].allocated_bytes -= bytes;
     }
+
+    pub(crate) fn move_category(&mut self, bytes: u64, from: MemoryCategory, to: MemoryCategory) {
+        self.by_category[from.index()].allocated_bytes -= bytes;
+        let cat = &mut self.by_category[to.index()];
+        cat.allocated_bytes += bytes;
+        cat.peak_bytes = cat.peak_bytes.max(cat.allocated_bytes);
+    }
 }

@@ -158,7 +158,10 @@
 //! The reader scans the top-level object itself and hands each event's bytes to
 //! serde_json, which decodes it into borrowed slices of one reusable buffer: a sink that
 //! ignores args allocates nothing per event, and memory stays at the buffer (4 MiB,
-//! growing only for a single larger value) whatever the file size. Measurements:
+//! growing only for a single larger value) whatever the file size. On the project's
+//! 2-vCPU build VM, a 1 GB plain trace parses into a [`CountingSink`] at 466 MB/s
+//! (2.2 M events/s) with a 6.4 MiB peak RSS; gzip input at 365 MB/s of decompressed
+//! JSON; the writer emits 4.6 M events/s. Details and commands:
 //! `docs/perf-trace-format.md` (run `examples/parse_bench.rs` on a file made by
 //! `examples/make_large_trace.rs`).
 #![warn(missing_docs)]

@@ -69,3 +69,14 @@ fn a_bare_event_array_is_accepted() {
         .unwrap();
     assert_eq!(sink.events.len(), 2);
 }
+
+#[test]
+fn a_trailing_comma_in_the_event_array_is_a_syntax_error() {
+    let text = r#"{"traceEvents": [{"ph": "X", "ts": 1}, ]}"#;
+    let err = read_err(text);
+    let ReadError::Syntax { at, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(at.byte_offset, text.find("]}").unwrap() as u64);
+    assert_eq!(at.event_index, Some(1));
+}

@@ -307,6 +307,9 @@ impl<'s, 'p> Parser<'s, 'p> {
         loop {
             let index = self.next_index;
             let b = self.expect_byte(Some(index), "the event array")?;
+            if b == b']' || b == b',' {
+                return Err(self.unexpected("an event object", Some(index)));
+            }
             if b != b'{' {
                 let start = self.input.pos;
                 let unread = self.input.unread();
@@ -317,7 +320,7 @@ impl<'s, 'p> Parser<'s, 'p> {
                     expected: "an object",
                     found: excerpt(&found),
                 };
-                if !self.lenient || b == b']' || b == b',' {
+                if !self.lenient {
                     return Err(err);
                 }
                 self.skip_value(index)?;

@@ -107,3 +107,23 @@ fn a_host_copy_shows_single_engine_dma_costs() {
         assert!(latency > 0);
     }
 }
+
+#[test]
+fn trn3_moves_more_bytes_per_core_than_trn2() {
+    // Trn3's per-core HBM share (4.9 TB/s / 4 = 1225 B/ns) exceeds its DMA engines'
+    // 2 × 16 × 33 = 1056 B/ns, so large elementwise ops run at the DMA figure.
+    let profile = DeviceProfile::trn3();
+    let dma = f64::from(profile.lnc * profile.dma_engines) * profile.dma_engine_bytes_per_ns;
+    let limit = dma.min(profile.hbm_bytes_per_ns_per_core());
+    let device = device(profile);
+    let n = 16 << 20;
+    let a = device.zeros(&[n], DType::BF16).unwrap();
+    a.add(&a).unwrap();
+    let bytes_per_ns = (3 * 2 * n) as f64 / device.last_kernel().unwrap().dur_ns() as f64;
+    eprintln!("trn3: add of 2×{n} bf16 at {bytes_per_ns:.1} B/ns, limit {limit:.1} B/ns");
+    assert!(
+        bytes_per_ns >= 0.85 * limit && bytes_per_ns <= limit * 1.0001,
+        "{bytes_per_ns}"
+    );
+    assert!(bytes_per_ns > DeviceProfile::trn2().hbm_bytes_per_ns_per_core());
+}

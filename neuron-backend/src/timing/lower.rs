@@ -272,7 +272,9 @@ impl MatmulPlan {
     }
 }
 
-/// A plain copy of `bytes` (host↔device or device↔device) through the DMA engines.
+/// A plain copy of `bytes` (host↔device or device↔device) through the DMA engines,
+/// split between the physical cores. hw.md gives no figure for the host link, so host
+/// copies are modeled with the DMA engines' own figures.
 pub(crate) fn copy(run: &mut KernelRun<'_>, bytes: u64, direction: DmaDirection) {
     let cores = run.core_count() as u64;
     let start = run.start_ns;

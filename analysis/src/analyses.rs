@@ -1,5 +1,5 @@
 //! The analyses. Each takes [`Frames`](crate::Frames) (or one rank's
-//! [`Frame`](crate::Frame)) and returns a plain, serializable result.
+//! [`Frame`]) and returns a plain, serializable result.
 
 pub mod collectives;
 pub mod idle_time;

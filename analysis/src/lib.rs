@@ -7,13 +7,38 @@
 //! `../shared/reference/hta-analyses.md`).
 //!
 //! # Pipeline
-//! 1. [`load_paths`] reads one trace per rank, in parallel, each in one streaming pass
-//!    ([`trace_format::TraceReader`] pushing events into our sink), keeping only the
-//!    rows analyses need ([`RankTrace`]).
+//! 1. [`load_paths`] reads one trace per rank, in parallel (`std::thread::scope`), each in
+//!    one streaming pass ([`trace_format::TraceReader`] pushing events into our sink),
+//!    keeping only what analyses need ([`RankTrace`]: device rows, rows with a
+//!    `correlation`, `ProfilerStep`s, `[memory]` events). Errors name the file, byte
+//!    offset and event index ([`AnalysisError::Read`]); lenient reads report damage.
 //! 2. [`Frames::build`] applies HTA's preprocessing for a [`Mode`] (rounding,
 //!    launch↔device links, iterations, last-step filter).
 //! 3. The [`analyses`] each return a plain `serde::Serialize` struct; [`analyze`] runs
-//!    them all into one [`Report`], and [`render::render_report`] prints aligned tables.
+//!    them all into one [`Report`] with [`insights`] first, and [`render::render_report`]
+//!    prints aligned tables.
+//!
+//! # Analyses
+//! HTA's, equal to HTA 0.6 in compat mode: [`analyses::temporal`],
+//! [`analyses::kernel_breakdown`], [`analyses::idle_time`], [`analyses::overlap`],
+//! [`analyses::queue_length`], [`analyses::memory_bw`], [`analyses::launch_stats`],
+//! [`analyses::stragglers`], [`analyses::trace_diff`].
+//! Beyond HTA: [`analyses::memory`] (timeline from `[memory]` events),
+//! [`analyses::operators`] (a `key_averages` table), [`analyses::steps`] (each step split
+//! by what the device did), [`analyses::collectives`] (collectives matched across ranks:
+//! waiting versus transfer, the bottleneck rank), [`insights`].
+//! `trace_diff` and `operators` read the file a second time, streaming, because they need
+//! every host operator, which the model does not keep.
+//!
+//! # JSON
+//! [`Report`] serializes (serde) to one object whose fields are the analyses' result
+//! structs, each documented with its JSON shape:
+//! `{"mode", "insights": [Finding…], "device_type", "ranks", "last_step_filtered",
+//! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
+//! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
+//! "launch_stats", "memory"}…], "stragglers": Stragglers | null, "steps": [StepSplit…],
+//! "collectives", "errors": [string…]}`. Times are µs (`_us`), sizes bytes (`_bytes`),
+//! bandwidth GB/s (`_gbps`); `null` stands where HTA prints `NaN`.
 //!
 //! # Default mode versus HTA compat mode
 //! | | [`Mode::Default`] | [`Mode::HtaCompat`] |
@@ -22,11 +47,21 @@
 //! | device rows | kernel / memcpy / memset / MTIA command-processor categories | any row with a `stream` arg ≠ −1 (so AMD runtime calls carrying `stream` count as device rows, as in HTA) |
 //! | kernel type | category and args first (`gpu_memcpy` → memory, a kernel with `Collective name` → communication), names second | names only (`nccl*` → communication, `Memcpy*` → memory, …) |
 //! | launch calls | any host row linked to device work by `correlation` | HTA's list of names (`cudaLaunchKernel`, `hipLaunchKernel`, …) |
+//! | idle time kernels | every device row | kernel, memcpy, memset and MTIA categories only |
 //!
 //! Why: HTA's rounding makes sub-µs kernels last 0 or −1 µs and drifts sums by up to
-//! 1 µs per event; its name rules see a `neuron` kernel or an MTIA collective as
-//! computation and miss launches whose runtime is not CUDA's. The default mode is what
-//! our own traces need; the compat mode exists to prove the definitions equal.
+//! 1 µs per event; its name rules see a `neuron` kernel or a collective not named
+//! `nccl*` as computation and miss launches whose runtime is not CUDA's. The default
+//! mode is what our own traces need; the compat mode proves the definitions equal.
+//! Both modes share HTA's last-`ProfilerStep` filter for HTA's analyses (the step
+//! split, collectives and memory timeline see every step).
+//!
+//! Known limits of compat mode: HTA's unstable sorts decide the order of equal
+//! timestamps; we reproduce numpy's scalar introsort, but a numpy built with SIMD
+//! sorting may order ties differently (on `nccl_data` this moves the queue-length mean
+//! by 4 steps in 5,004). HTA's separate MTIA filter (used only with ≥ 2 steps) is not
+//! reproduced. Whether `ts` was written as `12` or `12.0` cannot be told from the
+//! reader's nanoseconds; integral `ts` everywhere is taken as HTA's integer column.
 //!
 //! # Example
 //! ```
@@ -52,6 +87,7 @@ pub mod analyses;
 pub mod classify;
 mod error;
 pub mod frame;
+pub mod insights;
 pub mod model;
 pub mod render;
 mod report;

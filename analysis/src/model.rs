@@ -4,7 +4,7 @@
 //! that an analysis can use: device activity (a `stream` arg), every event with a
 //! `correlation` arg (runtime launches and their device work), `ProfilerStep#N`
 //! annotations, synchronization rows (`Event Sync`, `Context Sync`) and the first event
-//! of the file (HTA joins unmatched kernels onto it, see [`crate::hta`]). Everything else
+//! of the file (HTA joins unmatched kernels onto it, see [`crate::frame`]). Everything else
 //! (`cpu_op`s, Python frames, flows, metadata) only updates counters.
 
 mod load;
@@ -159,7 +159,7 @@ pub struct RankTrace {
     /// Counters.
     pub counts: RankCounts,
     /// Whether some event has a `ts` with a fraction of a µs, or none at all: then HTA's
-    /// `ts` column is floating point and HTA rounds (see [`crate::hta`]).
+    /// `ts` column is floating point and HTA rounds (see [`crate::frame`]).
     pub ts_is_float: bool,
     /// Smallest start over all HTA rows (ns, relative).
     pub min_ts_rel_ns: Option<i64>,
@@ -170,6 +170,8 @@ pub struct RankTrace {
     /// `baseTimeNanoseconds` (0 when timestamps are absolute): add it to a relative time
     /// to compare ranks.
     pub base_ns: i64,
+    /// `deviceProperties`: (device id, total memory in bytes) where known.
+    pub device_memory_bytes: Vec<(i64, i64)>,
     /// Lenient reads: the first errors of skipped events, then the error that stopped the
     /// read early (a truncated file), as messages with file, byte offset and event index.
     pub damage: Vec<String>,

@@ -70,6 +70,8 @@ impl Table {
 }
 
 fn num(v: f64) -> String {
+    // `+ 0.0` turns a negative zero (the sum of nothing) into 0.
+    let v = v + 0.0;
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {
@@ -126,6 +128,12 @@ pub fn render_report(report: &Report) -> String {
             ""
         }
     );
+    if !report.insights.is_empty() {
+        let _ = writeln!(out, "\nInsights");
+        for (i, f) in report.insights.iter().enumerate() {
+            let _ = writeln!(out, "{:>2}. {}", i + 1, f.summary);
+        }
+    }
     for error in &report.errors {
         let _ = writeln!(out, "note: {error}");
     }

@@ -36,6 +36,8 @@ pub struct ReportOptions {
     pub launch_delay_cutoff_us: f64,
     /// Stragglers to report (2).
     pub num_candidates: usize,
+    /// Thresholds for the insights.
+    pub thresholds: crate::insights::Thresholds,
     /// Peak bus bandwidth of the interconnect, GB/s, for the collectives' fraction of
     /// peak (`None`: not reported).
     pub peak_bus_gbps: Option<f64>,
@@ -55,6 +57,7 @@ impl Default for ReportOptions {
             launch_delay_cutoff_us: 100.0,
             num_candidates: 2,
             peak_bus_gbps: None,
+            thresholds: crate::insights::Thresholds::default(),
             ranks: None,
         }
     }
@@ -120,6 +123,8 @@ pub struct RankReport {
 pub struct Report {
     /// The mode used.
     pub mode: Mode,
+    /// Findings, most important first (see [`crate::insights`]).
+    pub insights: Vec<crate::insights::Finding>,
     /// HTA's device type of the first rank.
     pub device_type: String,
     /// Ranks analyzed.
@@ -187,7 +192,8 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let stragglers = potential_stragglers(&frames, options.num_candidates)
         .map_err(|e| errors.push(e.to_string()))
         .ok();
-    Report {
+    let mut report = Report {
+        insights: Vec::new(),
         mode: options.mode,
         device_type: frames.device_type.to_owned(),
         ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
@@ -200,5 +206,7 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         steps: step_splits(&unfiltered),
         collectives: collectives(&unfiltered, options.peak_bus_gbps),
         errors,
-    }
+    };
+    report.insights = crate::insights::insights(&report, &options.thresholds);
+    report
 }

@@ -122,12 +122,12 @@ pub fn idle_time_breakdown(
             slot.1.extend(gap.map(|g| frame.us(g)));
             prev_end = Some(row.end);
         }
-        let total: f64 = gaps.iter().flat_map(|g| g.1.iter()).sum();
+        let total: f64 = gaps.iter().flat_map(|g| g.1.iter()).sum::<f64>() + 0.0;
         for (i, (present, values)) in gaps.iter().enumerate() {
             if !present {
                 continue;
             }
-            let idle: f64 = values.iter().sum();
+            let idle: f64 = values.iter().sum::<f64>() + 0.0;
             let stats = Describe::of(values);
             entries.push(IdleTimeEntry {
                 rank: frame.rank(),

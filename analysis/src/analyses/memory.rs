@@ -83,6 +83,8 @@ pub struct DeviceMemory {
     pub peak_allocated_step: Option<i64>,
     /// Largest `Total Reserved`.
     pub peak_reserved_bytes: i64,
+    /// The device's memory from `deviceProperties`, when known.
+    pub capacity_bytes: Option<i64>,
     /// When it was first reached.
     pub peak_reserved_at_us: f64,
     /// Reserved − allocated at the allocated peak.
@@ -139,7 +141,16 @@ pub fn memory_timeline(trace: &RankTrace) -> MemoryTimeline {
     let devices = by_device
         .into_iter()
         .map(|((device_type, device_id), events)| {
-            device_memory(device_type, device_id, &events, &steps, origin_ns)
+            let capacity = (device_type != 0)
+                .then(|| {
+                    trace
+                        .device_memory_bytes
+                        .iter()
+                        .find(|d| d.0 == device_id)
+                        .map(|d| d.1)
+                })
+                .flatten();
+            device_memory(device_type, device_id, &events, &steps, origin_ns, capacity)
         })
         .collect();
     MemoryTimeline {
@@ -171,6 +182,7 @@ fn device_memory(
     events: &[&MemoryEvent],
     steps: &[(i64, i64, i64)],
     origin_ns: i64,
+    capacity_bytes: Option<i64>,
 ) -> DeviceMemory {
     let at_us = |ns: i64| (ns - origin_ns) as f64 / 1000.0;
     let first_max = |key: &dyn Fn(&MemoryEvent) -> i64| -> Option<usize> {
@@ -238,6 +250,7 @@ fn device_memory(
         peak_reserved_bytes: events
             .get(peak_reserved)
             .map_or(0, |e| e.total_reserved_bytes),
+        capacity_bytes,
         peak_reserved_at_us: events
             .get(peak_reserved)
             .map_or(0.0, |e| at_us(e.ts_rel_ns)),
@@ -334,6 +347,7 @@ mod tests {
             backend: None,
             base_ns: 0,
             damage: Vec::new(),
+            device_memory_bytes: Vec::new(),
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

@@ -102,6 +102,14 @@ fn load_one(
     let meta = &report.meta;
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
+    trace.device_memory_bytes = meta
+        .device_properties()
+        .iter()
+        .filter_map(|d| {
+            let bytes = i64::try_from(d.total_global_mem_bytes?).ok()?;
+            Some((d.device_id?, bytes))
+        })
+        .collect();
     Ok(trace)
 }
 
@@ -127,6 +135,7 @@ impl RankSink {
                 backend: None,
                 base_ns: 0,
                 damage: Vec::new(),
+                device_memory_bytes: Vec::new(),
             },
             base_ns: 0,
         }

@@ -1,0 +1,227 @@
+//! Insights: a ranked list of findings, each with its number, the threshold that
+//! triggered it and the time range it is about.
+
+use serde::Serialize;
+
+use crate::report::Report;
+
+/// What a finding is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// The device sat idle for much of the profiled time.
+    DeviceIdle,
+    /// A step where the device mostly waited for the host to launch work.
+    HostBoundStep,
+    /// Communication that computation did not hide.
+    CommunicationNotOverlapped,
+    /// One rank kept the others waiting in collectives.
+    CollectiveBottleneck,
+    /// Reserved memory close to the device's capacity.
+    MemoryNearCapacity,
+    /// Many launches whose device work started long after the launch call.
+    LaunchDelays,
+}
+
+/// One finding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// Ranking key in 0..=1 (the share of time or capacity concerned), largest first.
+    pub score: f64,
+    /// What it is about.
+    pub kind: FindingKind,
+    /// The rank, when it is about one.
+    pub rank: Option<i64>,
+    /// One line for people.
+    pub summary: String,
+    /// The measured value.
+    pub value: f64,
+    /// The threshold it crossed.
+    pub threshold: f64,
+    /// The unit of `value` and `threshold` (`"%"`, `"fraction"`).
+    pub unit: &'static str,
+    /// The time range concerned, µs since the rank's first event, when narrower than the
+    /// whole trace.
+    pub time_range_us: Option<(f64, f64)>,
+}
+
+/// Thresholds that turn numbers into findings.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Thresholds {
+    /// Device idle % of the profiled span (50).
+    pub device_idle_pct: f64,
+    /// Host-bound idle share of a step (0.3).
+    pub host_bound_step_fraction: f64,
+    /// Communication share of device time above which overlap matters (0.1).
+    pub communication_share: f64,
+    /// Overlap % below which communication is "not overlapped" (50).
+    pub overlap_pct: f64,
+    /// Share of collective time the others spent waiting for one rank (0.1).
+    pub bottleneck_wait_fraction: f64,
+    /// Peak reserved / capacity (0.9).
+    pub memory_capacity_fraction: f64,
+    /// Share of launches with a delay over the cutoff (0.1).
+    pub launch_delay_fraction: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            device_idle_pct: 50.0,
+            host_bound_step_fraction: 0.3,
+            communication_share: 0.1,
+            overlap_pct: 50.0,
+            bottleneck_wait_fraction: 0.1,
+            memory_capacity_fraction: 0.9,
+            launch_delay_fraction: 0.1,
+        }
+    }
+}
+
+/// Derives the findings of a report, most important first.
+pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(temporal) = &report.temporal_breakdown {
+        for r in temporal
+            .ranks
+            .iter()
+            .filter(|r| r.idle_time_pctg >= t.device_idle_pct)
+        {
+            out.push(Finding {
+                score: r.idle_time_pctg / 100.0,
+                kind: FindingKind::DeviceIdle,
+                rank: Some(r.rank),
+                summary: format!(
+                    "rank {}: device idle {:.1}% of {:.0} us",
+                    r.rank, r.idle_time_pctg, r.kernel_time_us
+                ),
+                value: r.idle_time_pctg,
+                threshold: t.device_idle_pct,
+                unit: "%",
+                time_range_us: None,
+            });
+        }
+        for (r, o) in temporal.ranks.iter().zip(&report.comm_comp_overlap.ranks) {
+            let share = if r.kernel_time_us > 0.0 {
+                o.comm_time_us / r.kernel_time_us
+            } else {
+                0.0
+            };
+            match o.comp_comm_overlap_pctg {
+                Some(pct) if share >= t.communication_share && pct < t.overlap_pct => {
+                    out.push(Finding {
+                        score: share * (1.0 - pct / 100.0),
+                        kind: FindingKind::CommunicationNotOverlapped,
+                        rank: Some(r.rank),
+                        summary: format!(
+                        "rank {}: only {pct:.1}% of {:.0} us of communication overlaps computation",
+                        r.rank, o.comm_time_us
+                    ),
+                        value: pct,
+                        threshold: t.overlap_pct,
+                        unit: "%",
+                        time_range_us: None,
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    for s in &report.steps {
+        let fraction = if s.dur_us > 0.0 {
+            s.host_bound_idle_us / s.dur_us
+        } else {
+            0.0
+        };
+        if fraction >= t.host_bound_step_fraction {
+            out.push(Finding {
+                score: fraction,
+                kind: FindingKind::HostBoundStep,
+                rank: Some(s.rank),
+                summary: format!(
+                    "rank {} step {}: device waited {:.0} us ({:.0}%) for the host to launch",
+                    s.rank,
+                    s.step,
+                    s.host_bound_idle_us,
+                    fraction * 100.0
+                ),
+                value: fraction,
+                threshold: t.host_bound_step_fraction,
+                unit: "fraction",
+                time_range_us: Some((s.start_us, s.start_us + s.dur_us)),
+            });
+        }
+    }
+    let c = &report.collectives;
+    let total: f64 = c.per_rank.iter().map(|r| r.wait_us + r.transfer_us).sum();
+    if let Some(rank) = c.bottleneck_rank {
+        let waited = c
+            .per_rank
+            .iter()
+            .find(|r| r.rank == rank)
+            .map_or(0.0, |r| r.others_waited_us);
+        let fraction = if total > 0.0 { waited / total } else { 0.0 };
+        if fraction >= t.bottleneck_wait_fraction {
+            out.push(Finding {
+                score: fraction,
+                kind: FindingKind::CollectiveBottleneck,
+                rank: Some(rank),
+                summary: format!(
+                    "rank {rank} arrived last: others waited {waited:.0} us for it ({:.0}% of collective time)",
+                    fraction * 100.0
+                ),
+                value: fraction,
+                threshold: t.bottleneck_wait_fraction,
+                unit: "fraction",
+                time_range_us: None,
+            });
+        }
+    }
+    for rank in &report.per_rank {
+        for d in &rank.memory.devices {
+            let Some(capacity) = d.capacity_bytes.filter(|&c| c > 0) else {
+                continue;
+            };
+            let fraction = d.peak_reserved_bytes as f64 / capacity as f64;
+            if fraction >= t.memory_capacity_fraction {
+                out.push(Finding {
+                    score: fraction.min(1.0),
+                    kind: FindingKind::MemoryNearCapacity,
+                    rank: Some(rank.rank),
+                    summary: format!(
+                        "rank {} {}: reserved memory peaked at {:.0}% of capacity",
+                        rank.rank,
+                        d.device,
+                        fraction * 100.0
+                    ),
+                    value: fraction,
+                    threshold: t.memory_capacity_fraction,
+                    unit: "fraction",
+                    time_range_us: Some((d.peak_reserved_at_us, d.peak_reserved_at_us)),
+                });
+            }
+        }
+        let stats = &rank.launch_stats;
+        if stats.launch_delay.count > 0 {
+            let fraction = stats.launch_delay_outliers as f64 / stats.launch_delay.count as f64;
+            if fraction >= t.launch_delay_fraction {
+                out.push(Finding {
+                    score: fraction,
+                    kind: FindingKind::LaunchDelays,
+                    rank: Some(rank.rank),
+                    summary: format!(
+                        "rank {}: {} of {} launches started on the device more than 100 us late",
+                        rank.rank, stats.launch_delay_outliers, stats.launch_delay.count
+                    ),
+                    value: fraction,
+                    threshold: t.launch_delay_fraction,
+                    unit: "fraction",
+                    time_range_us: None,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out
+}

@@ -1,0 +1,44 @@
+//! Insights on the two-rank CUDA trace: the device idle more than half the time and
+//! communication barely overlapped are found, with their numbers and thresholds, ranked.
+
+mod support {
+    pub mod traces;
+}
+
+use analysis::insights::FindingKind;
+use analysis::{analyze, load_paths, render, LoadOptions, ReportOptions};
+use support::traces::traces_dir;
+
+#[test]
+fn two_rank_findings() {
+    let Some(dir) = traces_dir() else { return };
+    let paths = [
+        dir.join("hta/two_rank-rank0.json.gz"),
+        dir.join("hta/two_rank-rank1.json.gz"),
+    ];
+    let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+    let report = analyze(&traces, &ReportOptions::hta_reference());
+    let idle: Vec<(Option<i64>, f64, f64)> = report
+        .insights
+        .iter()
+        .filter(|f| f.kind == FindingKind::DeviceIdle)
+        .map(|f| (f.rank, f.value, f.threshold))
+        .collect();
+    // temporal_breakdown of two_rank.txt: 53.56 and 54.72 % idle.
+    assert_eq!(idle, [(Some(1), 54.72, 50.0), (Some(0), 53.56, 50.0)]);
+    let overlap: Vec<(Option<i64>, f64)> = report
+        .insights
+        .iter()
+        .filter(|f| f.kind == FindingKind::CommunicationNotOverlapped)
+        .map(|f| (f.rank, f.value))
+        .collect();
+    assert_eq!(overlap.len(), 2, "{overlap:?}");
+    assert!(overlap.contains(&(Some(0), 11.81)) && overlap.contains(&(Some(1), 20.05)));
+    assert!(report.insights.windows(2).all(|w| w[0].score >= w[1].score));
+    let text = render::render_report(&report);
+    let first_section = text.lines().nth(2).unwrap_or("");
+    assert!(
+        first_section.starts_with("Insights"),
+        "insights come first:\n{text}"
+    );
+}

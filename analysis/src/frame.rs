@@ -97,6 +97,20 @@ impl<'t> Frame<'t> {
     pub fn rank(&self) -> i64 {
         self.trace.rank
     }
+
+    /// HTA's `Trace.get_iterations`: the iterations (≥ 0) rows of this frame belong to,
+    /// sorted.
+    pub fn iterations(&self) -> Vec<i64> {
+        let mut iterations: Vec<i64> = self
+            .rows
+            .iter()
+            .map(|r| r.iteration)
+            .filter(|&i| i >= 0)
+            .collect();
+        iterations.sort_unstable();
+        iterations.dedup();
+        iterations
+    }
 }
 
 /// Every rank's [`Frame`], plus what HTA derives across ranks.

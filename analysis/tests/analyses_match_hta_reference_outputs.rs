@@ -112,6 +112,36 @@ fn check_device_rows(case: &Case) {
     }
 }
 
+/// The header line `ranks [...] device_type D iterations [np.int16(551)]`.
+fn check_header(case: &Case) {
+    let frames = Frames::build(&case.traces, Mode::HtaCompat);
+    let line = &case.reference.section("header")[0];
+    let ranks: Vec<i64> = frames.ranks.iter().map(|f| f.rank()).collect();
+    let expected = format!(
+        "ranks {ranks:?} device_type {} iterations [",
+        frames.device_type
+    );
+    assert!(
+        line.starts_with(&expected),
+        "{}: {line} vs {expected}",
+        case.reference.file
+    );
+    let printed: Vec<i64> = line
+        .split("iterations [")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .filter_map(|part| part.rsplit('(').next()?.parse::<f64>().ok())
+        .map(|f| f as i64)
+        .collect();
+    assert_eq!(
+        frames.ranks[0].iterations(),
+        printed,
+        "{}: {line}",
+        case.reference.file
+    );
+}
+
 fn check_temporal(case: &Case) {
     let frames = Frames::build(&case.traces, Mode::HtaCompat);
     let ours = temporal_breakdown(&frames).expect("temporal breakdown");
@@ -437,6 +467,7 @@ macro_rules! parity_tests {
 }
 
 parity_tests!(two_rank:
+    two_rank_ranks_device_type_and_iterations_match_hta => check_header,
     two_rank_device_rows_match_hta => check_device_rows,
     two_rank_temporal_breakdown_matches_hta => check_temporal,
     two_rank_comm_comp_overlap_matches_hta => check_overlap,
@@ -449,6 +480,7 @@ parity_tests!(two_rank:
 );
 
 parity_tests!(nccl1:
+    nccl1_ranks_device_type_and_iterations_match_hta => check_header,
     nccl1_device_rows_match_hta => check_device_rows,
     nccl1_temporal_breakdown_matches_hta => check_temporal,
     nccl1_comm_comp_overlap_matches_hta => check_overlap,
@@ -460,6 +492,7 @@ parity_tests!(nccl1:
 );
 
 parity_tests!(mtia:
+    mtia_ranks_device_type_and_iterations_match_hta => check_header,
     mtia_device_rows_match_hta => check_device_rows,
     mtia_temporal_breakdown_matches_hta => check_temporal,
     mtia_comm_comp_overlap_matches_hta => check_overlap,
@@ -472,6 +505,7 @@ parity_tests!(mtia:
 );
 
 parity_tests!(amd:
+    amd_ranks_device_type_and_iterations_match_hta => check_header,
     amd_device_rows_match_hta => check_device_rows,
     amd_temporal_breakdown_matches_hta => check_temporal,
     amd_comm_comp_overlap_matches_hta => check_overlap,

@@ -43,6 +43,8 @@ pub struct DeviceProfile {
     pub tensor_min_pass_cycles: u32,
     /// How many times slower FP32 matmul passes are than BF16.
     pub tensor_fp32_slowdown: f64,
+    /// How many times faster FP8 matmul passes are than BF16.
+    pub tensor_fp8_speedup: f64,
     /// Cycles to load a stationary tile into the array.
     pub tensor_stationary_load_cycles: u32,
     /// Published dense BF16 TFLOPS of one physical core's TensorE (for checks and reports).
@@ -135,6 +137,7 @@ impl DeviceProfile {
             tensor_moving_free_max: 512, // hw.md cost rules: moving tile up to 128×512
             tensor_min_pass_cycles: 64, // hw.md cost rules: a pass issues every max(N, 64) cycles
             tensor_fp32_slowdown: 4.0, // hw.md cost rules: FP32 about 4× slower (79 vs 20 TFLOPS)
+            tensor_fp8_speedup: 2.0, // hw.md One NeuronCore: 158 FP8 vs 79 BF16 TFLOPS
             // Assumption: the stationary tile enters the array one row per cycle, so a
             // 128-row tile takes 128 cycles (hw.md names the load but gives no time).
             tensor_stationary_load_cycles: 128,
@@ -193,6 +196,7 @@ impl DeviceProfile {
             physical_cores_per_chip: 8, // hw.md Chips: 8 × NeuronCore-v4
             tensor_clock_ghz: 2.4,      // hw.md One NeuronCore: TensorE 2.4 GHz
             tensor_bf16_tflops: 79.0,   // hw.md One NeuronCore: 79 BF16 TFLOPS
+            tensor_fp8_speedup: 4.0,    // hw.md One NeuronCore: 315 MXFP8 vs 79 BF16 TFLOPS (3.99×)
             vector_clock_ghz: 1.2,      // hw.md One NeuronCore: VectorE 1.2 GHz (v4)
             scalar_clock_ghz: 1.2,      // hw.md One NeuronCore: ScalarE 1.2 GHz
             scalar_lanes_16bit: 256,    // hw.md: ScalarE 256 BF16 lanes (v4)
@@ -270,6 +274,7 @@ impl DeviceProfile {
                 f64::from(self.tensor_moving_free_max),
             ),
             ("tensor_fp32_slowdown", self.tensor_fp32_slowdown),
+            ("tensor_fp8_speedup", self.tensor_fp8_speedup),
             ("tensor_throttle_rate", self.tensor_throttle_rate),
             ("vector_clock_ghz", self.vector_clock_ghz),
             (

@@ -82,6 +82,13 @@ impl Tensor {
         Self::host(shape, DType::BF16, Data::Bf16(bits), "from_f32_as_bf16")
     }
 
+    /// A host fp8 (e4m3fn) tensor of `shape` from `f32` values, each rounded to nearest
+    /// even (matmul and linear inputs).
+    pub fn from_f32_as_f8e4m3(shape: &[usize], values: &[f32]) -> Result<Tensor, BackendError> {
+        let bits = values.iter().map(|&v| crate::f32_to_f8e4m3(v)).collect();
+        Self::host(shape, DType::F8E4M3, Data::F8(bits), "from_f32_as_f8e4m3")
+    }
+
     /// A host `i64` tensor of `shape` holding `values`.
     pub fn from_i64(shape: &[usize], values: Vec<i64>) -> Result<Tensor, BackendError> {
         Self::host(shape, DType::I64, Data::I64(values), "from_i64")

@@ -424,3 +424,31 @@ fn shape_ops_keep_i64_values_exact() {
     assert_eq!(cat.to_vec_i64().unwrap()[4], big);
     assert_eq!(t.copy().unwrap().to_vec_i64().unwrap()[3], -big);
 }
+
+#[test]
+fn fp8_matmul_matches_on_rounded_inputs() {
+    use neuron_backend::{f32_to_f8e4m3, f8e4m3_to_f32};
+    let dev = device();
+    let (m, k, n) = (8, 32, 16);
+    let (a, b) = (data(m * k, 16), data(k * n, 17));
+    let fp8 = |v: &[f32], shape: &[usize]| {
+        Tensor::from_f32_as_f8e4m3(shape, v)
+            .unwrap()
+            .to_device(&dev)
+            .unwrap()
+    };
+    let got = fp8(&a, &[m, k]).matmul(&fp8(&b, &[k, n])).unwrap();
+    assert_eq!(got.dtype(), DType::BF16);
+    let round =
+        |v: &[f32]| -> Vec<f32> { v.iter().map(|&x| f8e4m3_to_f32(f32_to_f8e4m3(x))).collect() };
+    let want = reference_matmul(&round(&a), &round(&b), m, k, n);
+    close(
+        &got.to_vec_f32().unwrap(),
+        &want,
+        1.0 / 256.0,
+        1e-2,
+        "matmul fp8",
+    );
+    let err = fp8(&a, &[m, k]).relu().unwrap_err();
+    assert!(err.to_string().contains("aten::relu"), "{err}");
+}

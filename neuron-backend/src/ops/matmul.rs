@@ -1,9 +1,10 @@
 //! Matrix multiplication (batched) and linear layers, on TensorE; numerics by the
 //! `matrixmultiply` crate's optimized `sgemm`.
 
-use super::{float_dtype, shape_error};
+use super::shape_error;
 use crate::dispatch::{self, common_device, Lowering, OpCall};
 use crate::tensor::Values;
+use crate::timing::cost::Precision;
 use crate::timing::lower::MatmulPlan;
 use crate::{BackendError, DType, Tensor};
 
@@ -50,13 +51,32 @@ pub(crate) fn sgemm(
     }
 }
 
+/// The input dtype (both operands) and the output dtype of a matmul: f32 → f32,
+/// bf16 → bf16, fp8 e4m3 → bf16.
+fn matmul_dtypes(op: &'static str, inputs: &[&Tensor]) -> Result<(DType, DType), BackendError> {
+    let dtype = inputs[0].dtype;
+    let out = match dtype {
+        DType::F32 | DType::BF16 => dtype,
+        DType::F8E4M3 => DType::BF16,
+        DType::I64 => DType::I64,
+    };
+    if dtype == DType::I64 || inputs.iter().any(|t| t.dtype != dtype) {
+        return Err(BackendError::DTypeMismatch {
+            op,
+            dtypes: inputs.iter().map(|t| t.dtype).collect(),
+            expected: "two f32, two bf16 or two fp8 e4m3 operands".into(),
+        });
+    }
+    Ok((dtype, out))
+}
+
 impl Tensor {
     /// Matrix product: `[.., m, k] × [k, n]` (the RHS shared by every batch) or
     /// `[.., m, k] × [.., k, n]` with equal batch dimensions.
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor, BackendError> {
         const OP: &str = "aten::matmul";
         let inputs = [self, rhs];
-        let dtype = float_dtype(OP, &inputs)?;
+        let (dtype, out_dtype) = matmul_dtypes(OP, &inputs)?;
         let (a, b) = (&self.shape, &rhs.shape);
         if a.len() < 2 || b.len() < 2 {
             return Err(shape_error(
@@ -87,7 +107,8 @@ impl Tensor {
             k: k as u64,
             n: n as u64,
             elem_bytes: dtype.size_bytes(),
-            fp32: dtype == DType::F32,
+            out_elem_bytes: out_dtype.size_bytes(),
+            precision: Precision::of(dtype),
             rhs_per_batch,
             bias: false,
         };
@@ -96,7 +117,7 @@ impl Tensor {
             op: OP,
             kernel: "matmul",
             inputs: &inputs,
-            outputs: vec![(out_shape, dtype)],
+            outputs: vec![(out_shape, out_dtype)],
             flops: 2 * (batch * m * k * n) as u64,
             lowering: Lowering::Matmul(plan),
         };
@@ -124,8 +145,17 @@ impl Tensor {
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor, BackendError> {
         const OP: &str = "aten::linear";
         let mut inputs = vec![self, weight];
-        inputs.extend(bias);
-        let dtype = float_dtype(OP, &inputs)?;
+        let (dtype, out_dtype) = matmul_dtypes(OP, &inputs)?;
+        if let Some(bias) = bias {
+            inputs.push(bias);
+            if bias.dtype != out_dtype {
+                return Err(BackendError::DTypeMismatch {
+                    op: OP,
+                    dtypes: inputs.iter().map(|t| t.dtype).collect(),
+                    expected: format!("a {out_dtype} bias"),
+                });
+            }
+        }
         let x = &self.shape;
         let w = &weight.shape;
         if x.is_empty() || w.len() != 2 || x[x.len() - 1] != w[1] {
@@ -148,7 +178,8 @@ impl Tensor {
             k: k as u64,
             n: n as u64,
             elem_bytes: dtype.size_bytes(),
-            fp32: dtype == DType::F32,
+            out_elem_bytes: out_dtype.size_bytes(),
+            precision: Precision::of(dtype),
             rhs_per_batch: false,
             bias: bias.is_some(),
         };
@@ -158,7 +189,7 @@ impl Tensor {
             op: OP,
             kernel: "linear",
             inputs: &inputs,
-            outputs: vec![(out_shape, dtype)],
+            outputs: vec![(out_shape, out_dtype)],
             flops: (2 * m * k * n + if has_bias { m * n } else { 0 }) as u64,
             lowering: Lowering::Matmul(plan),
         };

@@ -1,6 +1,6 @@
 //! Element storage and its widened views.
 
-use crate::{bf16_to_f32, f32_to_bf16, DType};
+use crate::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, DType};
 
 /// The elements of a storage; `Absent` when numerics are off.
 #[derive(Debug, Clone)]
@@ -8,6 +8,7 @@ pub(crate) enum Data {
     F32(Vec<f32>),
     Bf16(Vec<u16>),
     I64(Vec<i64>),
+    F8(Vec<u8>),
     Absent,
 }
 
@@ -78,6 +79,7 @@ impl Data {
             Data::F32(v) => v.len(),
             Data::Bf16(v) => v.len(),
             Data::I64(v) => v.len(),
+            Data::F8(v) => v.len(),
             Data::Absent => 0,
         }
     }
@@ -89,6 +91,7 @@ impl Data {
             Data::F32(v) => Values::F32(v[range].to_vec()),
             Data::Bf16(v) => Values::F32(v[range].iter().map(|&b| bf16_to_f32(b)).collect()),
             Data::I64(v) => Values::I64(v[range].to_vec()),
+            Data::F8(v) => Values::F32(v[range].iter().map(|&b| f8e4m3_to_f32(b)).collect()),
             Data::Absent => return None,
         })
     }
@@ -102,6 +105,9 @@ impl Data {
                 Data::Bf16(values.f32().iter().map(|&x| f32_to_bf16(x)).collect())
             }
             (DType::I64, values) => Data::I64(values.i64().into_owned()),
+            (DType::F8E4M3, values) => {
+                Data::F8(values.f32().iter().map(|&x| f32_to_f8e4m3(x)).collect())
+            }
         }
     }
 }

@@ -4,16 +4,39 @@
 
 use crate::DeviceProfile;
 
+/// The number format a TensorE pass runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Precision {
+    Fp32,
+    Bf16,
+    Fp8,
+}
+
+impl Precision {
+    pub(crate) fn of(dtype: crate::DType) -> Self {
+        match dtype {
+            crate::DType::F32 | crate::DType::I64 => Precision::Fp32,
+            crate::DType::BF16 => Precision::Bf16,
+            crate::DType::F8E4M3 => Precision::Fp8,
+        }
+    }
+}
+
 /// TensorE: one moving pass of free size `moving_free` (`max(N, 64)` cycles at the
-/// TensorE clock; FP32 passes `tensor_fp32_slowdown` times slower).
-pub(crate) fn tensor_pass_ns(profile: &DeviceProfile, moving_free: u64, fp32: bool) -> f64 {
+/// TensorE clock for BF16; FP32 passes `tensor_fp32_slowdown` times slower, FP8 passes
+/// `tensor_fp8_speedup` times faster).
+pub(crate) fn tensor_pass_ns(
+    profile: &DeviceProfile,
+    moving_free: u64,
+    precision: Precision,
+) -> f64 {
     let cycles = moving_free.max(u64::from(profile.tensor_min_pass_cycles)) as f64;
-    let slowdown = if fp32 {
-        profile.tensor_fp32_slowdown
-    } else {
-        1.0
+    let factor = match precision {
+        Precision::Fp32 => profile.tensor_fp32_slowdown,
+        Precision::Bf16 => 1.0,
+        Precision::Fp8 => 1.0 / profile.tensor_fp8_speedup,
     };
-    cycles * slowdown / profile.tensor_clock_ghz
+    cycles * factor / profile.tensor_clock_ghz
 }
 
 /// TensorE: loading a stationary tile.
@@ -102,11 +125,15 @@ mod tests {
     #[test]
     fn a_full_bf16_pass_reaches_the_published_rate() {
         let p = DeviceProfile::trn2();
-        let ns = tensor_pass_ns(&p, 512, false);
+        let ns = tensor_pass_ns(&p, 512, Precision::Bf16);
         let tflops = 2.0 * 128.0 * 128.0 * 512.0 / ns / 1e3;
         assert!((tflops - 79.0).abs() < 1.0, "{tflops}");
-        assert_eq!(tensor_pass_ns(&p, 512, true), 4.0 * ns);
-        assert_eq!(tensor_pass_ns(&p, 8, false), tensor_pass_ns(&p, 64, false));
+        assert_eq!(tensor_pass_ns(&p, 512, Precision::Fp32), 4.0 * ns);
+        assert_eq!(tensor_pass_ns(&p, 512, Precision::Fp8), ns / 2.0);
+        assert_eq!(
+            tensor_pass_ns(&p, 8, Precision::Bf16),
+            tensor_pass_ns(&p, 64, Precision::Bf16)
+        );
     }
 
     #[test]

@@ -24,10 +24,9 @@ pub(crate) const FLAT_FREE: u64 = 2048;
 /// SBUF buffers per input of a row kernel: loads of tile `t` wait for the compute of
 /// tile `t - ROW_BUFFERS` (3 × 3 tiles of 8 KiB per partition fit well within SBUF).
 const ROW_BUFFERS: usize = 3;
-/// Buffers of a matmul's per-step input slices (each a few hundred KiB).
-const MATMUL_BUFFERS: usize = 4;
-/// Slices a matmul unit's output store is cut into.
-const STORE_SLICES: u64 = 4;
+/// Buffers of a matmul's per-step input slices (each at most a few hundred KiB, so
+/// eight stay far below SBUF).
+const MATMUL_BUFFERS: usize = 8;
 
 /// When each of a ring of SBUF buffers becomes free (compute ends of the last tiles).
 #[derive(Debug, Clone)]
@@ -157,7 +156,11 @@ impl RowPlan {
                             * cost::tensor_pass_ns(
                                 profile,
                                 u64::from(profile.tensor_array_dim),
-                                !self.sixteen_bit,
+                                if self.sixteen_bit {
+                                    cost::Precision::Bf16
+                                } else {
+                                    cost::Precision::Fp32
+                                },
                             )
                     }
                 };
@@ -188,7 +191,9 @@ pub(crate) struct MatmulPlan {
     pub(crate) k: u64,
     pub(crate) n: u64,
     pub(crate) elem_bytes: u64,
-    pub(crate) fp32: bool,
+    /// Bytes per output element.
+    pub(crate) out_elem_bytes: u64,
+    pub(crate) precision: cost::Precision,
     /// Whether every batch has its own RHS (batched matmul) or all share one (linear).
     pub(crate) rhs_per_batch: bool,
     /// Whether a bias row is added while evacuating PSUM.
@@ -235,23 +240,20 @@ impl MatmulPlan {
             for kt in 0..k_tiles {
                 let depth = dim.min(self.k - kt * dim).max(1);
                 let loaded = run.dma_spread(core, step_load, direction, done[core].free_at());
-                // The previous unit's output goes out in slices between this unit's
-                // first loads, so stores never hold up a whole step's inputs.
+                // The previous unit's output goes out once the loads issued so far are
+                // ready no earlier than it: DMA engines take work in issue order, so a
+                // store issued ahead of earlier-ready loads would hold them up.
                 if let Some((bytes, ready)) = pending_store[core] {
-                    let slice = bytes.div_ceil(STORE_SLICES);
-                    if kt + 1 >= STORE_SLICES || bytes <= slice {
+                    if done[core].free_at() >= ready {
                         pending_store[core] = None;
                         run.dma_spread(core, bytes, direction, ready);
-                    } else {
-                        pending_store[core] = Some((bytes - slice, ready));
-                        run.dma_spread(core, slice, direction, ready);
                     }
                 }
                 let stationary = cost::tensor_stationary_ns(&profile);
                 let mut ready = run.exec(core, Engine::Tensor, stationary, loaded, load_name, 0);
                 for chunk in 0..n_chunks {
                     let cols = moving_max.min(self.n - chunk * moving_max).max(1);
-                    let pass = cost::tensor_pass_ns(&profile, cols, self.fp32);
+                    let pass = cost::tensor_pass_ns(&profile, cols, self.precision);
                     let flops = 2 * rows * depth * cols;
                     ready = run.exec(core, Engine::Tensor, pass, ready, pass_name, flops);
                 }
@@ -259,10 +261,18 @@ impl MatmulPlan {
                 last_pass = ready;
             }
             let inputs = if self.bias { 2 } else { 1 };
-            let evac = cost::vector_ns(&profile, self.n, inputs, !self.fp32);
+            let evac = cost::vector_ns(
+                &profile,
+                self.n,
+                inputs,
+                self.precision != cost::Precision::Fp32,
+            );
             let flops = if self.bias { rows * self.n } else { 0 };
             let evacuated = run.exec(core, Engine::Vector, evac, last_pass, evac_name, flops);
-            pending_store[core] = Some((rows * self.n * eb, evacuated));
+            if let Some((bytes, ready)) = pending_store[core].take() {
+                run.dma_spread(core, bytes, direction, ready);
+            }
+            pending_store[core] = Some((rows * self.n * self.out_elem_bytes, evacuated));
         }
         for (core, pending) in pending_store.into_iter().enumerate() {
             if let Some((bytes, ready)) = pending {

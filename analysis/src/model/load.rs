@@ -179,8 +179,8 @@ impl TraceSink for RankSink {
             return ControlFlow::Continue(());
         }
         trace.counts.complete_rows += 1;
-        let stream = event.arg("stream").map_or(-1, |v| int_coerce(&v));
-        let correlation = event.arg("correlation").map_or(-1, |v| int_coerce(&v));
+        let args = PickedArgs::of(event);
+        let (stream, correlation) = (args.stream, args.correlation);
         let name = event.name();
         let is_sync = name == "Event Sync" || name == "Context Sync";
         let is_device = (stream >= 0 && correlation >= 0) || is_sync;
@@ -207,36 +207,92 @@ impl TraceSink for RankSink {
             correlation,
             ts_rel_ns,
             dur_ns,
-            bytes: event.arg("bytes").and_then(|v| v.as_i64()).unwrap_or(-1),
-            memory_bw_gbps: event
-                .arg("memory bandwidth (GB/s)")
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0),
-            collective: collective_args(event),
+            bytes: args.bytes,
+            memory_bw_gbps: args.memory_bw_gbps,
+            collective: args.collective(),
         };
         trace.rows.push(row);
         ControlFlow::Continue(())
     }
 }
 
-fn collective_args(event: &Event<'_>) -> Option<Box<CollectiveArgs>> {
-    let collective = event.arg("Collective name")?.as_str()?.to_owned();
-    let text = |key: &str| {
-        event
-            .arg(key)
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    };
-    let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
-    Some(Box::new(CollectiveArgs {
-        collective,
-        process_group: text("Process Group Name"),
-        seq: event.arg("Seq").map(|v| int_coerce(&v)).filter(|&s| s >= 0),
-        in_nelems: int("In msg nelems"),
-        out_nelems: int("Out msg nelems"),
-        dtype: text("dtype"),
-        group_size: int("Group size"),
-    }))
+/// The args a row needs, picked in one pass over `args` instead of one scan per key
+/// (with duplicate keys, the first usable value wins).
+struct PickedArgs {
+    stream: i64,
+    correlation: i64,
+    bytes: i64,
+    memory_bw_gbps: f64,
+    collective: Option<String>,
+    process_group: Option<String>,
+    seq: Option<i64>,
+    in_nelems: Option<i64>,
+    out_nelems: Option<i64>,
+    dtype: Option<String>,
+    group_size: Option<i64>,
+}
+
+impl PickedArgs {
+    fn of(event: &Event<'_>) -> Self {
+        let mut picked = PickedArgs {
+            stream: -1,
+            correlation: -1,
+            bytes: -1,
+            memory_bw_gbps: 0.0,
+            collective: None,
+            process_group: None,
+            seq: None,
+            in_nelems: None,
+            out_nelems: None,
+            dtype: None,
+            group_size: None,
+        };
+        let Some(args) = &event.args else {
+            return picked;
+        };
+        let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
+        for (key, value) in args.iter() {
+            let text = || value.as_str().map(str::to_owned);
+            match &*key {
+                "stream" => set(&mut stream, || Some(int_coerce(&value))),
+                "correlation" => set(&mut correlation, || Some(int_coerce(&value))),
+                "bytes" => set(&mut bytes, || value.as_i64()),
+                "memory bandwidth (GB/s)" => set(&mut bw, || value.as_f64()),
+                "Collective name" => set(&mut picked.collective, text),
+                "Process Group Name" => set(&mut picked.process_group, text),
+                "Seq" => set(&mut picked.seq, || Some(int_coerce(&value))),
+                "In msg nelems" => set(&mut picked.in_nelems, || Some(int_coerce(&value))),
+                "Out msg nelems" => set(&mut picked.out_nelems, || Some(int_coerce(&value))),
+                "dtype" => set(&mut picked.dtype, text),
+                "Group size" => set(&mut picked.group_size, || Some(int_coerce(&value))),
+                _ => {}
+            }
+        }
+        picked.stream = stream.unwrap_or(-1);
+        picked.correlation = correlation.unwrap_or(-1);
+        picked.bytes = bytes.unwrap_or(-1);
+        picked.memory_bw_gbps = bw.unwrap_or(0.0);
+        picked
+    }
+
+    fn collective(&self) -> Option<Box<CollectiveArgs>> {
+        Some(Box::new(CollectiveArgs {
+            collective: self.collective.clone()?,
+            process_group: self.process_group.clone().unwrap_or_default(),
+            seq: self.seq.filter(|&s| s >= 0),
+            in_nelems: self.in_nelems.unwrap_or(-1),
+            out_nelems: self.out_nelems.unwrap_or(-1),
+            dtype: self.dtype.clone().unwrap_or_default(),
+            group_size: self.group_size.unwrap_or(-1),
+        }))
+    }
+}
+
+/// Sets `slot` from `value` unless an earlier duplicate key already did.
+fn set<T>(slot: &mut Option<T>, value: impl FnOnce() -> Option<T>) {
+    if slot.is_none() {
+        *slot = value();
+    }
 }
 
 fn min_into(slot: &mut Option<i64>, value: i64) {

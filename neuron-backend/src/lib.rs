@@ -11,7 +11,8 @@
 //!
 //! - [`Runtime`]: a [`DeviceProfile`] (`trn2` at LNC=2 by default, `trn2-lnc1`, `trn3`,
 //!   or a JSON override) and its logical cores, each a [`Device`] (`neuron:i`).
-//! - [`Tensor`]: f32, bf16 (round-to-nearest-even) or i64 values on the host or a device;
+//! - [`Tensor`]: f32, bf16 (round-to-nearest-even) or i64 values, or fp8 e4m3 matmul
+//!   inputs, on the host or a device;
 //!   ops are methods (`matmul`, `add`, `gelu`, `softmax`, ...). Every op goes through
 //!   one dispatcher and returns a [`BackendError`] naming the op and shapes on bad input.
 //! - [`Stream`] and [`Event`]: the execution queues (1 compute, 3 collective, 2 tensor-op

@@ -65,6 +65,15 @@ impl Runtime {
         self.devices.iter().for_each(|d| d.set_numerics(on));
     }
 
+    /// Waits for every device ([`Device::synchronize`] on each); returns the host clock.
+    pub fn synchronize(&self) -> u64 {
+        self.devices
+            .iter()
+            .map(Device::synchronize)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Sets the recording detail on every device.
     pub fn set_detail(&self, detail: RecordDetail) {
         self.devices.iter().for_each(|d| d.set_detail(detail));

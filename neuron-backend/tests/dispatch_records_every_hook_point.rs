@@ -200,3 +200,55 @@ fn a_full_queue_blocks_the_host_in_a_long_submit() {
         "only {long_submits} of 8 submissions blocked"
     );
 }
+
+#[test]
+fn device_tracks_never_overlap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let device = fresh_device(false);
+    let x = device.zeros(&[512, 768], DType::BF16).unwrap();
+    let w = device.zeros(&[3072, 768], DType::BF16).unwrap();
+    let side = device
+        .stream(neuron_backend::QueueKind::TensorOp, 0)
+        .unwrap();
+    runtime_hooks::set_enabled(true);
+    drain();
+    let h = x.linear(&w, None).unwrap().gelu().unwrap();
+    side.make_current();
+    let copy = x.copy().unwrap();
+    device.default_stream().make_current();
+    let s = h.softmax().unwrap().sum(-1, false).unwrap();
+    let _ = (copy.add(&x).unwrap(), s.to_host());
+    runtime_hooks::set_enabled(false);
+    let mut tracks: std::collections::HashMap<(u8, u16, u16), Vec<(u64, u64)>> = Default::default();
+    for record in drain() {
+        let key = match record.event() {
+            Some(Event::Kernel(k)) => (0, k.device, k.queue),
+            Some(Event::Instruction(i)) => {
+                (1, i.device, u16::from(i.core) << 8 | u16::from(i.engine))
+            }
+            Some(Event::Dma(_, d)) => (2, d.device, d.queue),
+            _ => continue,
+        };
+        tracks
+            .entry(key)
+            .or_default()
+            .push((record.start_ns, record.end_ns));
+    }
+    assert!(
+        tracks
+            .keys()
+            .any(|k| k.0 == 0 && k.2 == side.queue() as u16),
+        "the side stream ran"
+    );
+    for (track, mut spans) in tracks {
+        spans.sort();
+        for pair in spans.windows(2) {
+            assert!(
+                pair[0].1 <= pair[1].0,
+                "track {track:?}: {:?} overlaps {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+}

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::ticks_per_us;
 use crate::classify::Mode;
 use crate::frame::Frame;
-use crate::stats::{np_round, Describe};
+use crate::stats::{np_round, numpy_argsort, Describe};
 
 /// Why a device stream was idle before a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -100,11 +100,15 @@ pub fn idle_time_breakdown(
     let delay = consecutive_kernel_delay_us * ticks_per_us(frame);
     let mut entries = Vec::new();
     for stream in streams {
-        let mut on_stream: Vec<_> = kernels
+        let on_stream: Vec<_> = kernels
             .iter()
             .filter(|r| frame.model_row(r).stream == stream)
             .collect();
-        on_stream.sort_by_key(|r| r.start);
+        let keys: Vec<i64> = on_stream.iter().map(|r| r.start).collect();
+        let on_stream: Vec<_> = numpy_argsort(&keys)
+            .into_iter()
+            .map(|i| on_stream[i])
+            .collect();
         let mut gaps: [(bool, Vec<f64>); 3] = Default::default();
         let mut prev_end: Option<i64> = None;
         for row in on_stream {

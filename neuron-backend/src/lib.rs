@@ -28,7 +28,8 @@
 //! `affine`/`add_scalar`/`mul_scalar`; `relu`, `gelu` (erf), `silu`, `exp` (and every
 //! [`UnaryOp`] through [`Tensor::unary`]: log, tanh, sigmoid, sqrt, rsqrt); `softmax`,
 //! `log_softmax`, `layer_norm`, `rms_norm` (last dimension); `embedding`;
-//! `cross_entropy` (mean); `reshape` (a view), `transpose`, `slice`, `concat`, `copy`;
+//! `cross_entropy` (mean); `reshape` (a view), `transpose`, `slice`, `concat`, `copy`,
+//! `cast`;
 //! `sum`/`mean`/`max` along a dimension and `sum_all`; seeded `dropout`; copies
 //! [`Tensor::to_device`]/[`Tensor::to_host`]; [`Device::full`]/`zeros`/`ones`/`randn`
 //! (seeded). Backward ops are plain ops: `activation_backward` (GELU, SiLU, ReLU),

@@ -452,3 +452,30 @@ fn fp8_matmul_matches_on_rounded_inputs() {
     let err = fp8(&a, &[m, k]).relu().unwrap_err();
     assert!(err.to_string().contains("aten::relu"), "{err}");
 }
+
+#[test]
+fn casts_round_like_the_host_conversions() {
+    let dev = device();
+    let x = data(64, 18);
+    let t = put(&dev, &[64], &x);
+    let bf = t.cast(DType::BF16).unwrap();
+    assert_eq!(bf.dtype(), DType::BF16);
+    let want: Vec<f64> = x.iter().map(|&v| f64::from(round_bf16(v))).collect();
+    close(&bf.to_vec_f32().unwrap(), &want, 0.0, 0.0, "cast to bf16");
+    let back = bf.cast(DType::F32).unwrap();
+    close(
+        &back.to_vec_f32().unwrap(),
+        &want,
+        0.0,
+        0.0,
+        "cast back to f32",
+    );
+    let idx = t
+        .mul_scalar(10.0)
+        .unwrap()
+        .cast(DType::I64)
+        .unwrap()
+        .to_vec_i64()
+        .unwrap();
+    assert_eq!(idx[0], (x[0] * 10.0) as i64);
+}

@@ -329,6 +329,24 @@ impl Tensor {
         )
     }
 
+    /// A copy converted to `dtype` (`aten::_to_copy` with a dtype; to bf16 or fp8 rounds
+    /// to nearest even, to i64 truncates). The same tensor if it already has `dtype`.
+    pub fn cast(&self, dtype: DType) -> Result<Tensor, BackendError> {
+        const OP: &str = "aten::_to_copy";
+        if dtype == self.dtype {
+            self.check_live(OP)?;
+            return Ok(self.clone());
+        }
+        let shape = self.shape.clone();
+        let stage = Stage {
+            flops_per_elem: 0,
+            ..stage(Engine::Vector, 1, "cast")
+        };
+        elementwise(OP, "cast", &[self], &shape, dtype, vec![stage], 0, |v| {
+            vec![v[0].clone()]
+        })
+    }
+
     /// `self + value` with a scalar.
     pub fn add_scalar(&self, value: f64) -> Result<Tensor, BackendError> {
         self.affine(1.0, value)

@@ -21,7 +21,7 @@ use crate::frame::{Frame, FrameRow};
 /// strictly after the running maximum of the previous ends (touching intervals merge);
 /// each group is `[min start, max end]`.
 pub(crate) fn merge_intervals<'a>(rows: impl Iterator<Item = &'a FrameRow>) -> Vec<(i64, i64)> {
-    let mut spans: Vec<(i64, i64)> = rows.map(|r| (r.start, r.end)).collect();
+    let mut spans: Vec<(i64, i64)> = rows.map(|r| (r.start_ticks, r.end_ticks)).collect();
     spans.sort_by_key(|s| s.0);
     let mut merged: Vec<(i64, i64)> = Vec::new();
     let mut running_max_end: Option<i64> = None;
@@ -53,8 +53,8 @@ mod tests {
     fn row(start: i64, end: i64) -> FrameRow {
         FrameRow {
             row: 0,
-            start,
-            end,
+            start_ticks: start,
+            end_ticks: end,
             index_correlation: -1,
             iteration: -1,
             is_device: true,

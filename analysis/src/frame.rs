@@ -28,9 +28,9 @@ pub struct FrameRow {
     /// Index into [`RankTrace::rows`].
     pub row: u32,
     /// Start, in the frame's ticks (see [`Frame::tick_ns`]).
-    pub start: i64,
-    /// End, in ticks (can precede `start` after HTA's rounding).
-    pub end: i64,
+    pub start_ticks: i64,
+    /// End, in ticks (can precede the start after HTA's rounding).
+    pub end_ticks: i64,
     /// HTA's `index_correlation`: the event index of the linked row, 0 when the
     /// correlation has no partner, -1 without correlation.
     pub index_correlation: i64,
@@ -45,8 +45,8 @@ pub struct FrameRow {
 
 impl FrameRow {
     /// Duration in ticks.
-    pub fn dur(&self) -> i64 {
-        self.end - self.start
+    pub fn dur_ticks(&self) -> i64 {
+        self.end_ticks - self.start_ticks
     }
 }
 
@@ -212,8 +212,8 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
         };
         FrameRow {
             row: i as u32,
-            start,
-            end,
+            start_ticks: start,
+            end_ticks: end,
             index_correlation: index_correlation[i],
             iteration: iteration[i],
             is_device,

@@ -110,7 +110,7 @@ pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectiv
             .device_rows()
             .filter_map(|r| frame.model_row(r).collective.as_deref().map(|c| (r, c)))
             .collect();
-        rows.sort_by_key(|(r, _)| r.start);
+        rows.sort_by_key(|(r, _)| r.start_ticks);
         let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
         for (row, args) in rows {
             let nth = occurrence
@@ -128,8 +128,8 @@ pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectiv
             *nth += 1;
             matched.entry(key).or_default().push((
                 frame.rank(),
-                to_ns(row.start),
-                to_ns(row.end),
+                to_ns(row.start_ticks),
+                to_ns(row.end_ticks),
                 row.iteration,
                 args,
             ));

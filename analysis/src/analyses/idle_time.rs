@@ -84,7 +84,7 @@ pub fn idle_time_breakdown(
         .rows
         .iter()
         .rev()
-        .map(|r| (frame.model_row(r).event_index, r.start))
+        .map(|r| (frame.model_row(r).event_index, r.start_ticks))
         .collect();
     let kernels: Vec<_> = frame
         .device_rows()
@@ -104,7 +104,7 @@ pub fn idle_time_breakdown(
             .iter()
             .filter(|r| frame.model_row(r).stream == stream)
             .collect();
-        let keys: Vec<i64> = on_stream.iter().map(|r| r.start).collect();
+        let keys: Vec<i64> = on_stream.iter().map(|r| r.start_ticks).collect();
         let on_stream: Vec<_> = numpy_argsort(&keys)
             .into_iter()
             .map(|i| on_stream[i])
@@ -115,7 +115,7 @@ pub fn idle_time_breakdown(
             let runtime_start = u64::try_from(row.index_correlation)
                 .ok()
                 .and_then(|ic| start_by_event.get(&ic).copied());
-            let gap = prev_end.map(|p| row.start - p);
+            let gap = prev_end.map(|p| row.start_ticks - p);
             let category = match (prev_end, runtime_start, gap) {
                 (Some(p), Some(rt), _) if rt > p => IdleCategory::HostWait,
                 (_, _, Some(g)) if g < delay => IdleCategory::KernelWait,
@@ -124,7 +124,7 @@ pub fn idle_time_breakdown(
             let slot = &mut gaps[category as usize];
             slot.0 = true;
             slot.1.extend(gap.map(|g| frame.us(g)));
-            prev_end = Some(row.end);
+            prev_end = Some(row.end_ticks);
         }
         let total: f64 = gaps.iter().flat_map(|g| g.1.iter()).sum::<f64>() + 0.0;
         for (i, (present, values)) in gaps.iter().enumerate() {

@@ -152,7 +152,7 @@ fn kernel_table(
         durations
             .entry(frame.name(row))
             .or_default()
-            .push(frame.us(row.dur()));
+            .push(frame.us(row.dur_ticks()));
     }
     // groupby(name) sorts by name; then a stable sort by sum, largest first.
     let mut groups: Vec<(String, Vec<f64>)> = durations

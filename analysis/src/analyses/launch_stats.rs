@@ -81,9 +81,9 @@ pub fn launch_stats(
             .map_or(&[][..], Vec::as_slice)
         {
             corrs.push(corr_of(host) as f64);
-            cpu.push(frame.us(host.dur()));
-            gpu.push(frame.us(device.dur()));
-            delay.push(frame.us((device.start - host.start - host.dur()).max(0)));
+            cpu.push(frame.us(host.dur_ticks()));
+            gpu.push(frame.us(device.dur_ticks()));
+            delay.push(frame.us((device.start_ticks - host.start_ticks - host.dur_ticks()).max(0)));
         }
     }
     LaunchStats {

@@ -37,9 +37,13 @@ pub fn memory_bw_summary(frame: &Frame<'_>) -> Vec<MemoryBwEntry> {
     {
         let model = frame.model_row(row);
         let name = memory_kind(frame.name(row));
-        let dur = if row.dur() == 0 { one_us } else { row.dur() };
-        starts.push((row.start, name.clone(), model.memory_bw_gbps));
-        ends.push((row.start + dur, name, -model.memory_bw_gbps));
+        let dur = if row.dur_ticks() == 0 {
+            one_us
+        } else {
+            row.dur_ticks()
+        };
+        starts.push((row.start_ticks, name.clone(), model.memory_bw_gbps));
+        ends.push((row.start_ticks + dur, name, -model.memory_bw_gbps));
     }
     starts.extend(ends);
     // pandas' `sort_values` (numpy's unstable quicksort) decides the order of equal

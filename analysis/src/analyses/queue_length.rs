@@ -93,10 +93,10 @@ pub fn queue_length_summary_with_limit(
         match device_by_corr.get(&corr) {
             Some(devices) => {
                 for device in devices {
-                    points.push((launch.start, Some(frame.model_row(device).stream), 1));
+                    points.push((launch.start_ticks, Some(frame.model_row(device).stream), 1));
                 }
             }
-            None => points.push((launch.start, None, 1)),
+            None => points.push((launch.start_ticks, None, 1)),
         }
     }
     let launch_corrs: HashSet<i64> = launches
@@ -106,7 +106,7 @@ pub fn queue_length_summary_with_limit(
     for row in frame.device_rows() {
         let model = frame.model_row(row);
         if launch_corrs.contains(&model.correlation) {
-            points.push((row.start, Some(model.stream), -1));
+            points.push((row.start_ticks, Some(model.stream), -1));
         }
     }
     let keys: Vec<i64> = points.iter().map(|p| p.0).collect();

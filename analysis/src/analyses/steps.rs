@@ -49,18 +49,18 @@ pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
 }
 
 fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
-    let origin = frame.rows.iter().map(|r| r.start).min().unwrap_or(0);
+    let origin = frame.rows.iter().map(|r| r.start_ticks).min().unwrap_or(0);
     let start_by_event: HashMap<u64, i64> = frame
         .rows
         .iter()
         .filter(|r| !r.is_device)
-        .map(|r| (frame.model_row(r).event_index, r.start))
+        .map(|r| (frame.model_row(r).event_index, r.start_ticks))
         .collect();
     let mut steps: Vec<(i64, i64, i64)> = frame
         .rows
         .iter()
         .filter(|r| !r.is_device)
-        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start, r.end, n)))
+        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start_ticks, r.end_ticks, n)))
         .collect();
     steps.sort_unstable();
     steps.dedup();
@@ -71,7 +71,7 @@ fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
             // (time, kind, +1/-1, launch start for row starts)
             let mut points: Vec<(i64, usize, i64, Option<i64>)> = Vec::new();
             for row in frame.device_rows() {
-                let (s, e) = (row.start.max(ws), row.end.min(we));
+                let (s, e) = (row.start_ticks.max(ws), row.end_ticks.min(we));
                 if s >= e {
                     continue;
                 }

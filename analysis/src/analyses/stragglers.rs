@@ -73,14 +73,14 @@ pub fn potential_stragglers(
     let iterations: BTreeSet<i64> = rows.iter().map(|(_, r)| r.iteration).collect();
     let Some(t_min) = rows
         .iter()
-        .map(|(f, r)| f.us(r.start))
+        .map(|(f, r)| f.us(r.start_ticks))
         .min_by(f64::total_cmp)
     else {
         return Err(not_applicable("no event in the profiled iterations"));
     };
     let t_max = rows
         .iter()
-        .map(|(f, r)| f.us(r.end))
+        .map(|(f, r)| f.us(r.end_ticks))
         .fold(f64::MIN, f64::max);
     let mean_iter_us = (t_max - t_min) / iterations.len() as f64;
     let min_dur_us = mean_iter_us * 0.01;
@@ -91,7 +91,7 @@ pub fn potential_stragglers(
         let name = f.name(r);
         if model.stream > 0
             && r.iteration > 0
-            && f.us(r.dur()) >= min_dur_us
+            && f.us(r.dur_ticks()) >= min_dur_us
             && name.starts_with("ncclKernel")
         {
             let key = (f.rank(), model.stream, r.iteration, name.to_owned());
@@ -102,8 +102,8 @@ pub fn potential_stragglers(
                     stream: model.stream,
                     iteration: r.iteration,
                     name: name.to_owned(),
-                    start_us: f.us(r.start),
-                    dur_us: f.us(r.dur()),
+                    start_us: f.us(r.start_ticks),
+                    dur_us: f.us(r.dur_ticks()),
                 },
             );
         }

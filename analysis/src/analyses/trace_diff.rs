@@ -138,7 +138,7 @@ pub fn ops_summary(set: &TraceSet, options: &DiffOptions) -> Result<OpsSummary, 
     let steps: Vec<(i64, i64, i64)> = frame
         .rows
         .iter()
-        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start, r.dur(), n)))
+        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start_ticks, r.dur_ticks(), n)))
         .collect();
     let device_iteration: HashMap<u64, i64> = frame
         .rows

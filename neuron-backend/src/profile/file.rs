@@ -16,7 +16,12 @@ use super::DeviceProfile;
 use crate::BackendError;
 
 impl DeviceProfile {
-    /// A profile from a JSON override (see the module docs for the format).
+    /// A profile from a JSON override.
+    ///
+    /// The text is one JSON object. Its optional `"base"` names the built-in profile to
+    /// start from (default `trn2`); every other key names a [`DeviceProfile`] field and
+    /// replaces its value. Unknown keys and unusable values are errors naming them.
+    /// [`DeviceProfile::to_json`] writes every field in this format.
     ///
     /// ```
     /// use neuron_backend::DeviceProfile;

@@ -517,12 +517,13 @@ parity_tests!(amd:
     amd_potential_stragglers_fail_like_hta => check_stragglers,
 );
 
-/// nccl1's queue length: HTA sorts launches and kernels with numpy's unstable quicksort,
-/// and on this trace (rounded to µs) hundreds of launches share a timestamp with a kernel
-/// start. Which of them pandas puts first decides some step values: count, min, max and
-/// quartiles are order-independent and equal; the mean differs by 4 steps in 5004
-/// (0.814548 printed, 0.813749 with numpy's scalar introsort, 0.822942 with a stable
-/// sort), so the reference was likely produced by a SIMD argsort we do not reproduce.
+/// nccl1's queue length: HTA sorts launches (+1) and kernel starts (−1) with numpy's
+/// unstable quicksort, and on this trace (rounded to µs) 42 of the 5,032 points share a
+/// timestamp with another. Their order decides some step values: count, min, max and the
+/// quartiles do not depend on it and are equal; the sum of the 5,004 stream-7 values does
+/// (4,036 with every −1 first, 4,118 with every +1 first, 4,072 with numpy's scalar
+/// introsort, which we reproduce; HTA printed a mean giving 4,076), so the reference was
+/// likely produced by numpy's SIMD argsort (x86-simd-sort), which we do not reproduce.
 #[test]
 fn nccl1_queue_length_summary_matches_hta_where_tie_order_does_not_matter() {
     let Some(case) = nccl1() else { return };

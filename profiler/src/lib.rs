@@ -1,0 +1,1 @@
+//! torch.profiler semantics over the runtime hooks (work in progress; see issue 5).

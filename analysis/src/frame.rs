@@ -144,11 +144,27 @@ impl<'t> Frames<'t> {
         // HTA filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`); that
         // path is not reproduced, such traces are left unfiltered.
         let filter = last_step_filter && step_names.len() >= 2 && device_type != "MTIA";
-        let ranks = set
-            .ranks
-            .iter()
-            .map(|trace| build_frame(trace, mode, filter))
-            .collect();
+        // Ranks are independent: build them on all cores.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let chunk = set.ranks.len().div_ceil(workers).max(1);
+        let ranks = std::thread::scope(|scope| {
+            let handles: Vec<_> = set
+                .ranks
+                .chunks(chunk)
+                .map(|traces| {
+                    scope.spawn(move || {
+                        traces
+                            .iter()
+                            .map(|trace| build_frame(trace, mode, filter))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("frame building thread panicked"))
+                .collect()
+        });
         Frames { ranks, device_type }
     }
 

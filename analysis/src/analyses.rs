@@ -14,6 +14,7 @@ pub mod steps;
 pub mod stragglers;
 pub mod temporal;
 pub mod trace_diff;
+pub mod transfers;
 
 use crate::frame::{Frame, FrameRow};
 

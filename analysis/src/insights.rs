@@ -21,6 +21,8 @@ pub enum FindingKind {
     MemoryNearCapacity,
     /// Many launches whose device work started long after the launch call.
     LaunchDelays,
+    /// Most copies of a kind are small, so per-transfer setup dominates.
+    SmallTransfers,
 }
 
 /// One finding.
@@ -63,6 +65,11 @@ pub struct Thresholds {
     pub memory_capacity_fraction: f64,
     /// Share of launches with a delay over the cutoff (0.1).
     pub launch_delay_fraction: f64,
+    /// Share of a kind's transfers that are small (0.5), counted from
+    /// `small_transfer_min_count` (100) transfers on.
+    pub small_transfer_fraction: f64,
+    /// See `small_transfer_fraction`.
+    pub small_transfer_min_count: u64,
 }
 
 impl Default for Thresholds {
@@ -75,6 +82,8 @@ impl Default for Thresholds {
             bottleneck_wait_fraction: 0.1,
             memory_capacity_fraction: 0.9,
             launch_delay_fraction: 0.1,
+            small_transfer_fraction: 0.5,
+            small_transfer_min_count: 100,
         }
     }
 }
@@ -216,6 +225,29 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
                     ),
                     value: fraction,
                     threshold: t.launch_delay_fraction,
+                    unit: "fraction",
+                    time_range_us: None,
+                });
+            }
+        }
+    }
+    for rank in &report.per_rank {
+        for k in &rank.transfers {
+            if k.with_bytes < t.small_transfer_min_count {
+                continue;
+            }
+            let fraction = k.small_count as f64 / k.with_bytes as f64;
+            if fraction >= t.small_transfer_fraction {
+                out.push(Finding {
+                    score: fraction * 0.5,
+                    kind: FindingKind::SmallTransfers,
+                    rank: Some(rank.rank),
+                    summary: format!(
+                        "rank {} {}: {} of {} transfers under 64 KiB",
+                        rank.rank, k.kind, k.small_count, k.with_bytes
+                    ),
+                    value: fraction,
+                    threshold: t.small_transfer_fraction,
                     unit: "fraction",
                     time_range_us: None,
                 });

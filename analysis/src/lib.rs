@@ -25,8 +25,10 @@
 //! [`analyses::stragglers`], [`analyses::trace_diff`].
 //! Beyond HTA: [`analyses::memory`] (timeline from `[memory]` events),
 //! [`analyses::operators`] (a `key_averages` table), [`analyses::steps`] (each step split
-//! by what the device did), [`analyses::collectives`] (collectives matched across ranks:
-//! waiting versus transfer, the bottleneck rank), [`insights`].
+//! by what the device did, host- or device-bound), [`analyses::collectives`]
+//! (collectives matched across ranks: waiting versus transfer, the bottleneck rank),
+//! [`analyses::transfers`] (copies by kind, small transfers, achieved bandwidth),
+//! [`insights`].
 //! `trace_diff` and `operators` read the file a second time, streaming, because they need
 //! every host operator, which the model does not keep.
 //!
@@ -36,7 +38,7 @@
 //! `{"mode", "insights": [Finding…], "device_type", "ranks", "last_step_filtered",
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
-//! "launch_stats", "memory"}…], "stragglers": Stragglers | null, "steps": [StepSplit…],
+//! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null, "steps": [StepSplit…],
 //! "collectives", "errors": [string…]}`. Times are µs (`_us`), sizes bytes (`_bytes`),
 //! bandwidth GB/s (`_gbps`); `null` stands where HTA prints `NaN`.
 //!

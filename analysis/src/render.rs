@@ -256,6 +256,7 @@ pub fn render_report(report: &Report) -> String {
         "other device us",
         "host-bound idle us",
         "other idle us",
+        "bound",
     ]);
     for s in &report.steps {
         t.row(vec![
@@ -268,6 +269,7 @@ pub fn render_report(report: &Report) -> String {
             num(s.other_device_us),
             num(s.host_bound_idle_us),
             num(s.other_idle_us),
+            format!("{:?}", s.bound).to_lowercase(),
         ]);
     }
     if !report.steps.is_empty() {

@@ -13,6 +13,7 @@ use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
 use crate::analyses::steps::{step_splits, StepSplit};
 use crate::analyses::stragglers::{potential_stragglers, Stragglers};
 use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
+use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
 use crate::classify::Mode;
 use crate::frame::Frames;
 use crate::model::TraceSet;
@@ -114,6 +115,8 @@ pub struct RankReport {
     pub launch_stats: LaunchStats,
     /// Memory timeline from `[memory]` events (beyond HTA).
     pub memory: MemoryTimeline,
+    /// Copies and memsets by kind, with small-transfer counts (beyond HTA).
+    pub transfers: Vec<TransferKind>,
 }
 
 /// All analyses. JSON schema: this struct serialized with serde (field names as here;
@@ -187,6 +190,7 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
                 options.launch_delay_cutoff_us,
             ),
             memory: memory_timeline(frame.trace),
+            transfers: transfers(frame, SMALL_TRANSFER_BYTES),
         })
         .collect();
     let stragglers = potential_stragglers(&frames, options.num_candidates)

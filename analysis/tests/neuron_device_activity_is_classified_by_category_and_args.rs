@@ -7,8 +7,9 @@ use analysis::analyses::kernel_breakdown::kernel_breakdown;
 use analysis::analyses::launch_stats::launch_stats;
 use analysis::analyses::overlap::comm_comp_overlap;
 use analysis::analyses::queue_length::{queue_length_summary, queue_length_summary_with_limit};
-use analysis::analyses::steps::step_splits;
+use analysis::analyses::steps::{step_splits, Bound};
 use analysis::analyses::temporal::temporal_breakdown;
+use analysis::analyses::transfers::{transfers, SMALL_TRANSFER_BYTES};
 use analysis::{load_paths, Frames, LoadOptions, Mode};
 
 const TRACE: &str = r#"{"schemaVersion": 1, "deviceProperties": [],
@@ -134,4 +135,28 @@ fn step_split_separates_exposed_communication_and_host_bound_idle() {
         "comm under matmul is hidden; the gaps before matmul and the copy were queued work \
          waiting, the tail had nothing launched"
     );
+}
+
+#[test]
+fn transfers_and_step_bound() {
+    let traces = load();
+    let frames = Frames::build_with(&traces, Mode::Default, false);
+    assert_eq!(
+        step_splits(&frames)[0].bound,
+        Bound::Device,
+        "15 us busy vs 8 us host-bound"
+    );
+    let t = transfers(&frames.ranks[0], SMALL_TRANSFER_BYTES);
+    assert_eq!(t.len(), 1);
+    assert_eq!(
+        (
+            t[0].kind.as_str(),
+            t[0].count,
+            t[0].bytes,
+            t[0].small_count,
+            t[0].busy_us
+        ),
+        ("copy_host_to_device", 1, 1024, 1, 2.0)
+    );
+    assert_eq!(t[0].achieved_gbps, Some(0.512));
 }

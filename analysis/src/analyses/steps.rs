@@ -40,6 +40,18 @@ pub struct StepSplit {
     pub host_bound_idle_us: f64,
     /// Idle device time waiting for anything else.
     pub other_idle_us: f64,
+    /// `host` when the device waited for launches longer than it worked, else `device`.
+    pub bound: Bound,
+}
+
+/// What limited a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The device spent more time waiting for launches than working.
+    Host,
+    /// Otherwise.
+    Device,
 }
 
 /// Splits every step of every rank (frames built without HTA's last-step filter are
@@ -119,7 +131,13 @@ fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
                 i += 1;
             }
             let us = |ticks: i64| frame.us(ticks);
+            let busy: i64 = parts[..4].iter().sum();
             StepSplit {
+                bound: if parts[4] > busy {
+                    Bound::Host
+                } else {
+                    Bound::Device
+                },
                 rank: frame.rank(),
                 step,
                 start_us: us(ws - origin),

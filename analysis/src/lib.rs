@@ -38,8 +38,8 @@
 //! `{"mode", "insights": [Finding…], "device_type", "ranks", "last_step_filtered",
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
-//! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null, "steps": [StepSplit…],
-//! "collectives", "errors": [string…]}`. Times are µs (`_us`), sizes bytes (`_bytes`),
+//! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null,
+//! "steps": [StepSplit…], "collectives", "errors": [string…]}`. Times are µs (`_us`), sizes bytes (`_bytes`),
 //! bandwidth GB/s (`_gbps`); `null` stands where HTA prints `NaN`.
 //!
 //! # Default mode versus HTA compat mode

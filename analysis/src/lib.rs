@@ -3,8 +3,8 @@
 //!
 //! The first goal is exact parity with HTA (Holistic Trace Analysis 0.6): in
 //! [`Mode::HtaCompat`] every analysis reproduces HTA's numbers on the same traces, value
-//! by value (see `tests/analyses_match_hta_reference_outputs.rs` and
-//! `../shared/reference/hta-analyses.md`).
+//! by value (see `tests/analyses_match_hta_reference_outputs.rs`,
+//! `../shared/reference/hta-analyses.md`, and the known limits below).
 //!
 //! # Pipeline
 //! 1. [`load_paths`] reads one trace per rank, in parallel (`std::thread::scope`), each in
@@ -39,8 +39,9 @@
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
 //! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null,
-//! "steps": [StepSplit…], "collectives", "errors": [string…]}`. Times are µs (`_us`), sizes bytes (`_bytes`),
-//! bandwidth GB/s (`_gbps`); `null` stands where HTA prints `NaN`.
+//! "steps": [StepSplit…], "collectives", "errors": [string…]}`. Times are µs (`_us`),
+//! sizes bytes (`_bytes`), bandwidth GB/s (`_gbps`); `null` stands where HTA prints
+//! `NaN`.
 //!
 //! # Default mode versus HTA compat mode
 //! | | [`Mode::Default`] | [`Mode::HtaCompat`] |

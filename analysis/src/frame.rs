@@ -168,6 +168,15 @@ impl<'t> Frames<'t> {
         Frames { ranks, device_type }
     }
 
+    /// Keeps only rows of iteration `step` (`ProfilerStep#step`): host rows that start in
+    /// it and device rows launched from it. Build with `last_step_filter: false` to be
+    /// able to select the last step.
+    pub fn retain_step(&mut self, step: i64) {
+        for frame in &mut self.ranks {
+            frame.rows.retain(|r| r.iteration == step);
+        }
+    }
+
     /// The frame of `rank`.
     pub fn rank(&self, rank: i64) -> Option<&Frame<'t>> {
         self.ranks.iter().find(|f| f.rank() == rank)

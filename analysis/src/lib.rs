@@ -35,7 +35,7 @@
 //! # JSON
 //! [`Report`] serializes (serde) to one object whose fields are the analyses' result
 //! structs, each documented with its JSON shape:
-//! `{"mode", "insights": [Finding…], "device_type", "ranks", "last_step_filtered",
+//! `{"mode", "insights": [Finding…], "device_type", "ranks", "last_step_filtered", "step",
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
 //! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null,

@@ -42,6 +42,9 @@ pub struct ReportOptions {
     /// Peak bus bandwidth of the interconnect, GB/s, for the collectives' fraction of
     /// peak (`None`: not reported).
     pub peak_bus_gbps: Option<f64>,
+    /// Restrict every analysis to one `ProfilerStep#N` (HTA's last-step filter is then
+    /// off, so any step can be chosen); `None`: HTA's selection.
+    pub step: Option<i64>,
     /// Ranks for the per-rank analyses (idle time, queue length, memory bandwidth,
     /// launch statistics); `None`: HTA's default, the first rank.
     pub ranks: Option<Vec<i64>>,
@@ -59,6 +62,7 @@ impl Default for ReportOptions {
             num_candidates: 2,
             peak_bus_gbps: None,
             thresholds: crate::insights::Thresholds::default(),
+            step: None,
             ranks: None,
         }
     }
@@ -90,6 +94,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::peak_bus_gbps`].
     pub fn with_peak_bus_gbps(mut self, peak: Option<f64>) -> Self {
         self.peak_bus_gbps = peak;
+        self
+    }
+
+    /// Sets [`ReportOptions::step`].
+    pub fn with_step(mut self, step: Option<i64>) -> Self {
+        self.step = step;
         self
     }
 
@@ -134,6 +144,8 @@ pub struct Report {
     pub ranks: Vec<i64>,
     /// Whether HTA's last-step filter was applied.
     pub last_step_filtered: bool,
+    /// The one step analyzed, when chosen.
+    pub step: Option<i64>,
     /// Temporal breakdown.
     pub temporal_breakdown: Option<TemporalBreakdown>,
     /// Communication–computation overlap.
@@ -155,8 +167,17 @@ pub struct Report {
 
 /// Runs every analysis.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
-    let frames = Frames::build(set, options.mode);
-    let unfiltered = Frames::build_with(set, options.mode, false);
+    let (frames, unfiltered) = match options.step {
+        None => (
+            Frames::build(set, options.mode),
+            Frames::build_with(set, options.mode, false),
+        ),
+        Some(step) => {
+            let mut frames = Frames::build_with(set, options.mode, false);
+            frames.retain_step(step);
+            (frames.clone(), frames)
+        }
+    };
     let mut errors = Vec::new();
     for trace in &set.ranks {
         if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {
@@ -201,7 +222,8 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         mode: options.mode,
         device_type: frames.device_type.to_owned(),
         ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
-        last_step_filtered: frames.ranks.iter().any(|f| f.filtered),
+        last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
+        step: options.step,
         temporal_breakdown: temporal,
         comm_comp_overlap: comm_comp_overlap(&frames),
         kernel_breakdown: kernel_breakdown(&frames, options.num_kernels, options.duration_ratio),

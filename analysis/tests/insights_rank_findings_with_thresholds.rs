@@ -42,3 +42,24 @@ fn two_rank_findings() {
         "insights come first:\n{text}"
     );
 }
+
+#[test]
+fn one_step_can_be_selected_even_the_last() {
+    let Some(dir) = traces_dir() else { return };
+    let paths = [
+        dir.join("hta/two_rank-rank0.json.gz"),
+        dir.join("hta/two_rank-rank1.json.gz"),
+    ];
+    let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+    let options = ReportOptions::hta_reference();
+    let default = analyze(&traces, &options);
+    let first = analyze(&traces, &options.clone().with_step(Some(551)));
+    let last = analyze(&traces, &options.with_step(Some(552)));
+    let kernel_time =
+        |r: &analysis::Report| r.temporal_breakdown.as_ref().unwrap().ranks[0].kernel_time_us;
+    // HTA's selection is step 551 (the last step is dropped), so these agree …
+    assert_eq!(kernel_time(&first), kernel_time(&default));
+    // … and the last step can be analyzed on its own.
+    assert_ne!(kernel_time(&last), kernel_time(&default));
+    assert!(last.steps.iter().all(|s| s.step == 552));
+}

@@ -1,12 +1,14 @@
 //! The one dispatcher every op goes through, and where each hook point is recorded.
 //!
 //! For an op it records, in order on the calling host thread: the operator begin (name,
-//! sequence number, correlation id, FLOPs, bytes); each output allocation (through the
+//! input signature (see [`signature`]), sequence number, correlation id, FLOPs, bytes); each output allocation (through the
 //! allocator); the kernel launch as a runtime call with the correlation id, holding the
 //! queue submission (a second runtime call, long when the queue was full and the host
 //! had to wait) and the start of the launch→kernel flow; then, as emulation time that
 //! the host clock does not see, the timing model places the kernel and its instructions
 //! and the CPU computes the numerics; finally the operator end.
+
+mod signature;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -96,10 +98,14 @@ pub(crate) fn allocate(
     })
 }
 
-/// Records a host-only op (views): operator begin and end, no kernel.
-pub(crate) fn host_op<T>(op: &'static str, body: impl FnOnce() -> T) -> T {
+pub(crate) use signature::op_ids;
+
+/// Records a host-only op (views) on `inputs`: operator begin and end, no kernel.
+pub(crate) fn host_op<T>(op: &'static str, inputs: &[&Tensor], body: impl FnOnce() -> T) -> T {
+    let ids = op_ids(op, inputs);
     let _scope = OperatorScope::new(OperatorPayload {
-        name_id: runtime_hooks::intern(op),
+        name_id: ids.name_id,
+        input_sig_id: ids.input_sig_id,
         seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
         ..Default::default()
     });
@@ -136,13 +142,14 @@ pub(crate) fn dispatch_checked(
             .map(|(shape, dtype)| shape.iter().product::<usize>() as u64 * dtype.size_bytes())
             .sum::<u64>();
     let corr_id = runtime_hooks::next_corr_id();
+    let ids = op_ids(call.op, call.inputs);
     let _op = OperatorScope::new(OperatorPayload {
-        name_id: runtime_hooks::intern(call.op),
+        name_id: ids.name_id,
+        input_sig_id: ids.input_sig_id,
         corr_id,
         seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
         flops: call.flops,
         bytes,
-        ..Default::default()
     });
     let outputs = call
         .outputs

@@ -40,8 +40,10 @@
 //!
 //! # What is recorded, and how it is numbered
 //!
-//! - Host: an operator begin/end per op (`aten::…` name, sequence number, correlation
-//!   id, FLOPs, bytes); a `nrt_execute` kernel-launch runtime call holding a
+//! - Host: an operator begin/end per op (`aten::…` name, input signature — `Input Dims`
+//!   and `Input type` as Kineto writes them, format on `runtime_hooks::OperatorPayload`,
+//!   interned once per distinct op/shapes/dtypes through a per-thread cache — sequence
+//!   number, correlation id, FLOPs, bytes); a `nrt_execute` kernel-launch runtime call holding a
 //!   `nrt_queue_submit` call and the start of the launch→kernel flow; memory
 //!   allocate/free records with totals; `nrt_synchronize`, `nrt_event_*` and
 //!   `nrt_tensor_read` calls.

@@ -83,6 +83,8 @@ extern "C" {
 #define NPH_ALGORITHM_MESH 2
 #define NPH_ALGORITHM_TREE 3
 #define NPH_ALGORITHM_HIERARCHICAL 4
+#define NPH_ALGORITHM_RECURSIVE_DOUBLING 5
+#define NPH_ALGORITHM_KANGA_RING 6
 
 /* Flow kinds (op of NPH_KIND_FLOW). */
 #define NPH_FLOW_LAUNCH_TO_KERNEL 1
@@ -91,9 +93,11 @@ extern "C" {
 
 /* Payloads: 40 bytes each, no padding. */
 
+/* input_sig_id: interned "<Input Dims>|<Input type>", two JSON texts as Kineto writes
+ * them, e.g. [[2, 3], []]|["c10::BFloat16", "Scalar"]; 0: not recorded. */
 typedef struct nph_operator_payload {
     uint32_t name_id;
-    uint32_t reserved0;
+    uint32_t input_sig_id;
     uint64_t corr_id;
     uint64_t seq_nr; /* autograd sequence number, links forward and backward */
     uint64_t flops;
@@ -168,7 +172,7 @@ typedef struct nph_collective_payload {
     uint32_t rank;
     uint16_t algorithm; /* NPH_ALGORITHM_* */
     uint16_t dtype;     /* c10::ScalarType number */
-    uint32_t reserved0;
+    uint32_t group_ranks_id; /* interned "Process Group Ranks", e.g. "[0, 1, 2, 3]" */
 } nph_collective_payload;
 
 typedef struct nph_counter_payload {

@@ -16,7 +16,8 @@ pub use kinds::{
 };
 pub use payload::{
     CollectivePayload, CounterPayload, DmaPayload, FlowPayload, InstructionPayload, KernelPayload,
-    MemoryPayload, OperatorPayload, Payload, RangePayload, RuntimeCallPayload, PAYLOAD_BYTES,
+    MemoryPayload, OperatorPayload, Payload, RangePayload, RuntimeCallPayload, INPUT_SIG_SEPARATOR,
+    PAYLOAD_BYTES,
 };
 
 /// Size of one record in bytes (one cache line).

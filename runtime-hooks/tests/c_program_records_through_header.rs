@@ -149,7 +149,7 @@ fn expected_layout() -> Vec<String> {
         "nph_operator_payload",
         OperatorPayload {
             name_id,
-            reserved0,
+            input_sig_id,
             corr_id,
             seq_nr,
             flops,
@@ -245,7 +245,7 @@ fn expected_layout() -> Vec<String> {
             rank,
             algorithm,
             dtype,
-            reserved0
+            group_ranks_id
         }
     );
     expect_fields!(

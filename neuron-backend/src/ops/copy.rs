@@ -48,6 +48,7 @@ impl Tensor {
         let corr_id = runtime_hooks::next_corr_id();
         let _op = OperatorScope::new(OperatorPayload {
             name_id: runtime_hooks::name!("aten::_to_copy"),
+            input_sig_id: dispatch::op_ids(OP, &[self]).input_sig_id,
             corr_id,
             bytes,
             ..Default::default()

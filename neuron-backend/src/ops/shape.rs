@@ -37,7 +37,9 @@ impl Tensor {
         if resolved.iter().product::<usize>() != numel {
             return Err(bad());
         }
-        Ok(host_op(OP, || self.view_as(&resolved, self.offset)))
+        Ok(host_op(OP, &[self], || {
+            self.view_as(&resolved, self.offset)
+        }))
     }
 
     /// Elements `start..end` of dimension `dim` (`aten::slice`): a view for the leading
@@ -62,7 +64,7 @@ impl Tensor {
         shape[d] = end - start;
         let inner: usize = self.shape[d + 1..].iter().product();
         if self.shape[..d].iter().all(|&s| s == 1) {
-            return Ok(host_op(OP, || {
+            return Ok(host_op(OP, &[self], || {
                 self.view_as(&shape, self.offset + start * inner)
             }));
         }

@@ -163,6 +163,11 @@ raw_enum! {
         Tree = 3,
         /// Hierarchical (intra-node, then inter-node).
         Hierarchical = 4,
+        /// Recursive doubling (all-gather) / halving (reduce-scatter): log2(r) steps.
+        RecursiveDoubling = 5,
+        /// KangaRing, the Neuron runtime's ring variant for large messages (about r/2
+        /// steps).
+        KangaRing = 6,
     }
 }
 

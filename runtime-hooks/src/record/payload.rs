@@ -8,14 +8,59 @@ use crate::NameId;
 /// Size of the payload in bytes.
 pub const PAYLOAD_BYTES: usize = 40;
 
+/// The separator between `Input Dims` and `Input type` in an operator's input signature
+/// (see [`OperatorPayload`]).
+pub const INPUT_SIG_SEPARATOR: char = '|';
+
+impl OperatorPayload {
+    /// Splits an input signature string into its `Input Dims` and `Input type` JSON
+    /// texts; `None` if it has no separator.
+    ///
+    /// ```
+    /// use runtime_hooks::OperatorPayload;
+    /// let sig = r#"[[2, 3], []]|["c10::BFloat16", "Scalar"]"#;
+    /// assert_eq!(
+    ///     OperatorPayload::split_input_sig(sig),
+    ///     Some(("[[2, 3], []]", r#"["c10::BFloat16", "Scalar"]"#))
+    /// );
+    /// ```
+    pub fn split_input_sig(sig: &str) -> Option<(&str, &str)> {
+        sig.split_once(INPUT_SIG_SEPARATOR)
+    }
+}
+
 /// Payload of a host operator record ([`RecordKind::Operator`](super::RecordKind::Operator)).
+///
+/// # Input signature
+///
+/// `input_sig_id` names an interned string holding the operator's inputs the way Kineto
+/// writes them in an operator's args, two JSON texts joined by one `|`
+/// ([`INPUT_SIG_SEPARATOR`]):
+///
+/// ```text
+/// <Input Dims>|<Input type>
+/// [[2, 3], [3, 4]]|["float", "c10::BFloat16"]
+/// [[8, 16], []]|["float", "Scalar"]
+/// []|[]
+/// ```
+///
+/// - `Input Dims`: one list of dimension sizes per input, `, `-separated; a scalar
+///   argument has `[]`.
+/// - `Input type`: one quoted dtype per input, spelled as PyTorch writes them in Kineto
+///   traces: `float`, `c10::BFloat16`, `long int`, `c10::Float8_e4m3fn`, and `Scalar`
+///   for a scalar argument.
+///
+/// Neither half contains a `|`, so [`OperatorPayload::split_input_sig`] splits at the
+/// only one; each half is valid JSON and can be written into the trace as is. Producers
+/// intern each distinct signature once and keep its id; `NameId::NONE` means "not
+/// recorded" (Kineto then writes no `Input Dims`/`Input type`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OperatorPayload {
     /// Operator name, for example `aten::matmul`.
     pub name_id: NameId,
-    /// Reserved, zero.
-    pub reserved0: u32,
+    /// Interned input signature, `<Input Dims>|<Input type>` (see above; `NONE`: none).
+    pub input_sig_id: NameId,
     /// Correlation id shared with the runtime calls and kernels it caused (0: none).
     pub corr_id: u64,
     /// Autograd sequence number linking forward and backward operators (0: none).
@@ -164,8 +209,29 @@ pub struct CollectivePayload {
     pub algorithm: u16,
     /// Element type code (the `c10::ScalarType` number).
     pub dtype: u16,
-    /// Reserved, zero.
-    pub reserved0: u32,
+    /// Interned global ranks of the group as Kineto writes `Process Group Ranks`, for
+    /// example `[0, 1, 2, 3]` (`NONE`: not recorded).
+    pub group_ranks_id: NameId,
+}
+
+impl CollectivePayload {
+    /// Elements of this rank's input (`In msg nelems`): `bytes` / `elem_bytes`.
+    pub fn in_nelems(&self, elem_bytes: u64) -> u64 {
+        self.bytes / elem_bytes.max(1)
+    }
+
+    /// Elements of this rank's output (`Out msg nelems`) for collective `op`: the input
+    /// times the group size for an all-gather, divided by it for a reduce-scatter, the
+    /// input for the others (barrier: 0 in, 0 out).
+    pub fn out_nelems(&self, op: super::CollectiveOp, elem_bytes: u64) -> u64 {
+        let in_nelems = self.in_nelems(elem_bytes);
+        let ranks = u64::from(self.group_size.max(1));
+        match op {
+            super::CollectiveOp::AllGather => in_nelems * ranks,
+            super::CollectiveOp::ReduceScatter => in_nelems / ranks,
+            _ => in_nelems,
+        }
+    }
 }
 
 /// Payload of a counter sample ([`RecordKind::Counter`](super::RecordKind::Counter)).

@@ -43,7 +43,7 @@ static void print_layout(void) {
     FIELD(nph_payload, words);
     TYPE(nph_operator_payload);
     FIELD(nph_operator_payload, name_id);
-    FIELD(nph_operator_payload, reserved0);
+    FIELD(nph_operator_payload, input_sig_id);
     FIELD(nph_operator_payload, corr_id);
     FIELD(nph_operator_payload, seq_nr);
     FIELD(nph_operator_payload, flops);
@@ -104,7 +104,7 @@ static void print_layout(void) {
     FIELD(nph_collective_payload, rank);
     FIELD(nph_collective_payload, algorithm);
     FIELD(nph_collective_payload, dtype);
-    FIELD(nph_collective_payload, reserved0);
+    FIELD(nph_collective_payload, group_ranks_id);
     TYPE(nph_counter_payload);
     FIELD(nph_counter_payload, name_id);
     FIELD(nph_counter_payload, device);
@@ -132,8 +132,10 @@ static void print_layout(void) {
            NPH_COLLECTIVE_ALL_GATHER, NPH_COLLECTIVE_REDUCE_SCATTER, NPH_COLLECTIVE_BROADCAST,
            NPH_COLLECTIVE_REDUCE, NPH_COLLECTIVE_ALL_TO_ALL, NPH_COLLECTIVE_SEND,
            NPH_COLLECTIVE_RECV, NPH_COLLECTIVE_BARRIER);
-    printf("const algorithm %d %d %d %d %d\n", NPH_ALGORITHM_UNSPECIFIED, NPH_ALGORITHM_RING,
-           NPH_ALGORITHM_MESH, NPH_ALGORITHM_TREE, NPH_ALGORITHM_HIERARCHICAL);
+    printf("const algorithm %d %d %d %d %d %d %d\n", NPH_ALGORITHM_UNSPECIFIED,
+           NPH_ALGORITHM_RING, NPH_ALGORITHM_MESH, NPH_ALGORITHM_TREE,
+           NPH_ALGORITHM_HIERARCHICAL, NPH_ALGORITHM_RECURSIVE_DOUBLING,
+           NPH_ALGORITHM_KANGA_RING);
     printf("const flow %d %d %d\n", NPH_FLOW_LAUNCH_TO_KERNEL, NPH_FLOW_FORWARD_TO_BACKWARD,
            NPH_FLOW_OTHER);
 }

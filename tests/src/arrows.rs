@@ -123,7 +123,9 @@ pub fn check(metadata: &Value) -> Result<Vec<Violation>, String> {
             if in_workspace && dep_name == "neuronprof" {
                 broken("nothing depends on the cli crate".to_owned());
             } else if in_workspace && kind != "dev" && !allowed.contains(&dep_name) {
-                broken(format!("{name} may depend only on {allowed:?} in the workspace"));
+                broken(format!(
+                    "{name} may depend only on {allowed:?} in the workspace"
+                ));
             } else if in_workspace
                 && kind == "dev"
                 && matches!(name, "runtime-hooks" | "trace-format")
@@ -160,7 +162,10 @@ mod tests {
     #[test]
     fn clean_workspace_has_no_violations() {
         let meta = workspace(vec![
-            package("runtime-hooks", &[("libc", None), ("criterion", Some("dev"))]),
+            package(
+                "runtime-hooks",
+                &[("libc", None), ("criterion", Some("dev"))],
+            ),
             package("trace-format", &[("serde_json", None)]),
             package("analysis", &[("trace-format", None)]),
             package("neuronprof", &[("analysis", None), ("trace-format", None)]),

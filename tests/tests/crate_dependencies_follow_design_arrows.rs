@@ -7,7 +7,14 @@ fn crate_dependencies_follow_design_arrows() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline", "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+            "--manifest-path",
+        ])
         .arg(manifest)
         .output()
         .expect("running cargo metadata");
@@ -24,8 +31,15 @@ fn crate_dependencies_follow_design_arrows() {
         .filter_map(|p| p["name"].as_str())
         .collect();
     // The check must actually have seen the leaf crates it guards.
-    assert!(names.contains(&"runtime-hooks") && names.contains(&"trace-format"), "{names:?}");
+    assert!(
+        names.contains(&"runtime-hooks") && names.contains(&"trace-format"),
+        "{names:?}"
+    );
     let violations = neuronprof_tests::arrows::check(&meta).expect("metadata has packages");
     let listed: Vec<String> = violations.iter().map(ToString::to_string).collect();
-    assert!(listed.is_empty(), "dependency rules broken:\n{}", listed.join("\n"));
+    assert!(
+        listed.is_empty(),
+        "dependency rules broken:\n{}",
+        listed.join("\n")
+    );
 }

@@ -318,6 +318,52 @@ fn section(out: &mut String, title: &str, table: &Table) {
     out.push_str(&table.render());
 }
 
+/// Renders a trace diff: the counts of added, deleted, increased and decreased names,
+/// then the `top` rows with the largest change in total duration.
+pub fn render_diff(diff: &crate::analyses::trace_diff::TraceDiff, top: usize) -> String {
+    let lists = diff.ops_diff();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} names: {} added, {} deleted, {} more often, {} less often, {} as often",
+        diff.rows.len(),
+        lists.added.len(),
+        lists.deleted.len(),
+        lists.increased.len(),
+        lists.decreased.len(),
+        lists.unchanged.len()
+    );
+    let mut rows: Vec<&crate::analyses::trace_diff::DiffRow> = diff.rows.iter().collect();
+    rows.sort_by(|a, b| {
+        b.diff_duration_us
+            .abs()
+            .total_cmp(&a.diff_duration_us.abs())
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let mut table = Table::new(&[
+        "change",
+        "control calls",
+        "test calls",
+        "control us",
+        "test us",
+        "diff us",
+        "name",
+    ]);
+    for r in rows.into_iter().take(top) {
+        table.row(vec![
+            r.counts_change_category.to_string(),
+            r.control_counts.to_string(),
+            r.test_counts.to_string(),
+            format!("{:.3}", r.control_total_duration_us),
+            format!("{:.3}", r.test_total_duration_us),
+            format!("{:+.3}", r.diff_duration_us),
+            r.name.clone(),
+        ]);
+    }
+    out.push_str(&table.render());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +376,44 @@ mod tests {
         assert_eq!(
             t.render(),
             "name        us\na            1\nlonger  123.50\n"
+        );
+    }
+
+    #[test]
+    fn diff_lists_largest_duration_changes_first() {
+        use crate::analyses::trace_diff::{compare_traces, OpTotals, OpsSummary};
+        let summary = |ops: &[(&str, u64, f64)]| OpsSummary {
+            rank: 0,
+            iterations: vec![1],
+            ops: ops
+                .iter()
+                .map(|(n, c, d)| {
+                    (
+                        (*n).to_owned(),
+                        OpTotals {
+                            counts: *c,
+                            total_duration_us: *d,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        let control = summary(&[("aten::mm", 2, 10.0), ("aten::add", 1, 1.0)]);
+        let test = summary(&[("aten::mm", 3, 40.0), ("aten::relu", 1, 2.0)]);
+        let text = render_diff(&compare_traces(&control, &test), 10);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "3 names: 1 added, 1 deleted, 1 more often, 0 less often, 0 as often"
+        );
+        assert!(
+            lines[2].contains("aten::mm") && lines[2].contains("+30.000"),
+            "{text}"
+        );
+        assert!(lines[3].contains("aten::relu"), "{text}");
+        assert!(
+            lines[4].contains("aten::add") && lines[4].contains("-1.000"),
+            "{text}"
         );
     }
 }

@@ -4,6 +4,10 @@
 //! lives in a module here, built on the workspace's library crates:
 //!
 //! - [`inspect`]: `neuronprof inspect PATH…` — what is in a set of Kineto rank traces.
+//! - [`analyze`]: `neuronprof analyze PATH…` and `neuronprof diff A B` — the `analysis`
+//!   crate's report (HTA's analyses and more) and trace diff.
 #![warn(missing_docs)]
 
+pub mod analyze;
 pub mod inspect;
+pub mod paths;

@@ -317,6 +317,17 @@ impl<'a> Event<'a> {
         }
     }
 
+    /// For `s`/`t`/`f` events: the flow's kind, normalised (`ac2g`, `fwdbwd`), from `cat`
+    /// or, when `cat` is absent, from `name` (Kineto writes both the same; legacy traces
+    /// use `async` / `async_cpu_to_gpu`, which become `ac2g`).
+    pub fn flow_category(&self) -> Option<Category<'a>> {
+        self.flow_end()?;
+        match &self.category {
+            Some(category) => Some(category.normalized()),
+            None => Some(Category::parse(self.name.clone()?).normalized()),
+        }
+    }
+
     /// Whether this is `[memory]` instant (Kineto's memory allocation/free record).
     pub fn is_memory_event(&self) -> bool {
         self.phase == Phase::Instant && self.name() == "[memory]"
@@ -371,6 +382,13 @@ mod tests {
         assert_eq!(f.name(), "ac2g");
         let owned = f.clone().into_owned();
         assert_eq!(owned, f);
+        assert_eq!(f.flow_category(), Some(Category::Ac2g));
+        let mut legacy = Event::flow(FlowEnd::Start, Category::LegacyAsync, 1, 0, 0, 0);
+        assert_eq!(legacy.flow_category(), Some(Category::Ac2g));
+        legacy.category = None;
+        legacy.name = Some("async_cpu_to_gpu".into());
+        assert_eq!(legacy.flow_category(), Some(Category::Ac2g));
+        assert_eq!(e.flow_category(), None);
     }
 
     #[test]

@@ -1,21 +1,12 @@
 //! `neuronprof analyze` and `neuronprof diff` through the binary, on the real traces in
 //! `../shared/traces/`, checked against what HTA 0.6 printed (`hta-reference/`).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn shared_traces() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} is absent (the shared real traces)",
-            dir.display()
-        );
-        None
-    }
-}
+use std::path::PathBuf;
+
+use common::shared_traces;
+use std::process::{Command, Output};
 
 fn neuronprof(args: &[&str], paths: &[PathBuf]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_neuronprof"))

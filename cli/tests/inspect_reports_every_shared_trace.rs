@@ -2,21 +2,12 @@
 //! cleanly and the figures match counts taken independently of our reader (Python's
 //! `json` module over the same files, noted next to each assertion).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn shared_traces() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} is absent (the shared real traces)",
-            dir.display()
-        );
-        None
-    }
-}
+use std::path::PathBuf;
+
+use common::shared_traces;
+use std::process::Command;
 
 fn inspect_json(args: &[PathBuf]) -> (i32, serde_json::Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_neuronprof"))

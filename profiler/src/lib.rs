@@ -1,1 +1,125 @@
-//! torch.profiler semantics over the runtime hooks (work in progress; see issue 5).
+//! torch.profiler semantics over the recording hooks, emitting Kineto traces with the
+//! `neuron` device's activity in them.
+//!
+//! A [`Profiler`] session switches `runtime-hooks` recording on and off by a
+//! [`Schedule`], drains every thread's records when a window ends, and turns them into
+//! a [`ProfileResult`]: the one place where hook records become Kineto events
+//! (DESIGN.md, "Crates and arrows"). A result writes the trace
+//! ([`ProfileResult::export_chrome_trace`]), summarizes it as torch's operator table
+//! ([`ProfileResult::key_averages`]), and is handed to `on_trace_ready` handlers such
+//! as [`tensorboard_trace_handler`].
+//!
+//! # Key types
+//!
+//! - [`Profiler`] / [`ProfilerBuilder`]: activities ([`Activity::Cpu`],
+//!   [`Activity::Neuron`]), `record_shapes`, `profile_memory`, `with_flops`, the
+//!   [`DeviceDetail`] level, [`Schedule`], `on_trace_ready`; [`Profiler::step`] and
+//!   [`Profiler::stop`].
+//! - [`record_function`]: a `user_annotation` range.
+//! - [`ProfileResult`]: one recorded window; [`KeyAverages`] its operator table
+//!   ([`KeyAverages::table`] prints it like torch).
+//! - [`DeviceInfo`] and [`DistributedConfig`]: how the trace describes devices
+//!   (`deviceProperties`, process and thread names) and ranks (`distributedInfo`). The
+//!   profiler does not depend on the device crate; the caller describes the devices.
+//!
+//! # Example
+//!
+//! ```
+//! use profiler::{Activity, DeviceInfo, Profiler, SortBy};
+//!
+//! let mut prof = Profiler::builder()
+//!     .activities(&[Activity::Cpu, Activity::Neuron])
+//!     .device(DeviceInfo::new(0, "trn2"))
+//!     .start();
+//! {
+//!     let _range = profiler::record_function("forward");
+//!     // ... run operators on the neuron device here ...
+//! }
+//! prof.step()?;
+//! let result = prof.stop()?.expect("recorded from start to stop");
+//! assert_eq!(result.steps(), vec![0, 1]);
+//! let table = result.key_averages().table(SortBy::CpuTotal, 10);
+//! assert!(table.contains("forward"));
+//! let mut json = Vec::new();
+//! result.write_trace(&mut json, None)?;
+//! assert!(String::from_utf8(json).unwrap().contains("\"dropped_records\": 0"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The trace
+//!
+//! Conventions from `shared/reference/kineto-format.md` and DESIGN.md ("Kineto
+//! conventions for neuron activity"):
+//!
+//! | what | `cat` | pid / tid | args |
+//! |---|---|---|---|
+//! | operator | `cpu_op` | OS pid / OS tid | `External id`, `Record function id`, `Sequence number` + `Fwd thread id` (with a sequence number), `Input Dims` + `Input type` (`record_shapes`, when recorded), `flops` (`with_flops`) |
+//! | `record_function`, `ProfilerStep#N` | `user_annotation` | OS pid / OS tid | `External id`, `Record function id` |
+//! | runtime call (`nrt_execute`, …) | `privateuse1_runtime` | OS pid / OS tid | `External id` (enclosing op), `correlation`, `device` |
+//! | kernel | `kernel` | device / queue | `External id`, `device`, `stream`, `correlation`, `flops`, `bytes`, `<engine> busy (ns)` |
+//! | copy, memset | `gpu_memcpy`, `gpu_memset` | device / queue | as kernels, plus `memory bandwidth (GB/s)` |
+//! | collective | `kernel` named `ncclKernel_<Op>_<ALGO>_<dtype>` | device / queue | kernel args plus `Collective name`, `In msg nelems`, `Out msg nelems`, `Group size`, `dtype`, `In split size`, `Out split size`, `Process Group Name`/`Description`/`Ranks`, `Rank`, `Seq`, `algorithm` |
+//! | host side of a collective | `cpu_op` `record_param_comms` | OS pid / OS tid | the same NCCL-style args |
+//! | engine instruction, `semaphore_wait` | `neuron_instruction` | device / 1000 + 100 × core + engine | `device`, `core`, `engine`, `kernel correlation`, `flops` |
+//! | DMA transfer | `neuron_dma` | device / 10000 + DMA queue | `device`, `dma queue`, `kernel correlation`, `bytes`, `memory bandwidth (GB/s)` |
+//! | allocation / free | `cpu_instant_event` `[memory]` | OS pid / OS tid | `Total Reserved`, `Total Allocated`, `Bytes` (negative on free), `Device Id`, `Device Type` 20, `Addr`, `Category` |
+//! | counters (`C`) | `neuron_counters` | device / 0 | `HBM (bytes)`: `allocated`, `reserved`; `Queue depth (stream q)`: `depth` |
+//! | flows | `ac2g` (id = correlation), `fwdbwd` | launch → kernel start; forward → backward | |
+//!
+//! `M` rows name the host process (`CPU`) and its threads (`thread <tid> (<name>)`),
+//! then each device (`NeuronCore 0 (trn2, LNC=2)`, label `neuron:0`, sort index
+//! 16777216 + index as in real CUDA traces) with its queues (`stream 0 (compute)`),
+//! engine tracks (`TensorE`, or `TensorE (core 1)` with several physical cores) and DMA
+//! queues (`DMA queue 3`), in that order. Top-level metadata: `deviceProperties` (one
+//! object per [`DeviceInfo`]: `id`, `name`, `totalGlobalMem`, `coreVersion`, `lnc`,
+//! `peakTflops` per dtype, queue counts), `record_shapes`/`profile_memory`/`with_flops`
+//! when on, `distributedInfo` (PyTorch's key order and spacing; HTA's rank regex needs
+//! `"rank": 0`), `neuron_device_detail`, and `dropped_records` (an integer: records lost
+//! in the window, which `neuronprof inspect` reads). The Kineto span `PyTorch Profiler
+//! (N)` and the `Record Window End` marker bound the window.
+//!
+//! # Choices
+//!
+//! - **Engine instructions and DMA are not `kernel`s.** They get their own categories
+//!   and have no `stream` arg, so HTA (which takes rows with `stream` ≥ 0 as device
+//!   activity) and other kernel-only tools count each kernel once; `kernel correlation`
+//!   links them to their kernel without looking like a launch pairing.
+//! - **Collective kernels are named `ncclKernel_…`**: HTA classifies communication by
+//!   that prefix; the `Collective name` args say what they are.
+//! - **One session at a time.** Recording is one process-wide switch; a second
+//!   [`ProfilerBuilder::start`] waits for the first session to end. Every thread's
+//!   records land in the window, as torch profiles all threads.
+//! - **Warm-up records and records from before a window are dropped** when the window
+//!   opens; operators that began before it (ends without begins) are left out rather
+//!   than clipped, so tracks never hold partial, overlapping spans.
+//! - **The device detail level filters** what is converted. To save the recording cost
+//!   too, set the device to the same level.
+//! - **Timestamps** are the hooks' timeline converted with the process's clock anchor;
+//!   `baseTimeNanoseconds` is the window start floored to Kineto's 7,889,238-second
+//!   interval.
+//! - `with_stack` has no meaning without Python frames and is not offered.
+#![warn(missing_docs)]
+
+mod config;
+mod emit;
+mod error;
+mod handler;
+mod key_averages;
+mod model;
+mod result;
+mod schedule;
+mod session;
+
+pub use config::{
+    Activity, DeviceDetail, DeviceInfo, DistributedConfig, ProcessGroup, ProfilerConfig,
+};
+pub use emit::{
+    COUNTER_CATEGORY, DMA_CATEGORY, DMA_TID_BASE, DROPPED_RECORDS_KEY, ENGINE_TID_BASE,
+    INSTRUCTION_CATEGORY, PRIVATEUSE1_DEVICE_TYPE,
+};
+pub use error::ProfilerError;
+pub use handler::{tensorboard_trace_handler, OnTraceReady, TensorboardTraceHandler};
+pub use key_averages::{format_time, KeyAverage, KeyAverages, SortBy};
+pub use result::{ActivityCounts, ProfileResult};
+pub use schedule::{ProfilerAction, Schedule};
+pub use session::{record_function, Profiler, ProfilerBuilder, RecordFunction};

@@ -137,6 +137,17 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
     ] {
         assert!(matmul.arg(key).is_some(), "{key} missing on aten::matmul");
     }
+    let dims = matmul
+        .arg("Input Dims")
+        .expect("record_shapes writes Input Dims");
+    let trace_format::ArgValue::Array(dims) = dims else {
+        panic!("Input Dims is an array")
+    };
+    assert_eq!(dims.to_value(), serde_json::json!([[32, 64], [64, 32]]));
+    let Some(trace_format::ArgValue::Array(types)) = matmul.arg("Input type") else {
+        panic!("Input type is an array")
+    };
+    assert_eq!(types.to_value(), serde_json::json!(["float", "float"]));
     let op_ids: HashSet<i64> = ops.iter().map(|e| i64_arg(e, "External id")).collect();
     assert_eq!(op_ids.len(), ops.len(), "External ids are unique");
 
@@ -309,6 +320,20 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
         step.device_total_ns > 0,
         "steps hold their ops' device time"
     );
+    let by_shape = run.result.key_averages_by_input_shape();
+    let copies: Vec<_> = by_shape
+        .rows()
+        .iter()
+        .filter(|r| r.key == "aten::_to_copy")
+        .map(|r| r.input_shapes.as_str())
+        .collect();
+    assert_eq!(
+        copies.len(),
+        2,
+        "host->device [32, 64] and device->host [32]: {copies:?}"
+    );
+    assert!(copies.contains(&"[[32, 64]]") && copies.contains(&"[[32]]"));
+    assert!(by_shape.table(SortBy::Count, 5).contains("Input Shapes"));
     let table = averages.table(SortBy::SelfDevice, 8);
     assert!(table.contains("Self NEURON"), "{table}");
     assert!(table.contains("Total MFLOPs"), "{table}");

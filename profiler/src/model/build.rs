@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use runtime_hooks::{
-    Event, FlowKind, NameId, Phase, Record, RecordKind, RuntimeCallKind, ThreadStats,
+    Event, FlowKind, NameId, OperatorPayload, Phase, Record, RecordKind, RuntimeCallKind,
+    ThreadStats,
 };
 
 use super::{
@@ -150,7 +151,8 @@ pub(crate) fn build(
                 (span.corr_id, span.flops, span.bytes) = (p.corr_id, p.flops, p.bytes);
             }
             Event::Collective(op, p) if neuron => {
-                let collective = Collective::new(op, &p, names.get(p.group_name_id));
+                let mut collective = Collective::new(op, &p, names.get(p.group_name_id));
+                collective.group_ranks = names.opt(p.group_ranks_id);
                 let name: Arc<str> = Arc::from(collective.kernel_name());
                 let mut span = device_span(DeviceKind::Collective, name, record, p.device, p.queue);
                 span.corr_id = p.corr_id;
@@ -290,6 +292,10 @@ fn host_span(begin: &Record, end: &Record, tid: u64, names: &mut Names) -> Optio
             span.seq_nr = p.seq_nr;
             span.flops = p.flops;
             span.bytes = p.bytes;
+            span.input_sig = names.opt(p.input_sig_id).and_then(|sig| {
+                let (dims, types) = OperatorPayload::split_input_sig(&sig)?;
+                Some((Arc::from(dims), Arc::from(types)))
+            });
         }
         Event::UserRange(p) => {
             span.kind = HostKind::UserRange;
@@ -307,7 +313,9 @@ fn host_span(begin: &Record, end: &Record, tid: u64, names: &mut Names) -> Optio
             span.corr_id = p.corr_id;
             span.bytes = p.bytes;
             span.device = Some(p.device);
-            span.collective = Some(Collective::new(op, &p, names.get(p.group_name_id)));
+            let mut collective = Collective::new(op, &p, names.get(p.group_name_id));
+            collective.group_ranks = names.opt(p.group_ranks_id);
+            span.collective = Some(collective);
         }
         _ => return None,
     }

@@ -106,7 +106,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Device {
-    fn new(profile: Arc<DeviceProfile>, index: u16) -> Self {
+    pub(crate) fn new(profile: Arc<DeviceProfile>, index: u16) -> Self {
         let capacity = profile.hbm_bytes_per_core();
         Device {
             shared: Arc::new(DeviceShared {

@@ -209,7 +209,7 @@ pub(crate) fn launch<E>(
 
 /// The queue submission: blocks (moves the host clock) while the queue has
 /// `max_in_flight` kernels in flight; returns the host instant of the submission.
-fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) -> u64 {
+pub(crate) fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) -> u64 {
     let _submit = RuntimeCallScope::new(
         RuntimeCallKind::QueueSubmit,
         RuntimeCallPayload {

@@ -106,6 +106,30 @@ pub enum BackendError {
         /// What is wrong.
         reason: String,
     },
+    /// A collective waited longer than the world's timeout for ranks that never came.
+    CollectiveTimeout {
+        /// The collective, for example `all_reduce`.
+        collective: &'static str,
+        /// The process group's name.
+        group: String,
+        /// The collective's sequence number in the group (0 for the first).
+        seq: u64,
+        /// The rank (global) that waited.
+        rank: usize,
+        /// Global ranks that never arrived.
+        missing_ranks: Vec<usize>,
+        /// How long it waited, in ms of wall time.
+        waited_ms: u64,
+    },
+    /// The ranks of a collective disagree (op, shape, dtype or root).
+    CollectiveMismatch {
+        /// The collective as this rank called it.
+        collective: &'static str,
+        /// The process group's name.
+        group: String,
+        /// What differs, naming the ranks.
+        reason: String,
+    },
 }
 
 impl fmt::Display for BackendError {
@@ -183,6 +207,23 @@ impl fmt::Display for BackendError {
                 "{op}: the {shape:?} tensor has no values: it was computed with numerics off"
             ),
             InvalidArgument { op, reason } => write!(f, "{op}: {reason}"),
+            CollectiveTimeout {
+                collective,
+                group,
+                seq,
+                rank,
+                missing_ranks,
+                waited_ms,
+            } => write!(
+                f,
+                "{collective} #{seq} on process group {group}: rank {rank} timed out after \
+                 {waited_ms} ms waiting for rank(s) {missing_ranks:?}, which never arrived"
+            ),
+            CollectiveMismatch {
+                collective,
+                group,
+                reason,
+            } => write!(f, "{collective} on process group {group}: {reason}"),
         }
     }
 }

@@ -20,6 +20,9 @@
 //! - Memory: a caching allocator per device ([`MemoryStats`], [`MemoryCategory`],
 //!   [`Device::empty_cache`]); out of memory is an error, never a panic.
 //! - [`EngineTime`]: modeled busy time per engine.
+//! - [`dist`]: ranks as threads ([`dist::World`], [`dist::Rank`]), process groups and
+//!   collectives with real data and topology-based timing ([`dist::ProcessGroup`],
+//!   [`dist::Topology`]); [`dist::rank_threads`] maps recording threads to ranks.
 //!
 //! # Ops
 //!
@@ -85,6 +88,7 @@
 mod allocator;
 mod device;
 mod dispatch;
+pub mod dist;
 mod dtype;
 mod error;
 mod ops;

@@ -9,6 +9,7 @@
 //! through `runtime-hooks` (kernels always, instructions and DMA transfers at
 //! [`RecordDetail::Instructions`]).
 
+mod collective;
 pub(crate) mod cost;
 pub(crate) mod lower;
 

@@ -66,6 +66,16 @@ pub fn register_thread() -> bool {
     crate::local::LOCAL.with(|local| local.ensure_registered())
 }
 
+/// The calling thread's registry index (the [`Record::thread_id`] of its records and the
+/// [`ThreadStats::thread_id`] of its statistics), registering its ring first if needed;
+/// `None` only while the thread tears down its thread locals.
+///
+/// A runtime that gives threads an identity of its own (a rank, a worker pool slot)
+/// uses it to map its threads to their records.
+pub fn current_thread_id() -> Option<u32> {
+    crate::local::LOCAL.with(|local| local.thread_id())
+}
+
 /// Counters and identity of one recording thread.
 ///
 /// For every thread, `recorded + dropped` is exactly the number of records it attempted

@@ -23,7 +23,8 @@
 //!   names; [`resolve`] and [`names_from`] turn ids back into strings.
 //! - Collecting: [`drain`]/[`drain_with`], [`thread_stats`] (per-thread recorded,
 //!   dropped, drained, OS thread id and name), [`dropped_total`]; [`register_thread`] to
-//!   set a thread up ahead of its first record.
+//!   set a thread up ahead of its first record; [`current_thread_id`] for the calling
+//!   thread's index in records.
 //! - Time: [`clock::now_ns`] (this thread's host clock), [`clock::anchor`] (the wall-time
 //!   anchor for `baseTimeNanoseconds`), [`clock::emulation_scope`] and
 //!   [`clock::advance_to`] for the emulation-time contract.
@@ -133,8 +134,9 @@ mod record;
 mod ring;
 
 pub use collector::{
-    drain, drain_with, dropped_total, records_lost_at_exit, register_thread, ring_capacity,
-    set_ring_capacity, thread_stats, ThreadStats, DEFAULT_RING_CAPACITY, MAX_RING_CAPACITY,
+    current_thread_id, drain, drain_with, dropped_total, records_lost_at_exit, register_thread,
+    ring_capacity, set_ring_capacity, thread_stats, ThreadStats, DEFAULT_RING_CAPACITY,
+    MAX_RING_CAPACITY,
 };
 pub use hooks::{
     collective, collective_begin, collective_end, counter, counter_at, dma, flow_end, flow_start,

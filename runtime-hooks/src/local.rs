@@ -102,6 +102,16 @@ impl Local {
         }
     }
 
+    /// This thread's registry index, registering its ring if needed.
+    pub(crate) fn thread_id(&self) -> Option<u32> {
+        if !self.ensure_registered() {
+            return None;
+        }
+        // SAFETY: registered and not exiting (checked above), so the pointer was set by
+        // `register` from an Arc that this thread's exit guard keeps alive.
+        Some(unsafe { &*self.ring.get() }.thread_id)
+    }
+
     #[cold]
     #[inline(never)]
     fn push_slow(&self, record: &mut Record) {

@@ -1,0 +1,416 @@
+//! Ranks, process groups and collectives: distributed training on emulated devices.
+//!
+//! A [`World`] of `N` ranks runs each rank on a thread of its own (named
+//! `neuron-rank-<r>`), driving a logical core of its own: rank `r` is core
+//! `r % cores_per_chip` of chip `r / cores_per_chip`, 16 chips to an instance
+//! ([`Topology`]), and its device is `neuron:<local index>` as that instance numbers it.
+//! Each rank records through its own thread, so its records form its own trace.
+//!
+//! # Telling ranks apart in the records
+//!
+//! Every rank thread is registered with `runtime-hooks` before it runs; [`rank_threads`]
+//! lists, for every rank thread this process started, its rank, the world size, its
+//! `runtime_hooks` thread index (the `thread_id` of its records and of
+//! `runtime_hooks::ThreadStats`) and its device. [`rank_of_thread`] maps one thread
+//! index back to its rank, and [`current_rank`] tells a rank's own code which rank it
+//! is. A profiler splits the drained records by `thread_id` into one trace per rank
+//! (with `distributedInfo` rank and world size from the same table).
+//!
+//! # Groups and collectives
+//!
+//! The world group is named `"0"` (as PyTorch names its default group); more groups
+//! come from [`World::new_group`] or [`World::tp_dp_groups`] before [`World::run`].
+//! A [`ProcessGroup`] offers `all_reduce` (sum, avg, max), `all_gather`,
+//! `reduce_scatter`, `broadcast`, `all_to_all`, `barrier`, `send`/`recv`, with real
+//! data, on the group's collective queue; timing comes from [`Topology::cost`]. A rank
+//! that never arrives makes the others fail with [`BackendError::CollectiveTimeout`]
+//! after [`WorldConfig::timeout`], naming it and the collective.
+//!
+//! ```
+//! use neuron_backend::dist::{ReduceOp, World, WorldConfig};
+//! use neuron_backend::Tensor;
+//!
+//! let world = World::new(WorldConfig::new(4))?;
+//! let sums = world.run(|rank| {
+//!     let x = Tensor::from_f32(&[2], vec![rank.rank() as f32, 1.0])?.to_device(rank.device())?;
+//!     rank.world_group().all_reduce(&x, ReduceOp::Sum)?.to_vec_f32()
+//! });
+//! for sum in sums {
+//!     assert_eq!(sum?, vec![6.0, 4.0]);
+//! }
+//! # Ok::<(), neuron_backend::BackendError>(())
+//! ```
+
+mod collective;
+mod group;
+mod topology;
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use collective::{ReduceOp, Work};
+pub use group::ProcessGroup;
+pub use topology::{CollectiveCost, Topology};
+
+use group::GroupShared;
+
+use crate::{BackendError, Device, DeviceProfile, RecordDetail};
+
+/// How to build a [`World`].
+#[derive(Debug, Clone)]
+pub struct WorldConfig {
+    /// Number of ranks.
+    pub world_size: usize,
+    /// The device every rank drives.
+    pub profile: DeviceProfile,
+    /// Links between ranks; `None`: [`Topology::trn2_48xlarge`] for the profile.
+    pub topology: Option<Topology>,
+    /// How long (wall time) a rank waits in a collective for the others.
+    pub timeout: Duration,
+    /// Whether ranks compute values (off: timing only).
+    pub numerics: bool,
+    /// Recording detail of every rank's device.
+    pub detail: RecordDetail,
+}
+
+impl WorldConfig {
+    /// `world_size` ranks of `trn2`, numerics on, a 30 s collective timeout.
+    pub fn new(world_size: usize) -> Self {
+        WorldConfig {
+            world_size,
+            profile: DeviceProfile::trn2(),
+            topology: None,
+            timeout: Duration::from_secs(30),
+            numerics: true,
+            detail: RecordDetail::Instructions,
+        }
+    }
+}
+
+/// A set of ranks, their devices and process groups. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct World {
+    shared: Arc<WorldShared>,
+}
+
+#[derive(Debug)]
+struct WorldShared {
+    config: WorldConfig,
+    topology: Arc<Topology>,
+    devices: Vec<Device>,
+    groups: Mutex<Vec<Arc<GroupShared>>>,
+}
+
+/// One rank thread, as [`rank_threads`] lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankThread {
+    /// Global rank.
+    pub rank: usize,
+    /// Ranks in its world.
+    pub world_size: usize,
+    /// Its `runtime_hooks` thread index (`Record::thread_id`).
+    pub hooks_thread_id: u32,
+    /// Its device index (`neuron:i` on its instance; the `device` of its records).
+    pub device_index: usize,
+    /// Its instance.
+    pub instance: usize,
+}
+
+static RANK_THREADS: Mutex<Vec<RankThread>> = Mutex::new(Vec::new());
+
+thread_local! {
+    static CURRENT_RANK: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+/// Every rank thread this process has started (oldest first).
+pub fn rank_threads() -> Vec<RankThread> {
+    RANK_THREADS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+/// The rank of the thread whose records carry `hooks_thread_id`, if it is a rank thread.
+pub fn rank_of_thread(hooks_thread_id: u32) -> Option<RankThread> {
+    rank_threads()
+        .into_iter()
+        .rev()
+        .find(|t| t.hooks_thread_id == hooks_thread_id)
+}
+
+/// `(rank, world_size)` of the calling thread, if it is a rank thread.
+pub fn current_rank() -> Option<(usize, usize)> {
+    CURRENT_RANK.with(Cell::get)
+}
+
+impl World {
+    /// A world of `config.world_size` ranks with the world group `"0"`.
+    pub fn new(config: WorldConfig) -> Result<World, BackendError> {
+        config
+            .profile
+            .validate()
+            .map_err(|reason| BackendError::Profile {
+                source_name: config.profile.name.clone(),
+                reason,
+            })?;
+        if config.world_size == 0 {
+            return Err(BackendError::InvalidArgument {
+                op: "World::new",
+                reason: "a world needs at least one rank".into(),
+            });
+        }
+        let topology = Arc::new(
+            config
+                .topology
+                .clone()
+                .unwrap_or_else(|| Topology::trn2_48xlarge(&config.profile)),
+        );
+        let profile = Arc::new(config.profile.clone());
+        let devices = (0..config.world_size)
+            .map(|rank| {
+                let device =
+                    Device::new(Arc::clone(&profile), topology.local_device_of(rank) as u16);
+                device.set_numerics(config.numerics);
+                device.set_detail(config.detail);
+                device
+            })
+            .collect();
+        let world = World {
+            shared: Arc::new(WorldShared {
+                config,
+                topology,
+                devices,
+                groups: Mutex::new(Vec::new()),
+            }),
+        };
+        let all: Vec<usize> = (0..world.world_size()).collect();
+        world.new_group("0", &all)?;
+        Ok(world)
+    }
+
+    /// Number of ranks.
+    pub fn world_size(&self) -> usize {
+        self.shared.config.world_size
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.shared.topology
+    }
+
+    /// The device of `rank`.
+    pub fn device(&self, rank: usize) -> Result<Device, BackendError> {
+        self.shared
+            .devices
+            .get(rank)
+            .cloned()
+            .ok_or(BackendError::NoSuchDevice {
+                index: rank,
+                count: self.world_size(),
+            })
+    }
+
+    /// Adds a process group `name` of the global `ranks` (in group-rank order).
+    pub fn new_group(&self, name: &str, ranks: &[usize]) -> Result<(), BackendError> {
+        let bad = |reason: String| BackendError::InvalidArgument {
+            op: "new_group",
+            reason: format!("group {name:?} of ranks {ranks:?}: {reason}"),
+        };
+        if ranks.is_empty() {
+            return Err(bad("no ranks".into()));
+        }
+        if let Some(&r) = ranks.iter().find(|&&r| r >= self.world_size()) {
+            return Err(bad(format!(
+                "rank {r} is not in a world of {}",
+                self.world_size()
+            )));
+        }
+        let mut seen = ranks.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != ranks.len() {
+            return Err(bad("a rank appears twice".into()));
+        }
+        let mut groups = self.shared.groups.lock().unwrap_or_else(|p| p.into_inner());
+        if groups.iter().any(|g| g.name == name) {
+            return Err(bad("a group of that name exists".into()));
+        }
+        let slot = groups.len();
+        groups.push(Arc::new(GroupShared::new(
+            name,
+            ranks.to_vec(),
+            slot,
+            Arc::clone(&self.shared.topology),
+            self.shared.config.timeout,
+        )));
+        Ok(())
+    }
+
+    /// Tensor-parallel groups `tp0, tp1, …` of `tp_size` consecutive ranks and
+    /// data-parallel groups `dp0, dp1, …` of the ranks with the same position in their
+    /// tensor-parallel group (Megatron's layout: tensor parallelism inside a chip or
+    /// instance, where links are fastest).
+    pub fn tp_dp_groups(&self, tp_size: usize) -> Result<(), BackendError> {
+        let n = self.world_size();
+        if tp_size == 0 || !n.is_multiple_of(tp_size) {
+            return Err(BackendError::InvalidArgument {
+                op: "tp_dp_groups",
+                reason: format!("tensor-parallel size {tp_size} does not divide world size {n}"),
+            });
+        }
+        for t in 0..n / tp_size {
+            let ranks: Vec<usize> = (t * tp_size..(t + 1) * tp_size).collect();
+            self.new_group(&format!("tp{t}"), &ranks)?;
+        }
+        for d in 0..tp_size {
+            let ranks: Vec<usize> = (d..n).step_by(tp_size).collect();
+            self.new_group(&format!("dp{d}"), &ranks)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `body` once per rank, each on its own thread, and returns the results in
+    /// rank order. A panic on a rank thread is re-raised here.
+    pub fn run<R: Send>(&self, body: impl Fn(&Rank) -> R + Sync) -> Vec<R> {
+        let body = &body;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.world_size())
+                .map(|rank| {
+                    let world = self.clone();
+                    std::thread::Builder::new()
+                        .name(format!("neuron-rank-{rank}"))
+                        .spawn_scoped(scope, move || {
+                            let rank = Rank::enter(world, rank);
+                            body(&rank)
+                        })
+                        .expect("spawning a rank thread")
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    }
+
+    fn group_shared(&self, name: &str) -> Option<Arc<GroupShared>> {
+        let groups = self.shared.groups.lock().unwrap_or_else(|p| p.into_inner());
+        groups.iter().find(|g| g.name == name).cloned()
+    }
+}
+
+/// One rank, as its thread sees it.
+#[derive(Debug)]
+pub struct Rank {
+    world: World,
+    rank: usize,
+    device: Device,
+}
+
+impl Rank {
+    /// Sets the calling thread up as `rank`: registers its recording ring and its rank
+    /// tag.
+    fn enter(world: World, rank: usize) -> Rank {
+        runtime_hooks::register_thread();
+        let device = world.shared.devices[rank].clone();
+        CURRENT_RANK.with(|c| c.set(Some((rank, world.world_size()))));
+        if let Some(hooks_thread_id) = runtime_hooks::current_thread_id() {
+            RANK_THREADS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(RankThread {
+                    rank,
+                    world_size: world.world_size(),
+                    hooks_thread_id,
+                    device_index: device.index(),
+                    instance: world.topology().instance_of(rank),
+                });
+        }
+        Rank {
+            world,
+            rank,
+            device,
+        }
+    }
+
+    /// The global rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Ranks in the world.
+    pub fn world_size(&self) -> usize {
+        self.world.world_size()
+    }
+
+    /// The world.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The device this rank drives.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The world group (`"0"`).
+    pub fn world_group(&self) -> ProcessGroup {
+        self.group("0").expect("every world has group \"0\"")
+    }
+
+    /// This rank's handle on group `name`; an error if there is no such group or this
+    /// rank is not in it.
+    pub fn group(&self, name: &str) -> Result<ProcessGroup, BackendError> {
+        let shared =
+            self.world
+                .group_shared(name)
+                .ok_or_else(|| BackendError::InvalidArgument {
+                    op: "group",
+                    reason: format!("no process group named {name:?}"),
+                })?;
+        let group_rank = shared
+            .ranks
+            .iter()
+            .position(|&r| r == self.rank)
+            .ok_or_else(|| BackendError::InvalidArgument {
+                op: "group",
+                reason: format!(
+                    "rank {} is not in process group {name:?} {:?}",
+                    self.rank, shared.ranks
+                ),
+            })?;
+        Ok(ProcessGroup {
+            shared,
+            group_rank,
+            device: self.device.clone(),
+        })
+    }
+
+    /// The first group whose name starts with `prefix` (`"tp"`, `"dp"`) that holds
+    /// this rank.
+    pub fn group_with_prefix(&self, prefix: &str) -> Result<ProcessGroup, BackendError> {
+        let name = {
+            let groups = self
+                .world
+                .shared
+                .groups
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            groups
+                .iter()
+                .find(|g| g.name.starts_with(prefix) && g.ranks.contains(&self.rank))
+                .map(|g| g.name.clone())
+        };
+        match name {
+            Some(name) => self.group(&name),
+            None => Err(BackendError::InvalidArgument {
+                op: "group",
+                reason: format!("no process group named {prefix}… holds rank {}", self.rank),
+            }),
+        }
+    }
+}

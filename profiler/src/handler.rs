@@ -28,8 +28,10 @@ where
 /// Writes each window to `{dir}/{worker}.{timestamp_ms}.pt.trace.json` (`.gz` added
 /// with `use_gzip`), like `torch.profiler.tensorboard_trace_handler`.
 ///
-/// `worker` defaults to torch's `{hostname}_{pid}`; give each rank its own (`rank0`,
-/// …) when several ranks write into one directory. The directory is created if needed.
+/// `worker` defaults to torch's `{hostname}_{pid}`, with `_rank{rank}` added for
+/// results of a rank (see [`crate::ProfilerBuilder::split_by_rank`]); a `{rank}` in a
+/// given worker name is replaced by the result's rank (`rank{rank}` → `rank3`). The
+/// directory is created if needed.
 /// `timestamp_ms` is the wall clock when the window is handed over, moved on by a
 /// millisecond if that name is taken. Clones share the list of [`files`](Self::files)
 /// written, so keep a clone to learn where the traces went.
@@ -40,7 +42,7 @@ pub fn tensorboard_trace_handler(
 ) -> TensorboardTraceHandler {
     TensorboardTraceHandler {
         dir: dir.as_ref().to_path_buf(),
-        worker: worker.map_or_else(default_worker, str::to_owned),
+        worker: worker.map(str::to_owned),
         use_gzip,
         written: Arc::default(),
     }
@@ -50,7 +52,7 @@ pub fn tensorboard_trace_handler(
 #[derive(Debug, Clone)]
 pub struct TensorboardTraceHandler {
     dir: PathBuf,
-    worker: String,
+    worker: Option<String>,
     use_gzip: bool,
     written: Arc<Mutex<Vec<PathBuf>>>,
 }
@@ -58,7 +60,7 @@ pub struct TensorboardTraceHandler {
 impl TensorboardTraceHandler {
     /// Writes `result` to a new file and returns its path.
     pub fn write(&self, result: &ProfileResult) -> Result<PathBuf, ProfilerError> {
-        let path = trace_path(&self.dir, &self.worker, self.use_gzip)?;
+        let path = trace_path(&self.dir, &self.worker_for(result), self.use_gzip)?;
         result
             .export_chrome_trace(&path)
             .map_err(|source| ProfilerError::Write {
@@ -80,9 +82,15 @@ impl TensorboardTraceHandler {
             .clone()
     }
 
-    /// The worker name in the file names.
-    pub fn worker(&self) -> &str {
-        &self.worker
+    /// The worker name in the file name of `result`.
+    pub fn worker_for(&self, result: &ProfileResult) -> String {
+        let rank = result.rank();
+        match (&self.worker, rank) {
+            (Some(worker), Some(rank)) => worker.replace("{rank}", &rank.to_string()),
+            (Some(worker), None) => worker.replace("{rank}", "0"),
+            (None, Some(rank)) => format!("{}_rank{rank}", default_worker()),
+            (None, None) => default_worker(),
+        }
     }
 }
 
@@ -131,10 +139,8 @@ mod tests {
 
     #[test]
     fn default_worker_is_host_and_pid() {
+        assert!(default_worker().ends_with(&format!("_{}", std::process::id())));
         let handler = tensorboard_trace_handler("/nonexistent", None, false);
-        assert!(handler
-            .worker()
-            .ends_with(&format!("_{}", std::process::id())));
         assert!(handler.files().is_empty());
     }
 }

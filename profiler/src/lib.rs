@@ -106,6 +106,7 @@ mod error;
 mod handler;
 mod key_averages;
 mod model;
+mod ranks;
 mod result;
 mod schedule;
 mod session;
@@ -120,6 +121,7 @@ pub use emit::{
 pub use error::ProfilerError;
 pub use handler::{tensorboard_trace_handler, OnTraceReady, TensorboardTraceHandler};
 pub use key_averages::{format_time, KeyAverage, KeyAverages, SortBy};
+pub use ranks::{RankOf, RankSteps, SharedProfiler};
 pub use result::{ActivityCounts, ProfileResult};
 pub use schedule::{ProfilerAction, Schedule};
 pub use session::{record_function, Profiler, ProfilerBuilder, RecordFunction};

@@ -123,6 +123,11 @@ impl ProfileResult {
         steps
     }
 
+    /// The rank the result belongs to (from its `distributedInfo`), if any.
+    pub fn rank(&self) -> Option<u32> {
+        self.config.distributed.as_ref().map(|d| d.rank)
+    }
+
     /// Index of this window in its session (the `N` of `PyTorch Profiler (N)`).
     pub fn window_index(&self) -> u64 {
         self.window.index

@@ -1,6 +1,7 @@
 //! The profiling session: `torch.profiler.profile` with its schedule, steps and
 //! `on_trace_ready` handler, over the global recording switch of `runtime-hooks`.
 
+use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 
 use runtime_hooks::{clock, RangeScope, Record};
@@ -9,6 +10,7 @@ use crate::config::{Activity, DeviceDetail, DeviceInfo, DistributedConfig, Profi
 use crate::error::ProfilerError;
 use crate::handler::OnTraceReady;
 use crate::model::PROFILER_STEP;
+use crate::ranks::RankOf;
 use crate::result::ProfileResult;
 use crate::schedule::{ProfilerAction, Schedule};
 
@@ -64,6 +66,7 @@ pub struct ProfilerBuilder {
     config: ProfilerConfig,
     schedule: Option<Schedule>,
     handler: Option<TraceHandler>,
+    ranks: Option<RankMap>,
 }
 
 impl std::fmt::Debug for ProfilerBuilder {
@@ -72,6 +75,7 @@ impl std::fmt::Debug for ProfilerBuilder {
             .field("config", &self.config)
             .field("schedule", &self.schedule)
             .field("handler", &self.handler.is_some())
+            .field("split_by_rank", &self.ranks.is_some())
             .finish()
     }
 }
@@ -147,6 +151,20 @@ impl ProfilerBuilder {
         self
     }
 
+    /// Writes one trace per rank: `rank_of` maps a recording thread (its
+    /// `runtime_hooks` thread index, `Record::thread_id`) to its rank. Each window
+    /// becomes one [`ProfileResult`] per rank that recorded anything, with
+    /// `distributedInfo` for that rank (process groups from
+    /// [`ProfilerBuilder::distributed`], else one default group of every rank).
+    /// Records of threads that belong to no rank are left out.
+    pub fn split_by_rank(
+        mut self,
+        rank_of: impl Fn(u32) -> Option<RankOf> + Send + Sync + 'static,
+    ) -> Self {
+        self.ranks = Some(Box::new(rank_of));
+        self
+    }
+
     /// Starts the session (waiting first while another session of this process runs).
     pub fn start(self) -> Profiler {
         let token = acquire();
@@ -159,7 +177,9 @@ impl ProfilerBuilder {
             window: None,
             windows_done: 0,
             step_range: None,
-            last: None,
+            step_ranges: true,
+            last: Vec::new(),
+            ranks: self.ranks,
             _token: token,
         };
         let first = profiler.action_for(0);
@@ -171,11 +191,16 @@ impl ProfilerBuilder {
 }
 
 /// An open recording window.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct OpenWindow {
     start_ns: u64,
     dropped_at_start: u64,
+    /// Records each thread had dropped when the window opened.
+    dropped_by_thread: HashMap<u32, u64>,
 }
+
+/// Maps a recording thread to its rank.
+type RankMap = Box<dyn Fn(u32) -> Option<RankOf> + Send + Sync>;
 
 /// A running session: `torch.profiler.profile` after `start()`.
 ///
@@ -192,7 +217,11 @@ pub struct Profiler {
     window: Option<OpenWindow>,
     windows_done: u64,
     step_range: Option<RangeScope>,
-    last: Option<ProfileResult>,
+    /// Whether the session marks `ProfilerStep#N` on its own thread (off when shared
+    /// by rank threads, which mark their own).
+    step_ranges: bool,
+    last: Vec<ProfileResult>,
+    ranks: Option<RankMap>,
     _token: ActiveToken,
 }
 
@@ -215,6 +244,7 @@ impl Profiler {
             config: ProfilerConfig::default(),
             schedule: None,
             handler: None,
+            ranks: None,
         }
     }
 
@@ -255,14 +285,28 @@ impl Profiler {
     /// Stops the session. Returns the last window produced (the one the stop ended, or
     /// the last one the schedule saved), after handing a window still open to
     /// `on_trace_ready`.
-    pub fn stop(mut self) -> Result<Option<ProfileResult>, ProfilerError> {
+    pub fn stop(self) -> Result<Option<ProfileResult>, ProfilerError> {
+        Ok(self.stop_all()?.into_iter().next())
+    }
+
+    /// Like [`Profiler::stop`], returning every result of the last window: one per
+    /// rank with [`ProfilerBuilder::split_by_rank`], in rank order.
+    pub fn stop_all(mut self) -> Result<Vec<ProfileResult>, ProfilerError> {
         self.step_range = None;
         self.transit(ProfilerAction::None)?;
-        Ok(self.last.take())
+        Ok(std::mem::take(&mut self.last))
+    }
+
+    /// Ends the session's own `ProfilerStep` range and stops marking steps on this
+    /// thread (rank threads mark their own).
+    pub(crate) fn end_step_range(&mut self) {
+        self.step_range = None;
+        self.step_ranges = false;
     }
 
     fn begin_step_range(&mut self) {
-        if self.action != ProfilerAction::None && self.config.has(Activity::Cpu) {
+        if self.step_ranges && self.action != ProfilerAction::None && self.config.has(Activity::Cpu)
+        {
             self.step_range = Some(RangeScope::new(
                 runtime_hooks::name!(PROFILER_STEP),
                 self.step_num,
@@ -310,6 +354,10 @@ impl Profiler {
         self.window = Some(OpenWindow {
             start_ns: clock::now_ns(),
             dropped_at_start: runtime_hooks::dropped_total(),
+            dropped_by_thread: runtime_hooks::thread_stats()
+                .into_iter()
+                .map(|t| (t.thread_id, t.dropped))
+                .collect(),
         });
     }
 
@@ -323,20 +371,36 @@ impl Profiler {
         runtime_hooks::drain(&mut records);
         let dropped = runtime_hooks::dropped_total().saturating_sub(window.dropped_at_start);
         let threads = runtime_hooks::thread_stats();
-        let result = ProfileResult::build(
-            &records,
-            &threads,
-            &self.config,
-            self.windows_done,
-            (window.start_ns, end_ns),
-            dropped,
-        );
-        self.windows_done += 1;
-        let handled = match &mut self.handler {
-            Some(handler) => handler.on_trace_ready(&result),
-            None => Ok(()),
+        let span = (window.start_ns, end_ns);
+        let results = match &self.ranks {
+            None => vec![ProfileResult::build(
+                &records,
+                &threads,
+                &self.config,
+                self.windows_done,
+                span,
+                dropped,
+            )],
+            Some(rank_of) => crate::ranks::split(
+                &records,
+                &threads,
+                &self.config,
+                rank_of,
+                self.windows_done,
+                span,
+                &window.dropped_by_thread,
+            ),
         };
-        self.last = Some(result);
+        self.windows_done += 1;
+        let mut handled = Ok(());
+        if let Some(handler) = &mut self.handler {
+            for result in &results {
+                if let Err(e) = handler.on_trace_ready(result) {
+                    handled = handled.and(Err(e));
+                }
+            }
+        }
+        self.last = results;
         handled
     }
 }

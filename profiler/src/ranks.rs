@@ -1,0 +1,232 @@
+//! Multi-rank runs in one process: one trace per rank, and a session that ranks
+//! running on threads of their own step together.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Barrier, Mutex};
+
+use runtime_hooks::{clock, Record, ThreadStats};
+
+use crate::config::{DistributedConfig, ProfilerConfig};
+use crate::error::ProfilerError;
+use crate::model::PROFILER_STEP;
+use crate::result::ProfileResult;
+use crate::session::Profiler;
+use crate::ProfilerAction;
+
+/// The rank a recording thread belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RankOf {
+    /// Global rank.
+    pub rank: u32,
+    /// Number of ranks.
+    pub world_size: u32,
+}
+
+/// Splits a window's records into one result per rank, in rank order.
+pub(crate) fn split(
+    records: &[Record],
+    threads: &[ThreadStats],
+    config: &ProfilerConfig,
+    rank_of: &(dyn Fn(u32) -> Option<RankOf> + Send + Sync),
+    index: u64,
+    span: (u64, u64),
+    dropped_at_start: &HashMap<u32, u64>,
+) -> Vec<ProfileResult> {
+    let mut ranks: HashMap<u32, Option<RankOf>> = HashMap::new();
+    let mut by_rank: BTreeMap<u32, (RankOf, Vec<Record>)> = BTreeMap::new();
+    for record in records {
+        let rank = *ranks
+            .entry(record.thread_id)
+            .or_insert_with(|| rank_of(record.thread_id));
+        if let Some(rank) = rank {
+            by_rank
+                .entry(rank.rank)
+                .or_insert_with(|| (rank, Vec::new()))
+                .1
+                .push(*record);
+        }
+    }
+    by_rank
+        .into_values()
+        .map(|(rank, records)| {
+            let dropped: u64 = threads
+                .iter()
+                .filter(|t| rank_of(t.thread_id).is_some_and(|r| r.rank == rank.rank))
+                .map(|t| {
+                    let before = dropped_at_start.get(&t.thread_id).copied().unwrap_or(0);
+                    t.dropped.saturating_sub(before)
+                })
+                .sum();
+            let mut rank_config = config.clone();
+            rank_config.distributed = Some(rank_distributed(config, rank));
+            // Describe the devices this rank used (all configured ones if it used none).
+            let used: HashSet<u16> = records.iter().filter_map(device_of).collect();
+            if !used.is_empty() {
+                rank_config.devices.retain(|d| used.contains(&d.index));
+            }
+            ProfileResult::build(&records, threads, &rank_config, index, span, dropped)
+        })
+        .collect()
+}
+
+/// `distributedInfo` for `rank`: the configured groups with this rank and world size.
+fn rank_distributed(config: &ProfilerConfig, rank: RankOf) -> DistributedConfig {
+    match &config.distributed {
+        Some(template) => DistributedConfig {
+            rank: rank.rank,
+            world_size: rank.world_size,
+            ..template.clone()
+        },
+        None => DistributedConfig::new("nccom", rank.rank, rank.world_size),
+    }
+}
+
+/// The device a device-side record belongs to.
+fn device_of(record: &Record) -> Option<u16> {
+    use runtime_hooks::Event;
+    match record.event()? {
+        Event::Kernel(p) => Some(p.device),
+        Event::Instruction(p) => Some(p.device),
+        Event::Dma(_, p) => Some(p.device),
+        Event::Collective(_, p) => Some(p.device),
+        Event::Memory(_, p) => Some(p.device),
+        _ => None,
+    }
+}
+
+/// A session shared by ranks that run on threads of their own (one process, several
+/// ranks): each rank marks its steps with [`RankSteps`]; the schedule moves on when
+/// every rank has finished the step.
+///
+/// Recording is one process-wide switch, so the ranks step together: each rank's
+/// [`RankSteps::step`] waits for the others (a barrier) and the last to arrive applies
+/// the schedule. The wait, and the conversion and writing of a finished window, run as
+/// emulation time (`runtime_hooks::clock::emulation_scope`): they do not show in the
+/// ranks' host timelines.
+#[derive(Clone)]
+pub struct SharedProfiler {
+    inner: Arc<SharedInner>,
+}
+
+struct SharedInner {
+    profiler: Mutex<Option<Profiler>>,
+    arrived: Barrier,
+    released: Barrier,
+    error: Mutex<Option<ProfilerError>>,
+}
+
+impl std::fmt::Debug for SharedProfiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedProfiler").finish_non_exhaustive()
+    }
+}
+
+impl SharedProfiler {
+    /// Shares `profiler` between `ranks` rank threads. The session's own
+    /// `ProfilerStep` range (on the thread that started it) ends here; the ranks
+    /// record their own.
+    pub fn new(mut profiler: Profiler, ranks: usize) -> Self {
+        profiler.end_step_range();
+        SharedProfiler {
+            inner: Arc::new(SharedInner {
+                profiler: Mutex::new(Some(profiler)),
+                arrived: Barrier::new(ranks.max(1)),
+                released: Barrier::new(ranks.max(1)),
+                error: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Starts marking the calling rank's steps: `ProfilerStep#N` begins now.
+    pub fn rank_steps(&self) -> RankSteps {
+        let (step, action) = self.state();
+        let mut steps = RankSteps {
+            shared: self.clone(),
+            step,
+            range: None,
+        };
+        steps.begin(action);
+        steps
+    }
+
+    fn state(&self) -> (u64, ProfilerAction) {
+        let guard = self
+            .inner
+            .profiler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().map_or((0, ProfilerAction::None), |p| {
+            (p.step_num(), p.current_action())
+        })
+    }
+
+    /// Stops the session once the ranks are done; returns the last window's results,
+    /// one per rank, or the first error a step met.
+    pub fn stop(&self) -> Result<Vec<ProfileResult>, ProfilerError> {
+        let profiler = self
+            .inner
+            .profiler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(e) = self
+            .inner
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e);
+        }
+        match profiler {
+            Some(profiler) => profiler.stop_all(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// One rank's step marker of a [`SharedProfiler`]: holds its `ProfilerStep#N` range.
+#[derive(Debug)]
+pub struct RankSteps {
+    shared: SharedProfiler,
+    step: u64,
+    range: Option<runtime_hooks::RangeScope>,
+}
+
+impl RankSteps {
+    fn begin(&mut self, action: ProfilerAction) {
+        if action != ProfilerAction::None {
+            self.range = Some(runtime_hooks::RangeScope::new(
+                runtime_hooks::name!(PROFILER_STEP),
+                self.step,
+            ));
+        }
+    }
+
+    /// The step this rank is in.
+    pub fn step_num(&self) -> u64 {
+        self.step
+    }
+
+    /// Ends this rank's step; waits for every rank, applies the schedule once, and
+    /// begins the next step.
+    pub fn step(&mut self) -> Result<(), ProfilerError> {
+        self.range = None;
+        let _outside_the_workload = clock::emulation_scope();
+        let inner = &self.shared.inner;
+        if inner.arrived.wait().is_leader() {
+            let mut guard = inner.profiler.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(profiler) = guard.as_mut() {
+                if let Err(e) = profiler.step() {
+                    let mut error = inner.error.lock().unwrap_or_else(|p| p.into_inner());
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        inner.released.wait();
+        let (step, action) = self.shared.state();
+        self.step = step;
+        self.begin(action);
+        Ok(())
+    }
+}

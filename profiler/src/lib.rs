@@ -108,6 +108,7 @@ mod key_averages;
 mod model;
 mod ranks;
 mod result;
+mod run;
 mod schedule;
 mod session;
 
@@ -123,5 +124,6 @@ pub use handler::{tensorboard_trace_handler, OnTraceReady, TensorboardTraceHandl
 pub use key_averages::{format_time, KeyAverage, KeyAverages, SortBy};
 pub use ranks::{RankOf, RankSteps, SharedProfiler};
 pub use result::{ActivityCounts, ProfileResult};
+pub use run::{run_profiled, ProfiledRun, RunOptions};
 pub use schedule::{ProfilerAction, Schedule};
 pub use session::{record_function, Profiler, ProfilerBuilder, RecordFunction};

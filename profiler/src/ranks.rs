@@ -2,7 +2,7 @@
 //! running on threads of their own step together.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use runtime_hooks::{clock, Record, ThreadStats};
 
@@ -99,10 +99,11 @@ fn device_of(record: &Record) -> Option<u16> {
 /// every rank has finished the step.
 ///
 /// Recording is one process-wide switch, so the ranks step together: each rank's
-/// [`RankSteps::step`] waits for the others (a barrier) and the last to arrive applies
-/// the schedule. The wait, and the conversion and writing of a finished window, run as
-/// emulation time (`runtime_hooks::clock::emulation_scope`): they do not show in the
-/// ranks' host timelines.
+/// [`RankSteps::step`] waits for the others and the last to arrive applies the
+/// schedule. A rank whose [`RankSteps`] is dropped (it finished, or failed) leaves:
+/// the others stop waiting for it. The wait, and the conversion and writing of a
+/// finished window, run as emulation time (`runtime_hooks::clock::emulation_scope`):
+/// they do not show in the ranks' host timelines.
 #[derive(Clone)]
 pub struct SharedProfiler {
     inner: Arc<SharedInner>,
@@ -110,9 +111,17 @@ pub struct SharedProfiler {
 
 struct SharedInner {
     profiler: Mutex<Option<Profiler>>,
-    arrived: Barrier,
-    released: Barrier,
+    gate: Mutex<Gate>,
+    opened: Condvar,
     error: Mutex<Option<ProfilerError>>,
+}
+
+/// Ranks still stepping and how many reached the current step's end.
+#[derive(Debug)]
+struct Gate {
+    members: usize,
+    arrived: usize,
+    generation: u64,
 }
 
 impl std::fmt::Debug for SharedProfiler {
@@ -130,14 +139,19 @@ impl SharedProfiler {
         SharedProfiler {
             inner: Arc::new(SharedInner {
                 profiler: Mutex::new(Some(profiler)),
-                arrived: Barrier::new(ranks.max(1)),
-                released: Barrier::new(ranks.max(1)),
+                gate: Mutex::new(Gate {
+                    members: ranks.max(1),
+                    arrived: 0,
+                    generation: 0,
+                }),
+                opened: Condvar::new(),
                 error: Mutex::new(None),
             }),
         }
     }
 
-    /// Starts marking the calling rank's steps: `ProfilerStep#N` begins now.
+    /// Starts marking the calling rank's steps: `ProfilerStep#N` begins now. Take it
+    /// once per rank.
     pub fn rank_steps(&self) -> RankSteps {
         let (step, action) = self.state();
         let mut steps = RankSteps {
@@ -158,6 +172,55 @@ impl SharedProfiler {
         guard.as_ref().map_or((0, ProfilerAction::None), |p| {
             (p.step_num(), p.current_action())
         })
+    }
+
+    /// Moves the schedule on by one step (the last rank to arrive does this).
+    fn advance(&self) {
+        let mut guard = self
+            .inner
+            .profiler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(profiler) = guard.as_mut() {
+            if let Err(e) = profiler.step() {
+                let mut error = self.inner.error.lock().unwrap_or_else(|p| p.into_inner());
+                error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Arrives at the end of a step; returns when every rank has.
+    fn arrive(&self) {
+        let mut gate = self.inner.gate.lock().unwrap_or_else(|p| p.into_inner());
+        gate.arrived += 1;
+        if gate.arrived >= gate.members {
+            self.open(&mut gate);
+            return;
+        }
+        let generation = gate.generation;
+        while gate.generation == generation {
+            gate = self
+                .inner
+                .opened
+                .wait(gate)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// A rank stops stepping; if the others were all waiting for it, they go on.
+    fn leave(&self) {
+        let mut gate = self.inner.gate.lock().unwrap_or_else(|p| p.into_inner());
+        gate.members = gate.members.saturating_sub(1);
+        if gate.arrived > 0 && gate.arrived >= gate.members {
+            self.open(&mut gate);
+        }
+    }
+
+    fn open(&self, gate: &mut Gate) {
+        self.advance();
+        gate.arrived = 0;
+        gate.generation += 1;
+        self.inner.opened.notify_all();
     }
 
     /// Stops the session once the ranks are done; returns the last window's results,
@@ -186,6 +249,7 @@ impl SharedProfiler {
 }
 
 /// One rank's step marker of a [`SharedProfiler`]: holds its `ProfilerStep#N` range.
+/// Dropping it ends the range and takes the rank out of the step count.
 #[derive(Debug)]
 pub struct RankSteps {
     shared: SharedProfiler,
@@ -208,25 +272,25 @@ impl RankSteps {
         self.step
     }
 
-    /// Ends this rank's step; waits for every rank, applies the schedule once, and
-    /// begins the next step.
-    pub fn step(&mut self) -> Result<(), ProfilerError> {
+    /// Ends this rank's step, waits for every rank (the last one applies the
+    /// schedule, handing finished windows to `on_trace_ready`), and begins the next
+    /// step. Errors of handlers are returned by [`SharedProfiler::stop`].
+    pub fn step(&mut self) {
         self.range = None;
-        let _outside_the_workload = clock::emulation_scope();
-        let inner = &self.shared.inner;
-        if inner.arrived.wait().is_leader() {
-            let mut guard = inner.profiler.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(profiler) = guard.as_mut() {
-                if let Err(e) = profiler.step() {
-                    let mut error = inner.error.lock().unwrap_or_else(|p| p.into_inner());
-                    error.get_or_insert(e);
-                }
-            }
+        {
+            let _outside_the_workload = clock::emulation_scope();
+            self.shared.arrive();
         }
-        inner.released.wait();
         let (step, action) = self.shared.state();
         self.step = step;
         self.begin(action);
-        Ok(())
+    }
+}
+
+impl Drop for RankSteps {
+    fn drop(&mut self) {
+        self.range = None;
+        let _outside_the_workload = clock::emulation_scope();
+        self.shared.leave();
     }
 }

@@ -51,7 +51,7 @@ fn ranks_on_threads_get_one_trace_each() {
                         let y = x.mul(&x).unwrap();
                         device.synchronize();
                         drop(y);
-                        steps.step().unwrap();
+                        steps.step();
                     }
                 })
                 .unwrap();
@@ -99,4 +99,54 @@ fn ranks_on_threads_get_one_trace_each() {
         assert_eq!(steps, ["ProfilerStep#2", "ProfilerStep#3"]);
         common::assert_tracks_nest(&trace.events);
     }
+}
+
+#[test]
+fn run_profiled_goes_on_when_a_rank_stops_early() {
+    let _serial = common::serial();
+    let runtime = Runtime::trn2();
+    let dir = common::temp_dir("run-profiled");
+    let mut options = profiler::RunOptions::new(&dir, 2);
+    options.schedule = Some(Schedule::new(0, 2, 0, 2, 1));
+    let run = profiler::run_profiled(&options, rank_of_two, |prof| {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|r| {
+                    let device = runtime.device(r).unwrap();
+                    let prof = prof.clone();
+                    std::thread::Builder::new()
+                        .name(format!("test-rank-{r}"))
+                        .spawn_scoped(scope, move || {
+                            runtime_hooks::register_thread();
+                            let x = device.ones(&[4, 4], DType::F32).unwrap();
+                            let mut steps = prof.rank_steps();
+                            // Rank 1 fails after its first step; rank 0 goes on.
+                            let last_step = if r == 1 { 1 } else { 5 };
+                            for _ in 0..last_step {
+                                drop(x.add(&x).unwrap());
+                                steps.step();
+                            }
+                            steps.step_num()
+                        })
+                        .unwrap()
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<u64>>()
+        })
+    })
+    .unwrap();
+    assert_eq!(run.output, vec![5, 1]);
+    assert_eq!(run.results.len(), 1, "only rank 0 recorded in the window");
+    assert_eq!(run.results[0].rank(), Some(0));
+    assert_eq!(run.results[0].steps(), vec![2, 3]);
+    assert_eq!(run.files.len(), 1);
+    let name = run.files[0].file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("rank0.") && name.ends_with(".pt.trace.json.gz"));
+}
+
+fn rank_of_two(thread_id: u32) -> Option<RankOf> {
+    rank_of(thread_id).map(|r| RankOf { world_size: 2, ..r })
 }

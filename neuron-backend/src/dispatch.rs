@@ -10,6 +10,7 @@
 
 mod signature;
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use runtime_hooks::{
@@ -23,6 +24,74 @@ use crate::timing::{KernelInfo, KernelRun};
 use crate::{BackendError, DType, Device, Tensor};
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// Autograd's view of this thread's ops: the sequence number backward ops reuse
+    /// (0: none), whether forward ops start a forward→backward flow, and the last
+    /// sequence number handed out.
+    static SEQ_OVERRIDE: Cell<u64> = const { Cell::new(0) };
+    static FORWARD_FLOWS: Cell<bool> = const { Cell::new(false) };
+    static LAST_SEQ: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The sequence number for the next op on this thread: the backward override if one
+/// is set, else a fresh one. At the forward of an op that needs a gradient, also starts
+/// its forward→backward flow (inside the operator's span).
+fn next_seq_nr() -> u64 {
+    let seq_nr = match SEQ_OVERRIDE.with(Cell::get) {
+        0 => SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        seq_nr => seq_nr,
+    };
+    LAST_SEQ.with(|last| last.set(seq_nr));
+    seq_nr
+}
+
+fn start_forward_flow(seq_nr: u64) {
+    if FORWARD_FLOWS.with(Cell::get) && runtime_hooks::is_enabled() {
+        runtime_hooks::flow_start(FlowKind::ForwardToBackward, seq_nr);
+    }
+}
+
+/// The sequence number of the last op dispatched on this thread.
+pub(crate) fn last_seq_nr() -> u64 {
+    LAST_SEQ.with(Cell::get)
+}
+
+/// While alive, ops on this thread are forward ops of a recorded graph: each starts a
+/// forward→backward flow with its sequence number as the flow id.
+pub(crate) struct ForwardScope(bool);
+
+impl ForwardScope {
+    pub(crate) fn new() -> Self {
+        ForwardScope(FORWARD_FLOWS.with(|f| f.replace(true)))
+    }
+}
+
+impl Drop for ForwardScope {
+    fn drop(&mut self) {
+        FORWARD_FLOWS.with(|f| f.set(self.0));
+    }
+}
+
+/// While alive, ops on this thread are backward ops of the forward op `seq_nr`: they
+/// carry its sequence number.
+pub(crate) struct BackwardScope(u64, bool);
+
+impl BackwardScope {
+    pub(crate) fn new(seq_nr: u64) -> Self {
+        BackwardScope(
+            SEQ_OVERRIDE.with(|s| s.replace(seq_nr)),
+            FORWARD_FLOWS.with(|f| f.replace(false)),
+        )
+    }
+}
+
+impl Drop for BackwardScope {
+    fn drop(&mut self) {
+        SEQ_OVERRIDE.with(|s| s.set(self.0));
+        FORWARD_FLOWS.with(|f| f.set(self.1));
+    }
+}
 
 /// How a kernel is lowered to instructions.
 #[derive(Debug, Clone)]
@@ -103,12 +172,14 @@ pub(crate) use signature::op_ids;
 /// Records a host-only op (views) on `inputs`: operator begin and end, no kernel.
 pub(crate) fn host_op<T>(op: &'static str, inputs: &[&Tensor], body: impl FnOnce() -> T) -> T {
     let ids = op_ids(op, inputs);
+    let seq_nr = next_seq_nr();
     let _scope = OperatorScope::new(OperatorPayload {
         name_id: ids.name_id,
         input_sig_id: ids.input_sig_id,
-        seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        seq_nr,
         ..Default::default()
     });
+    start_forward_flow(seq_nr);
     body()
 }
 
@@ -143,14 +214,16 @@ pub(crate) fn dispatch_checked(
             .sum::<u64>();
     let corr_id = runtime_hooks::next_corr_id();
     let ids = op_ids(call.op, call.inputs);
+    let seq_nr = next_seq_nr();
     let _op = OperatorScope::new(OperatorPayload {
         name_id: ids.name_id,
         input_sig_id: ids.input_sig_id,
         corr_id,
-        seq_nr: SEQUENCE.fetch_add(1, Ordering::Relaxed),
+        seq_nr,
         flops: call.flops,
         bytes,
     });
+    start_forward_flow(seq_nr);
     let outputs = call
         .outputs
         .iter()

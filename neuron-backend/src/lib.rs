@@ -23,6 +23,8 @@
 //! - [`dist`]: ranks as threads ([`dist::World`], [`dist::Rank`]), process groups and
 //!   collectives with real data and topology-based timing ([`dist::ProcessGroup`],
 //!   [`dist::Topology`]); [`dist::rank_threads`] maps recording threads to ranks.
+//! - [`autograd`]: reverse mode over these ops ([`autograd::Tape`], [`autograd::Var`]);
+//!   backward ops are device ops carrying their forward op's sequence number.
 //!
 //! # Ops
 //!
@@ -86,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod allocator;
+pub mod autograd;
 mod device;
 mod dispatch;
 pub mod dist;

@@ -95,6 +95,7 @@ pub mod dist;
 mod dtype;
 mod error;
 mod ops;
+pub mod optim;
 mod profile;
 mod tensor;
 mod timing;

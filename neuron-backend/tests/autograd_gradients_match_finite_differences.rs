@@ -59,7 +59,11 @@ fn forward(device: &Device, values: &[Vec<f32>]) -> (Tape, Var, Vec<Var>) {
     let h = x.linear(&ps[1], Some(&ps[2])).unwrap().gelu().unwrap();
     let h = h.layer_norm(&ps[3], &ps[4], 1e-5).unwrap();
     // Self-attention over the 3 positions (q = k = v = h), scaled.
-    let scores = h.matmul(&h.transpose(-1, -2).unwrap()).unwrap().mul_scalar(0.5).unwrap();
+    let scores = h
+        .matmul(&h.transpose(-1, -2).unwrap())
+        .unwrap()
+        .mul_scalar(0.5)
+        .unwrap();
     let attn = scores.softmax().unwrap().matmul(&h).unwrap();
     let y = attn.add(&x).unwrap(); // residual
     let logits = y.reshape(&[6, 4]).unwrap().linear(&ps[5], None).unwrap();
@@ -137,13 +141,22 @@ fn backward_ops_carry_their_forward_sequence_number_and_close_its_flow() {
     // flow of its forward op and carries its sequence number.
     assert!(bwd.len() >= 10, "{bwd:?}");
     for (name, seq) in &bwd {
-        assert!(flow_starts.contains(seq), "{name} #{seq} has no forward flow start");
+        assert!(
+            flow_starts.contains(seq),
+            "{name} #{seq} has no forward flow start"
+        );
         assert!(flow_ends.contains(seq));
         assert!(fwd_seq.contains_key(seq), "{name} #{seq}");
     }
-    let mm = bwd.iter().find(|(n, _)| n.ends_with("MmBackward0")).unwrap();
+    let mm = bwd
+        .iter()
+        .find(|(n, _)| n.ends_with("MmBackward0"))
+        .unwrap();
     assert_eq!(fwd_seq[&mm.1], "aten::matmul");
-    let ln = bwd.iter().find(|(n, _)| n.ends_with("NativeLayerNormBackward0")).unwrap();
+    let ln = bwd
+        .iter()
+        .find(|(n, _)| n.ends_with("NativeLayerNormBackward0"))
+        .unwrap();
     assert_eq!(fwd_seq[&ln.1], "aten::native_layer_norm");
     let _ = DType::F32;
 }

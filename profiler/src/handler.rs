@@ -33,7 +33,7 @@ where
 /// given worker name is replaced by the result's rank (`rank{rank}` → `rank3`). The
 /// directory is created if needed.
 /// `timestamp_ms` is the wall clock when the window is handed over, moved on by a
-/// millisecond if that name is taken. Clones share the list of [`files`](Self::files)
+/// millisecond if that name is taken. Clones share the list of [`files`](TensorboardTraceHandler::files)
 /// written, so keep a clone to learn where the traces went.
 pub fn tensorboard_trace_handler(
     dir: impl AsRef<Path>,

@@ -10,6 +10,7 @@ use crate::config::ProfilerConfig;
 use crate::emit::{self, Window};
 use crate::key_averages::KeyAverages;
 use crate::model::{self, HostKind, TraceModel};
+use crate::summary::Summary;
 
 /// The activity of one recorded window, resolved and ready to be written as a Kineto
 /// trace or summarized with [`ProfileResult::key_averages`].
@@ -101,6 +102,11 @@ impl ProfileResult {
     /// (`key_averages(group_by_input_shape=True)`); shapes need `record_shapes`.
     pub fn key_averages_by_input_shape(&self) -> KeyAverages {
         KeyAverages::new(&self.model, &self.config, true)
+    }
+
+    /// Step time, device utilization, peak memory and dropped records of the window.
+    pub fn summary(&self) -> Summary {
+        Summary::new(&self.model, (self.window.start_ns, self.window.end_ns))
     }
 
     /// Records lost in the window (full rings, exiting threads): the trace's

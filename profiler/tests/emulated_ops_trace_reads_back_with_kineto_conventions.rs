@@ -343,4 +343,27 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
         "{table}"
     );
     assert_eq!(run.result.steps(), vec![0, 1, 2]);
+
+    // The summary agrees with the trace.
+    let summary = run.result.summary();
+    assert_eq!(summary.steps, 3);
+    let step_ns: Vec<i64> = events
+        .iter()
+        .filter(|e| e.name().starts_with("ProfilerStep#"))
+        .map(|e| e.dur_ns.unwrap())
+        .collect();
+    assert_eq!(summary.mean_step_ns as i64, step_ns.iter().sum::<i64>() / 3);
+    assert_eq!(summary.device_busy_ns.len(), 1);
+    let busy = summary.device_busy_ns[0].1 as i64;
+    assert!(
+        busy > 0 && busy <= kernel_total,
+        "busy {busy} of {kernel_total}"
+    );
+    assert!(summary.device_utilization() > 0.0 && summary.device_utilization() <= 1.0);
+    let peak = memory
+        .iter()
+        .map(|e| i64_arg(e, "Total Allocated"))
+        .max()
+        .unwrap();
+    assert_eq!(summary.peak_allocated_bytes, Some(peak as u64));
 }

@@ -76,6 +76,7 @@ pub(crate) fn build(
     let mut flow_starts: HashMap<(u16, u64), (u64, u64)> = HashMap::new();
     let mut flow_ends: Vec<(FlowKind, u64, u64, u64)> = Vec::new();
     let mut busy: HashMap<(u16, u64), BTreeMap<u8, u64>> = HashMap::new();
+    let mut collectives: Vec<DeviceSpan> = Vec::new();
 
     for record in records {
         let (Some(event), Some(phase)) = (record.event(), record.phase()) else {
@@ -158,7 +159,7 @@ pub(crate) fn build(
                 span.corr_id = p.corr_id;
                 span.bytes = p.bytes;
                 span.collective = Some(collective);
-                model.device.push(span);
+                collectives.push(span);
             }
             Event::Instruction(p) => {
                 let is_wait = names.get(p.name_id).as_ref() == "semaphore_wait";
@@ -223,6 +224,7 @@ pub(crate) fn build(
         }
     }
     model.unpaired_records += open.values().map(|v| v.len() as u64).sum::<u64>();
+    merge_collectives(&mut model.device, collectives);
 
     link_host(&mut model.host);
     link_device(&mut model, &busy);
@@ -262,6 +264,27 @@ fn device_span(
         bytes: 0,
         engine_busy_ns: Vec::new(),
         collective: None,
+    }
+}
+
+/// A device records a collective as a kernel (its name, timing, launch flow) plus a
+/// collective record with the same correlation id: the collective's args go onto that
+/// kernel. A collective without such a kernel becomes a kernel of its own.
+fn merge_collectives(device: &mut Vec<DeviceSpan>, collectives: Vec<DeviceSpan>) {
+    let kernels: HashMap<(u16, u64), usize> = device
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.corr_id != 0)
+        .map(|(i, d)| ((d.device, d.corr_id), i))
+        .collect();
+    for c in collectives {
+        match kernels.get(&(c.device, c.corr_id)) {
+            Some(&i) if c.corr_id != 0 => {
+                device[i].kind = DeviceKind::Collective;
+                device[i].collective = c.collective;
+            }
+            _ => device.push(c),
+        }
     }
 }
 
@@ -362,7 +385,10 @@ fn link_host(host: &mut [HostSpan]) {
         }
         match host[i].kind {
             HostKind::Operator | HostKind::UserRange | HostKind::Collective => {
-                host[i].external_id = if host[i].corr_id != 0 {
+                // A host collective shares its correlation id with the operator around
+                // it; like `record_param_comms` in real traces it gets an id of its own.
+                let own = host[i].kind != HostKind::Collective;
+                host[i].external_id = if own && host[i].corr_id != 0 {
                     host[i].corr_id
                 } else {
                     runtime_hooks::next_corr_id()
@@ -383,7 +409,7 @@ fn link_host(host: &mut [HostSpan]) {
             HostKind::Runtime(_) => {
                 let mut up = host[i].parent;
                 while let Some(p) = up {
-                    if matches!(host[p].kind, HostKind::Operator | HostKind::Collective) {
+                    if host[p].kind == HostKind::Operator {
                         host[i].external_id = host[p].external_id;
                         break;
                     }
@@ -400,13 +426,17 @@ fn link_host(host: &mut [HostSpan]) {
 fn link_device(model: &mut TraceModel, busy: &HashMap<(u16, u64), BTreeMap<u8, u64>>) {
     let mut ops: HashMap<u64, usize> = HashMap::new();
     let mut launches: HashMap<u64, usize> = HashMap::new();
+    let mut host_collectives: HashMap<u64, usize> = HashMap::new();
     for (i, h) in model.host.iter().enumerate() {
         if h.corr_id == 0 {
             continue;
         }
         match h.kind {
-            HostKind::Operator | HostKind::Collective => {
+            HostKind::Operator => {
                 ops.entry(h.corr_id).or_insert(i);
+            }
+            HostKind::Collective => {
+                host_collectives.entry(h.corr_id).or_insert(i);
             }
             HostKind::Runtime(RuntimeCallKind::KernelLaunch) => {
                 launches.entry(h.corr_id).or_insert(i);
@@ -418,7 +448,10 @@ fn link_device(model: &mut TraceModel, busy: &HashMap<(u16, u64), BTreeMap<u8, u
         if span.corr_id == 0 {
             continue;
         }
-        if let Some(&op) = ops.get(&span.corr_id) {
+        if let Some(&op) = ops
+            .get(&span.corr_id)
+            .or_else(|| host_collectives.get(&span.corr_id))
+        {
             span.external_id = model.host[op].external_id;
             span.host_span = Some(op);
         }

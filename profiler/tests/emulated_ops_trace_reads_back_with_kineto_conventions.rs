@@ -367,3 +367,63 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
         .unwrap();
     assert_eq!(summary.peak_allocated_bytes, Some(peak as u64));
 }
+
+#[test]
+fn autograd_links_forward_and_backward_ops_with_fwdbwd_flows() {
+    let _serial = common::serial();
+    let device = Runtime::trn2().device(0).unwrap();
+    let tape = neuron_backend::autograd::Tape::new();
+    let w = tape.param(device.ones(&[8, 4], DType::F32).unwrap());
+    let x = tape.constant(device.ones(&[2, 8], DType::F32).unwrap());
+    let prof = Profiler::builder().start();
+    let loss = x.matmul(&w).unwrap().sum_all().unwrap();
+    let grads = tape.backward(&loss).unwrap();
+    assert!(grads.get(&w).is_some());
+    let result = prof.stop().unwrap().unwrap();
+    let json = result.write_trace(Vec::new(), None).unwrap();
+    let mut trace = CollectSink::default();
+    trace_format::TraceReader::from_slice("t.json", &json)
+        .read(&mut trace)
+        .unwrap();
+    let events = &trace.events;
+    let flows: Vec<&Event<'_>> = events.iter().filter(|e| cat(e) == "fwdbwd").collect();
+    assert!(
+        flows.len() >= 4,
+        "matmul and sum each link forward to backward"
+    );
+    let ops: Vec<&Event<'_>> = events.iter().filter(|e| cat(e) == "cpu_op").collect();
+    let enclosing = |f: &Event<'_>| -> Vec<&Event<'_>> {
+        ops.iter()
+            .copied()
+            .filter(|o| o.tid == f.tid && o.ts_ns <= f.ts_ns && f.ts_ns <= o.end_ns())
+            .collect()
+    };
+    for pair in flows.chunks(2) {
+        let (s, f) = (pair[0], pair[1]);
+        assert_eq!(s.flow_id, f.flow_id);
+        assert_eq!(s.flow_end(), Some(FlowEnd::Start));
+        let seq = s.flow_id.as_ref().and_then(|i| i.as_i64()).unwrap();
+        let with_seq =
+            |e: &&Event<'_>| e.arg("Sequence number").and_then(|v| v.as_i64()) == Some(seq);
+        let forward = enclosing(s)
+            .into_iter()
+            .find(with_seq)
+            .expect("s in its forward op");
+        let backward = enclosing(f)
+            .into_iter()
+            .find(with_seq)
+            .expect("f in its backward op");
+        assert!(backward
+            .name()
+            .starts_with("autograd::engine::evaluate_function: "));
+        assert_eq!(
+            forward.arg("Fwd thread id").and_then(|v| v.as_i64()),
+            Some(0)
+        );
+        assert_eq!(
+            backward.arg("Fwd thread id").and_then(|v| v.as_i64()),
+            forward.tid.as_ref().and_then(|t| t.as_i64())
+        );
+    }
+    common::assert_tracks_nest(events);
+}

@@ -111,6 +111,8 @@ pub struct SharedProfiler {
 
 struct SharedInner {
     profiler: Mutex<Option<Profiler>>,
+    /// Steps each rank runs, when known: no `ProfilerStep` is begun after the last.
+    total_steps: Option<u64>,
     gate: Mutex<Gate>,
     opened: Condvar,
     error: Mutex<Option<ProfilerError>>,
@@ -134,11 +136,23 @@ impl SharedProfiler {
     /// Shares `profiler` between `ranks` rank threads. The session's own
     /// `ProfilerStep` range (on the thread that started it) ends here; the ranks
     /// record their own.
-    pub fn new(mut profiler: Profiler, ranks: usize) -> Self {
+    pub fn new(profiler: Profiler, ranks: usize) -> Self {
+        Self::with_total_steps(profiler, ranks, None)
+    }
+
+    /// Like [`SharedProfiler::new`] for ranks that run `total_steps` steps each: a
+    /// rank's last [`RankSteps::step`] begins no new `ProfilerStep` and takes the rank
+    /// out of the step count.
+    pub fn with_total_steps(
+        mut profiler: Profiler,
+        ranks: usize,
+        total_steps: Option<u64>,
+    ) -> Self {
         profiler.end_step_range();
         SharedProfiler {
             inner: Arc::new(SharedInner {
                 profiler: Mutex::new(Some(profiler)),
+                total_steps,
                 gate: Mutex::new(Gate {
                     members: ranks.max(1),
                     arrived: 0,
@@ -158,9 +172,53 @@ impl SharedProfiler {
             shared: self.clone(),
             step,
             range: None,
+            left: false,
         };
         steps.begin(action);
         steps
+    }
+
+    /// Ends the calling rank's step, for runtimes that call back after each step on
+    /// the rank's thread (`neuron_backend::workloads::run`'s `on_step`): like
+    /// [`RankSteps::step`] on a marker kept for the thread. Without an earlier
+    /// [`SharedProfiler::begin_rank`] on this thread, the first step has no
+    /// `ProfilerStep` range (the marker starts at the first call).
+    pub fn step(&self) {
+        self.with_thread_steps(false, RankSteps::step);
+    }
+
+    /// Begins the calling rank's `ProfilerStep#N` now (call it where the rank starts,
+    /// when the runtime offers such a place).
+    pub fn begin_rank(&self) {
+        self.with_thread_steps(true, |_| {});
+    }
+
+    fn with_thread_steps(&self, open_range: bool, f: impl FnOnce(&mut RankSteps)) {
+        THREAD_STEPS.with(|cell| {
+            let mut list = cell.borrow_mut();
+            list.retain(|s| !s.left);
+            let at = match list
+                .iter()
+                .position(|s| Arc::ptr_eq(&s.shared.inner, &self.inner))
+            {
+                Some(at) => at,
+                None => {
+                    let steps = if open_range {
+                        self.rank_steps()
+                    } else {
+                        RankSteps {
+                            shared: self.clone(),
+                            step: self.state().0,
+                            range: None,
+                            left: false,
+                        }
+                    };
+                    list.push(steps);
+                    list.len() - 1
+                }
+            };
+            f(&mut list[at]);
+        });
     }
 
     fn state(&self) -> (u64, ProfilerAction) {
@@ -255,6 +313,14 @@ pub struct RankSteps {
     shared: SharedProfiler,
     step: u64,
     range: Option<runtime_hooks::RangeScope>,
+    /// Whether the rank left the step count (its last step, or dropped).
+    left: bool,
+}
+
+thread_local! {
+    /// Step markers of [`SharedProfiler::step`], one per shared session.
+    static THREAD_STEPS: std::cell::RefCell<Vec<RankSteps>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl RankSteps {
@@ -277,20 +343,39 @@ impl RankSteps {
     /// step. Errors of handlers are returned by [`SharedProfiler::stop`].
     pub fn step(&mut self) {
         self.range = None;
+        if self.left {
+            return;
+        }
         {
             let _outside_the_workload = clock::emulation_scope();
             self.shared.arrive();
         }
         let (step, action) = self.shared.state();
         self.step = step;
-        self.begin(action);
+        if self
+            .shared
+            .inner
+            .total_steps
+            .is_some_and(|total| step >= total)
+        {
+            self.leave();
+        } else {
+            self.begin(action);
+        }
+    }
+
+    fn leave(&mut self) {
+        if !self.left {
+            self.left = true;
+            let _outside_the_workload = clock::emulation_scope();
+            self.shared.leave();
+        }
     }
 }
 
 impl Drop for RankSteps {
     fn drop(&mut self) {
         self.range = None;
-        let _outside_the_workload = clock::emulation_scope();
-        self.shared.leave();
+        self.leave();
     }
 }

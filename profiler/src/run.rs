@@ -18,6 +18,8 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     /// Number of ranks that will call [`crate::RankSteps::step`].
     pub ranks: usize,
+    /// Steps each rank runs, when known (no `ProfilerStep` is begun after the last).
+    pub steps: Option<u64>,
     /// Which steps are recorded (`None`: every step, one window).
     pub schedule: Option<Schedule>,
     /// Write `.pt.trace.json.gz` instead of `.pt.trace.json`.
@@ -34,6 +36,7 @@ impl RunOptions {
         RunOptions {
             out_dir: out_dir.into(),
             ranks,
+            steps: None,
             schedule: None,
             gzip: true,
             worker: "rank{rank}".to_owned(),
@@ -59,16 +62,21 @@ pub struct ProfiledRun<R> {
 /// `rank_of` maps a recording thread to its rank (the emulated device's
 /// `neuron_backend::dist::rank_of_thread` does exactly that); `run` starts the ranks,
 /// each of which takes [`SharedProfiler::rank_steps`] and calls
-/// [`crate::RankSteps::step`] after each step. A sketch of the CLI's use:
+/// [`crate::RankSteps::step`] after each step, or calls [`SharedProfiler::step`] from
+/// a per-step callback on its thread. A sketch of the CLI's use with the emulated
+/// device's workloads:
 ///
 /// ```text
+/// let mut options = RunOptions::new(out_dir, config.ranks);
+/// options.steps = Some(config.steps as u64);
+/// options.schedule = Some(Schedule::new(1, 1, 1, 3, 1));
+/// options.config.devices = /* one DeviceInfo per rank's device */;
 /// let run = profiler::run_profiled(&options, |thread| {
-///     dist::rank_of_thread(thread).map(|t| RankOf { rank: t.rank as u32, world_size: t.world_size as u32 })
-/// }, |prof| world.run(|rank| {
-///     let mut steps = prof.rank_steps();
-///     for _ in 0..n { workload.step(rank)?; steps.step(); }
-///     Ok(())
-/// }))?;
+///     dist::rank_of_thread(thread)
+///         .map(|t| RankOf { rank: t.rank as u32, world_size: t.world_size as u32 })
+/// }, |prof| workloads::run(&config, |_step| prof.step()))?;
+/// // run.output: the workload's report; run.files: one trace per rank;
+/// // run.results[r].summary(): step time, utilization, peak memory.
 /// ```
 pub fn run_profiled<R>(
     options: &RunOptions,
@@ -83,7 +91,7 @@ pub fn run_profiled<R>(
     if let Some(schedule) = options.schedule {
         builder = builder.schedule(schedule);
     }
-    let shared = SharedProfiler::new(builder.start(), options.ranks);
+    let shared = SharedProfiler::with_total_steps(builder.start(), options.ranks, options.steps);
     let output = run(&shared);
     let results = shared.stop()?;
     Ok(ProfiledRun {

@@ -19,6 +19,7 @@ fn world_collectives_become_nccl_style_kernels() {
     let world = World::new(WorldConfig::new(2)).unwrap();
     let dir = common::temp_dir("world");
     let mut options = RunOptions::new(&dir, 2);
+    options.steps = Some(3);
     for r in 0..2 {
         options
             .config
@@ -34,11 +35,12 @@ fn world_collectives_become_nccl_style_kernels() {
     let run = profiler::run_profiled(&options, rank_of, |prof| {
         world.run(|rank| {
             let x = rank.device().ones(&[256], DType::F32).unwrap();
-            let mut steps = prof.rank_steps();
+            // The thread-kept markers, as a per-step callback would use them.
+            prof.begin_rank();
             for _ in 0..3 {
                 let y = rank.world_group().all_reduce(&x, ReduceOp::Sum).unwrap();
                 assert_eq!(y.to_vec_f32().unwrap()[0], 2.0);
-                steps.step();
+                prof.step();
             }
         })
     })
@@ -84,6 +86,16 @@ fn world_collectives_become_nccl_style_kernels() {
                 .count(),
             3
         );
+        let steps: Vec<&str> = events
+            .iter()
+            .filter(|e| e.name().starts_with("ProfilerStep#"))
+            .map(|e| e.name())
+            .collect();
+        assert_eq!(
+            steps,
+            ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+        );
+        assert_eq!(trace.meta.get("dropped_records").unwrap().as_str(), "0");
         common::assert_tracks_nest(events);
     }
 }

@@ -252,7 +252,7 @@ impl KeyAverages {
         };
         let mut out = String::new();
         let _ = writeln!(out, "{rule}");
-        let _ = write!(out, "{:>name_width$}", "Name");
+        let _ = write!(out, "{:<name_width$}", "Name");
         for (h, w) in headers.iter().zip(&widths) {
             let _ = write!(out, "  {h:>w$}");
         }

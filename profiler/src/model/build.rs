@@ -640,3 +640,115 @@ fn host_threads(model: &TraceModel, os: &HashMap<u32, (u64, Option<String>)>) ->
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runtime_hooks::{KernelPayload, RangePayload, RuntimeCallPayload};
+
+    fn rec(
+        kind: RecordKind,
+        phase: Phase,
+        op: u16,
+        t: (u64, u64),
+        payload: impl Into<runtime_hooks::Payload>,
+    ) -> Record {
+        let mut r = Record::new(kind, phase, op, t.0, t.1, payload.into());
+        r.thread_id = 7;
+        r
+    }
+
+    fn thread() -> Vec<ThreadStats> {
+        vec![ThreadStats {
+            thread_id: 7,
+            os_tid: 4242,
+            thread_name: Some("main".to_owned()),
+            recorded: 0,
+            dropped: 0,
+            drained: 0,
+            capacity: 0,
+            exited: false,
+        }]
+    }
+
+    #[test]
+    fn pairs_links_and_drops_what_has_no_partner() {
+        let op = OperatorPayload {
+            name_id: runtime_hooks::intern("build::test::op"),
+            corr_id: 99,
+            ..Default::default()
+        };
+        let stray = OperatorPayload {
+            name_id: runtime_hooks::intern("build::test::stray"),
+            ..Default::default()
+        };
+        let step = RangePayload {
+            name_id: runtime_hooks::intern(PROFILER_STEP),
+            value: 4,
+            ..Default::default()
+        };
+        let launch = RuntimeCallPayload {
+            name_id: runtime_hooks::intern("build::test::launch"),
+            corr_id: 99,
+            ..Default::default()
+        };
+        let kernel = KernelPayload {
+            name_id: runtime_hooks::intern("build::test::kernel"),
+            corr_id: 99,
+            queue: 2,
+            ..Default::default()
+        };
+        let records = [
+            rec(RecordKind::Operator, Phase::End, 0, (5, 5), stray), // began before the window
+            rec(RecordKind::UserRange, Phase::Begin, 0, (10, 10), step),
+            rec(RecordKind::Operator, Phase::Begin, 0, (20, 20), op),
+            rec(
+                RecordKind::RuntimeCall,
+                Phase::Complete,
+                1,
+                (30, 40),
+                launch,
+            ),
+            rec(RecordKind::Kernel, Phase::Complete, 0, (50, 90), kernel),
+            rec(RecordKind::Operator, Phase::End, 0, (45, 45), op),
+            rec(RecordKind::UserRange, Phase::End, 0, (100, 100), step),
+            rec(RecordKind::Operator, Phase::Begin, 0, (110, 110), stray), // never ends
+        ];
+        let model = build(&records, &thread(), &ProfilerConfig::default(), 3);
+        assert_eq!(model.unpaired_records, 2);
+        assert_eq!(model.dropped_records, 3);
+        let names: Vec<&str> = model.host.iter().map(|h| &*h.name).collect();
+        assert_eq!(
+            names,
+            ["ProfilerStep#4", "build::test::op", "build::test::launch"]
+        );
+        assert!(model.host.iter().all(|h| h.tid == 4242));
+        let (step, op, launch) = (&model.host[0], &model.host[1], &model.host[2]);
+        assert_eq!((op.parent, launch.parent), (Some(0), Some(1)));
+        assert_eq!(op.external_id, 99);
+        assert_eq!(
+            launch.external_id, 99,
+            "a launch carries its operator's External id"
+        );
+        assert_ne!(step.external_id, 0);
+        let k = &model.device[0];
+        assert_eq!(
+            (k.external_id, k.host_span, k.launch),
+            (99, Some(1), Some((4242, 30)))
+        );
+        assert_eq!(model.flows.len(), 0, "no flow records, no flows");
+        let depth: Vec<(u64, f64)> = model
+            .counters
+            .iter()
+            .map(|c| (c.ts_ns, c.series[0].1))
+            .collect();
+        assert_eq!(depth, [(30, 1.0), (90, 0.0)]);
+        assert_eq!(
+            model.threads,
+            [HostThread {
+                tid: 4242,
+                name: Some("main".to_owned())
+            }]
+        );
+    }
+}

@@ -27,6 +27,7 @@
 //! # Ok::<(), neuron_backend::BackendError>(())
 //! ```
 
+mod dist;
 mod ops;
 
 use std::collections::HashMap;
@@ -173,9 +174,39 @@ impl Tape {
         })
     }
 
-    /// Gradients of the scalar `loss` with respect to every parameter it depends on. Consumes the recorded backward functions: a tape
-    /// is differentiated once.
+    /// Gradients of the scalar `loss` with respect to every parameter it depends on.
+    /// Consumes the recorded backward functions: a tape is differentiated once.
     pub fn backward(&self, loss: &Var) -> Result<Gradients, BackendError> {
+        self.backward_with(loss, &[], |_, _| Ok(()))
+    }
+
+    /// Like [`backward`](Self::backward), calling `on_ready(i, grad)` as soon as the
+    /// gradient of `params[i]` is final (every op that used it has run its backward),
+    /// while the rest of the backward still runs: what DDP's gradient buckets hook
+    /// into to overlap their all-reduces with the backward.
+    pub fn backward_with(
+        &self,
+        loss: &Var,
+        params: &[Var],
+        mut on_ready: impl FnMut(usize, &Tensor) -> Result<(), BackendError>,
+    ) -> Result<Gradients, BackendError> {
+        // The earliest node using each parameter: once the reverse walk has done it,
+        // the parameter's gradient is complete.
+        let mut first_use: HashMap<usize, usize> = HashMap::new();
+        {
+            let nodes = self.lock();
+            for (index, node) in nodes.iter().enumerate() {
+                for input in node.inputs.iter().flatten() {
+                    first_use.entry(*input).or_insert(index);
+                }
+            }
+        }
+        let mut ready_at: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (i, p) in params.iter().enumerate() {
+            if let Some(first) = p.node.and_then(|n| first_use.get(&n)) {
+                ready_at.entry(*first).or_default().push(i);
+            }
+        }
         let Some(root) = loss.node else {
             return Ok(Gradients::default());
         };
@@ -188,6 +219,15 @@ impl Tape {
                 devices: vec![loss.tensor.place()],
             })?;
         let seed = device.full(loss.tensor.shape(), 1.0, loss.tensor.dtype())?;
+        let mut notify = |index: usize, grads: &HashMap<usize, Tensor>| {
+            for &i in ready_at.get(&index).map(Vec::as_slice).unwrap_or(&[]) {
+                let node = params[i].node.expect("parameters have nodes");
+                if let Some(g) = grads.get(&node) {
+                    on_ready(i, g)?;
+                }
+            }
+            Ok::<(), BackendError>(())
+        };
         let mut grads: HashMap<usize, Tensor> = HashMap::from([(root, seed)]);
         let mut index = root + 1;
         while index > 0 {
@@ -202,35 +242,34 @@ impl Tape {
                     node.seq_nr,
                 )
             };
-            let Some(backward) = backward else { continue };
-            let Some(grad) = grads.get(&index).cloned() else {
-                continue;
-            };
-            let input_grads = {
-                let _scope = OperatorScope::new(OperatorPayload {
-                    name_id: backward_name_id(name),
-                    seq_nr,
-                    ..Default::default()
-                });
-                if runtime_hooks::is_enabled() {
-                    runtime_hooks::flow_end(FlowKind::ForwardToBackward, seq_nr);
-                }
-                let _backward = BackwardScope::new(seq_nr);
-                let input_grads = backward(&grad)?;
+            let grad = grads.get(&index).cloned();
+            if let (Some(backward), Some(grad)) = (backward, grad) {
+                let input_grads = {
+                    let _scope = OperatorScope::new(OperatorPayload {
+                        name_id: backward_name_id(name),
+                        seq_nr,
+                        ..Default::default()
+                    });
+                    if runtime_hooks::is_enabled() {
+                        runtime_hooks::flow_end(FlowKind::ForwardToBackward, seq_nr);
+                    }
+                    let _backward = BackwardScope::new(seq_nr);
+                    backward(&grad)?
+                };
                 // Intermediates' gradients are not kept once used.
                 grads.remove(&index);
-                input_grads
-            };
-            for (input, g) in inputs.into_iter().zip(input_grads) {
-                let (Some(input), Some(g)) = (input, g) else {
-                    continue;
-                };
-                let summed = match grads.remove(&input) {
-                    Some(existing) => existing.add(&g)?,
-                    None => g,
-                };
-                grads.insert(input, summed);
+                for (input, g) in inputs.into_iter().zip(input_grads) {
+                    let (Some(input), Some(g)) = (input, g) else {
+                        continue;
+                    };
+                    let summed = match grads.remove(&input) {
+                        Some(existing) => existing.add(&g)?,
+                        None => g,
+                    };
+                    grads.insert(input, summed);
+                }
             }
+            notify(index, &grads)?;
         }
         Ok(Gradients { by_node: grads })
     }

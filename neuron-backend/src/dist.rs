@@ -72,6 +72,9 @@ pub struct WorldConfig {
     pub numerics: bool,
     /// Recording detail of every rank's device.
     pub detail: RecordDetail,
+    /// A slow rank: `(rank, factor)` runs every engine, DMA and HBM `factor` times
+    /// slower (a throttled or faulty device).
+    pub straggler: Option<(usize, f64)>,
 }
 
 impl WorldConfig {
@@ -84,7 +87,24 @@ impl WorldConfig {
             timeout: Duration::from_secs(30),
             numerics: true,
             detail: RecordDetail::Instructions,
+            straggler: None,
         }
+    }
+}
+
+/// `profile` with every rate divided by `factor`.
+fn slowed(profile: &DeviceProfile, factor: f64) -> DeviceProfile {
+    let f = factor.max(1e-3);
+    DeviceProfile {
+        name: format!("{}-slowed-{factor}", profile.name),
+        tensor_clock_ghz: profile.tensor_clock_ghz / f,
+        tensor_bf16_tflops: profile.tensor_bf16_tflops / f,
+        vector_clock_ghz: profile.vector_clock_ghz / f,
+        scalar_clock_ghz: profile.scalar_clock_ghz / f,
+        gpsimd_clock_ghz: profile.gpsimd_clock_ghz / f,
+        dma_engine_bytes_per_ns: profile.dma_engine_bytes_per_ns / f,
+        hbm_bytes_per_sec: profile.hbm_bytes_per_sec / f,
+        ..profile.clone()
     }
 }
 
@@ -169,8 +189,11 @@ impl World {
         let profile = Arc::new(config.profile.clone());
         let devices = (0..config.world_size)
             .map(|rank| {
-                let device =
-                    Device::new(Arc::clone(&profile), topology.local_device_of(rank) as u16);
+                let profile = match config.straggler {
+                    Some((slow, factor)) if slow == rank => Arc::new(slowed(&profile, factor)),
+                    _ => Arc::clone(&profile),
+                };
+                let device = Device::new(profile, topology.local_device_of(rank) as u16);
                 device.set_numerics(config.numerics);
                 device.set_detail(config.detail);
                 device

@@ -25,6 +25,10 @@
 //!   [`dist::Topology`]); [`dist::rank_threads`] maps recording threads to ranks.
 //! - [`autograd`]: reverse mode over these ops ([`autograd::Tape`], [`autograd::Var`]);
 //!   backward ops are device ops carrying their forward op's sequence number.
+//! - [`optim`]: SGD with momentum, AdamW, gradient clipping, as device ops.
+//! - [`workloads`]: `mlp`, `gpt`, `gpt-infer` and a timing-only Llama-8B-shaped preset
+//!   on N ranks (data and tensor parallelism, DDP-style gradient buckets, faults),
+//!   driven by [`workloads::run`] with a per-step callback.
 //!
 //! # Ops
 //!
@@ -99,6 +103,7 @@ pub mod optim;
 mod profile;
 mod tensor;
 mod timing;
+pub mod workloads;
 
 pub use allocator::{size_class, CategoryStats, MemoryCategory, MemoryStats};
 pub use device::{Device, Event, QueueKind, Runtime, Stream};

@@ -14,6 +14,7 @@ mod reduce;
 mod rows;
 mod shape;
 
+pub(crate) use create::{random_normal, random_u64};
 pub use elementwise::{BinaryOp, UnaryOp};
 
 use crate::{BackendError, DType, Tensor};

@@ -314,3 +314,30 @@ fn a_collective_overlaps_compute_but_contends_for_its_dma_engines() {
         assert!(during.dur_ns() > alone + alone / 2, "{alone} vs {during:?}");
     }
 }
+
+#[test]
+fn a_straggler_device_makes_every_rank_wait_for_it() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let run = |straggler: Option<(usize, f64)>| {
+        let mut config = WorldConfig::new(2);
+        config.numerics = false;
+        config.straggler = straggler;
+        let world = World::new(config).unwrap();
+        world.run(|rank| {
+            let a = rank.device().zeros(&[4096, 4096], DType::BF16).unwrap();
+            let x = rank.device().zeros(&[1024], DType::F32).unwrap();
+            let g = rank.world_group();
+            g.barrier().unwrap();
+            let start = runtime_hooks::clock::now_ns();
+            let _ = a.matmul(&a).unwrap();
+            let work = g.all_reduce_async(&x, ReduceOp::Sum).unwrap();
+            work.end_ns() - start
+        })
+    };
+    let fair = run(None);
+    let slow = run(Some((1, 8.0)));
+    eprintln!("matmul + all-reduce: {fair:?} ns fair, {slow:?} ns with rank 1 8x slower");
+    // Rank 0's own device is as fast as before; it waits for rank 1's slow matmul.
+    assert!(slow[0] > 5 * fair[0], "{fair:?} vs {slow:?}");
+    assert!(slow[0].abs_diff(slow[1]) < slow[0] / 10);
+}

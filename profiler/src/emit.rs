@@ -94,6 +94,18 @@ pub(crate) fn metadata(
             })
         })
         .collect();
+    // Devices with activity but no description still get an entry with their id.
+    let described: BTreeSet<u16> = config.devices.iter().map(|d| d.index).collect();
+    let mut devices = devices;
+    for device in active_devices(model) {
+        if !described.contains(&device) {
+            devices.push(serde_json::json!({
+                "id": device,
+                "name": format!("NeuronCore {device}"),
+                "deviceType": "neuron",
+            }));
+        }
+    }
     if let Ok(raw) = RawJson::from_serialize(&devices) {
         meta.set_raw("deviceProperties", raw);
     }
@@ -146,6 +158,15 @@ pub(crate) fn metadata(
         meta.set_str("traceName", name);
     }
     meta
+}
+
+/// Devices with any activity in the window, in index order.
+fn active_devices(model: &TraceModel) -> BTreeSet<u16> {
+    let mut devices: BTreeSet<u16> = model.device.iter().map(|d| d.device).collect();
+    devices.extend(model.instructions.iter().map(|i| i.device));
+    devices.extend(model.dmas.iter().map(|d| d.device));
+    devices.extend(model.counters.iter().map(|c| c.device));
+    devices
 }
 
 /// Writes every event of the window into `writer`.

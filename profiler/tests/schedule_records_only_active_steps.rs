@@ -112,6 +112,13 @@ fn kernels_only_and_cpu_only_filter_what_is_written() {
     assert!(counts.device_spans >= 1);
     assert!(!json.contains("neuron_instruction") && json.contains("\"cat\": \"kernel\""));
     assert!(json.contains("\"neuron_device_detail\": \"kernels\""));
+    assert!(
+        json.contains(
+            r#""deviceProperties": [{"id": 0, "name": "NeuronCore 0", "deviceType": "neuron"}]"#
+        ) || json.contains(r#""deviceType": "neuron", "id": 0, "name": "NeuronCore 0""#),
+        "an undescribed device still gets an entry: {}",
+        &json[..400]
+    );
 
     let (counts, json) = run(&[Activity::Cpu], DeviceDetail::Instructions);
     assert_eq!(counts.device_spans + counts.instructions + counts.flows, 0);

@@ -1,0 +1,231 @@
+//! Running one collective call: records, the meeting of the ranks, the placement on
+//! the device and the outputs.
+
+use runtime_hooks::{
+    clock, CollectiveOp, CollectivePayload, OperatorPayload, OperatorScope, RuntimeCallKind,
+    RuntimeCallPayload, RuntimeCallScope,
+};
+
+use super::super::group::{Contribution, Outcome};
+use super::super::ProcessGroup;
+use super::{Call, Resolve, Work};
+use crate::dispatch;
+use crate::tensor::Data;
+use crate::timing::KernelInfo;
+use crate::{BackendError, Tensor};
+
+impl ProcessGroup {
+    /// Records, meets the other ranks, places the collective and fills the output.
+    pub(super) fn run(&self, call: Call<'_>, numerics: Box<Resolve>) -> Result<Work, BackendError> {
+        let device = &self.device;
+        let shared = &self.shared;
+        let global: Vec<usize> = call.participants.iter().map(|&p| shared.ranks[p]).collect();
+        let cost = shared.topology.cost(call.op, call.message_bytes, &global);
+        let queue = self.queue();
+        let corr_id = runtime_hooks::next_corr_id();
+        let in_bytes = call.input.map_or(0, Tensor::size_bytes);
+        let inputs: Vec<&Tensor> = call.input.into_iter().collect();
+        let ids = dispatch::op_ids(call.host_op, &inputs);
+        let _op = OperatorScope::new(OperatorPayload {
+            name_id: ids.name_id,
+            input_sig_id: ids.input_sig_id,
+            corr_id,
+            bytes: in_bytes,
+            ..Default::default()
+        });
+        let payload = CollectivePayload {
+            group_name_id: shared.name_id,
+            device: device.shared.index,
+            queue: queue as u16,
+            corr_id,
+            bytes: if call.op == CollectiveOp::Recv {
+                call.message_bytes
+            } else {
+                in_bytes
+            },
+            group_size: global.len() as u32,
+            rank: call.me as u32,
+            algorithm: cost.algorithm.raw(),
+            dtype: call.dtype.scalar_type_code(),
+            group_ranks_id: shared.ranks_id,
+        };
+        let _host = HostCollective::begin(call.op, payload);
+        let output = match &call.output {
+            Some((shape, dtype)) => Some(dispatch::allocate(device, shape, *dtype)?),
+            None => None,
+        };
+        let dtype_name = call.dtype.to_string();
+        let kernel_name = match call.reduce {
+            Some(r) => format!(
+                "ncclDevKernel_{}_{}_{dtype_name}_{}",
+                call.kernel_stem,
+                r.nccl_name(),
+                algorithm_name(cost.algorithm)
+            ),
+            None => format!(
+                "ncclDevKernel_{}_{dtype_name}_{}",
+                call.kernel_stem,
+                algorithm_name(cost.algorithm)
+            ),
+        };
+        let kernel = KernelInfo {
+            name_id: runtime_hooks::intern(&kernel_name),
+            corr_id,
+            flops: 0,
+            bytes: cost.wire_bytes,
+        };
+        let launch_payload = RuntimeCallPayload {
+            name_id: runtime_hooks::name!("nrt_cc_execute"),
+            device: device.shared.index,
+            queue: queue as u16,
+            corr_id,
+            bytes: cost.wire_bytes,
+            ..Default::default()
+        };
+        let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, launch_payload);
+        let launch_ns = dispatch::submit(device, queue, launch_payload);
+        let _emulating = clock::emulation_scope();
+        let ready_ns = {
+            let timeline = device.timeline();
+            let inputs_ready = timeline.queues[device.current_queue()].last_end_ns;
+            timeline.collective_ready_ns(queue, launch_ns, inputs_ready)
+        };
+        let values = match call.input {
+            Some(t) if device.numerics() && t.has_values() => Some(t.values(call.collective)?),
+            _ => None,
+        };
+        let contribution = Contribution {
+            signature: call.signature.clone(),
+            shape: call.shape.clone(),
+            dtype: call.dtype,
+            values,
+            ready_ns,
+        };
+        let (collective, group) = (call.collective, shared.name.clone());
+        let dur_ns = cost.dur_ns;
+        // A send leaves its data and goes on: its transfer is modeled from its own
+        // ready instant (the receiver's starts when both are ready).
+        let sending = call.op == CollectiveOp::Send;
+        let met = shared.meet(
+            call.key,
+            call.collective,
+            &call.participants,
+            call.me,
+            contribution,
+            !sending,
+            move |all| resolve(collective, group, all, dur_ns, numerics),
+        )?;
+        let own;
+        let outcome: &Outcome = match met.as_deref() {
+            Some(Ok(outcome)) => outcome,
+            Some(Err(err)) => return Err(err.clone()),
+            None => {
+                own = Outcome {
+                    start_ns: ready_ns,
+                    end_ns: ready_ns + dur_ns,
+                    outputs: Vec::new(),
+                };
+                &own
+            }
+        };
+        let span = device.timeline().run_collective(
+            queue,
+            ready_ns,
+            outcome.start_ns,
+            outcome.end_ns,
+            kernel,
+            cost.wire_bytes,
+            device.detail(),
+            call.op,
+            payload,
+        );
+        if let (Some(out), Some(Some(values))) = (&output, outcome.outputs.get(call.me)) {
+            *out.storage.data.write().unwrap_or_else(|p| p.into_inner()) =
+                Data::from_values(out.dtype, values.clone());
+        }
+        Ok(Work {
+            outputs: output.into_iter().collect(),
+            device: device.clone(),
+            end_ns: span.end_ns,
+        })
+    }
+}
+
+/// Host-side collective begin/end records around the call (same payload as the
+/// device record, so the host op can carry the NCCL-style arguments too).
+struct HostCollective {
+    op: CollectiveOp,
+    payload: CollectivePayload,
+    began: bool,
+}
+
+impl HostCollective {
+    fn begin(op: CollectiveOp, payload: CollectivePayload) -> Self {
+        let began = runtime_hooks::is_enabled();
+        if began {
+            runtime_hooks::collective_begin(op, payload);
+        }
+        HostCollective { op, payload, began }
+    }
+}
+
+impl Drop for HostCollective {
+    fn drop(&mut self) {
+        if self.began {
+            runtime_hooks::collective_end(self.op, self.payload);
+        }
+    }
+}
+
+fn resolve(
+    collective: &'static str,
+    group: String,
+    all: &[Contribution],
+    dur_ns: u64,
+    numerics: Box<Resolve>,
+) -> Result<Outcome, BackendError> {
+    let first = &all[0];
+    for (i, c) in all.iter().enumerate().skip(1) {
+        if c.signature != first.signature || c.shape != first.shape || c.dtype != first.dtype {
+            return Err(BackendError::CollectiveMismatch {
+                collective,
+                group,
+                reason: format!(
+                    "participant 0 called {} on {:?} {}, participant {i} called {} on {:?} {}",
+                    first.signature, first.shape, first.dtype, c.signature, c.shape, c.dtype
+                ),
+            });
+        }
+    }
+    let start_ns = all.iter().map(|c| c.ready_ns).max().unwrap_or(0);
+    // Receives bring no values; every other contribution must have them.
+    let with_values = all.iter().filter(|c| c.values.is_some()).count();
+    let needed = if collective == "send" || collective == "recv" {
+        1
+    } else {
+        all.len()
+    };
+    let outputs = if with_values >= needed && collective != "barrier" {
+        numerics(all)
+    } else {
+        vec![None; all.len()]
+    };
+    Ok(Outcome {
+        start_ns,
+        end_ns: start_ns + dur_ns,
+        outputs,
+    })
+}
+
+fn algorithm_name(algorithm: runtime_hooks::CollectiveAlgorithm) -> &'static str {
+    use runtime_hooks::CollectiveAlgorithm as A;
+    match algorithm {
+        A::Mesh => "MESH",
+        A::RecursiveDoubling => "RDH",
+        A::KangaRing => "KANGARING",
+        A::Ring => "RING",
+        A::Tree => "TREE",
+        A::Hierarchical => "HIER",
+        A::Unspecified => "P2P",
+    }
+}

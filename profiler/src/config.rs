@@ -42,7 +42,24 @@ impl DeviceDetail {
 /// `deviceProperties`, process and thread names.
 ///
 /// The profiler does not depend on the device crate; whoever drives the device (the CLI,
-/// a test) fills this in from the device profile.
+/// a test) fills this in from the device profile. With the emulated device
+/// (`neuron_backend::Device`), as the crate's tests do:
+///
+/// ```text
+/// let p = device.profile();
+/// let bf16 = p.tensor_bf16_tflops * f64::from(p.lnc);
+/// DeviceInfo {
+///     core_version: if p.name.starts_with("trn3") { "v4" } else { "v3" }.to_owned(),
+///     lnc: p.lnc,
+///     hbm_bytes: device.memory_capacity_bytes(),
+///     peak_tflops: vec![("bf16".into(), bf16), ("fp8".into(), bf16 * p.tensor_fp8_speedup),
+///                       ("fp32".into(), bf16 / p.tensor_fp32_slowdown)],
+///     compute_queues: p.compute_queues,
+///     collective_queues: p.collective_queues,
+///     tensor_op_queues: p.tensor_op_queues,
+///     ..DeviceInfo::new(device.index() as u16, &p.name)
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceInfo {
     /// The index `i` of `neuron:i`: the `pid` of the device's events.

@@ -20,8 +20,8 @@
 //!   ([`KeyAverages::table`] prints it like torch).
 //! - Several ranks in one process (each on its own thread, as the emulated device's
 //!   `dist::World` runs them): [`ProfilerBuilder::split_by_rank`] writes one trace per
-//!   rank, [`SharedProfiler`] and [`RankSteps`] let the rank threads step one schedule
-//!   together, and [`run_profiled`] does all of it in one call for `neuronprof run` and
+//!   rank, [`SharedProfiler`] and [`RankSteps`] (or [`SharedProfiler::step`] from a
+//!   per-step callback) let the rank threads step one schedule together, and [`run_profiled`] does all of it in one call for `neuronprof run` and
 //!   `demo` ([`RunOptions`], [`ProfiledRun`]), with [`ProfileResult::summary`] for the
 //!   closing lines ([`Summary`]: step time, device utilization, peak memory).
 //! - [`DeviceInfo`] and [`DistributedConfig`]: how the trace describes devices

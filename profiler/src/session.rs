@@ -319,6 +319,9 @@ impl Profiler {
         use ProfilerAction::*;
         let previous = self.action;
         self.action = next;
+        // A handler's error is returned after the transition is complete, so the
+        // session stays in step with its schedule.
+        let mut handled = Ok(());
         match (previous, next) {
             (None, None) | (Warmup, Warmup) | (Record, Record) | (Record, RecordAndSave) => {}
             (None, Warmup) => prepare(),
@@ -333,19 +336,19 @@ impl Profiler {
             }
             (Warmup, Record | RecordAndSave) => self.open_window(),
             (Record | RecordAndSave, None) => {
-                self.close_window()?;
+                handled = self.close_window();
             }
             (Record | RecordAndSave, Warmup) => {
-                self.close_window()?;
+                handled = self.close_window();
                 prepare();
             }
             (RecordAndSave, Record | RecordAndSave) => {
-                self.close_window()?;
+                handled = self.close_window();
                 prepare();
                 self.open_window();
             }
         }
-        Ok(())
+        handled
     }
 
     fn open_window(&mut self) {

@@ -156,3 +156,26 @@ fn a_range_alive_across_step_is_clipped_not_overlapping() {
     );
     common::assert_tracks_nest(&sink.events);
 }
+
+#[test]
+fn a_failing_handler_is_reported_and_dropping_a_session_stops_recording() {
+    let _serial = common::serial();
+    let mut prof = Profiler::builder()
+        .activities(&[Activity::Cpu])
+        .schedule(Schedule::new(0, 0, 0, 1, 0))
+        .on_trace_ready(|_| Err(profiler::ProfilerError::Handler("disk full".to_owned())))
+        .start();
+    let err = prof.step().unwrap_err();
+    assert_eq!(err.to_string(), "on_trace_ready handler: disk full");
+    // The window still happened, and the next one records.
+    assert_eq!(prof.current_action(), ProfilerAction::RecordAndSave);
+    assert!(runtime_hooks::is_enabled());
+    drop(prof);
+    assert!(
+        !runtime_hooks::is_enabled(),
+        "a dropped session stops recording"
+    );
+    // A new session can start at once.
+    let result = Profiler::builder().start().stop().unwrap().unwrap();
+    assert_eq!(result.steps(), vec![0]);
+}

@@ -119,10 +119,24 @@
 //!
 //! # Overhead
 //!
-//! Recording costs what `runtime-hooks` publishes (about 28 ns a record). The
-//! profiler itself does nothing while a window records; converting and writing happen
-//! when it closes, outside the recorded window. The issue's ≤ 3 % host-time benchmark
-//! on the `gpt` workload waits for that workload.
+//! Recording costs what `runtime-hooks` publishes (about 28 ns a record); the profiler
+//! does nothing while a window records, and converts and writes when it closes.
+//! `examples/overhead_gpt.rs` runs the `gpt` workload (tiny shape, 1 rank, 20 steps,
+//! median of 5 alternating rounds, release build, 2-vCPU development VM shared with
+//! other builds) with profiling off and on:
+//!
+//! | profiling | host µs/step | vs off | wall µs/step |
+//! |---|---:|---:|---:|
+//! | off | 1193.37 | — | 1800.8 |
+//! | kernels | 1196.01 | +0.22 % | 4802.9 |
+//! | kernels + instructions | 1194.83 | +0.12 % | 5029.2 |
+//!
+//! Host time per step (the host clock between step ends, emulation excluded) is the
+//! issue's ≤ 3 % criterion. Caveat: this tiny model keeps the device ~97 % busy, so
+//! each step's host time is mostly waiting for the device and hides host-side
+//! recording cost that fits in that wait. Wall time also pays for the emulator
+//! placing every instruction and for converting and writing the trace at the end.
+
 #![warn(missing_docs)]
 
 mod config;

@@ -13,17 +13,21 @@
 //!
 //! - [`Profiler`] / [`ProfilerBuilder`]: activities ([`Activity::Cpu`],
 //!   [`Activity::Neuron`]), `record_shapes`, `profile_memory`, `with_flops`, the
-//!   [`DeviceDetail`] level, [`Schedule`], `on_trace_ready`; [`Profiler::step`] and
-//!   [`Profiler::stop`].
+//!   [`DeviceDetail`] level, [`Schedule`], `on_trace_ready` (a closure) or
+//!   `on_trace_ready_handler` ([`tensorboard_trace_handler`], any [`OnTraceReady`]);
+//!   [`Profiler::step`] and [`Profiler::stop`] (or [`Profiler::stop_all`]).
 //! - [`record_function`]: a `user_annotation` range.
 //! - [`ProfileResult`]: one recorded window; [`KeyAverages`] its operator table
 //!   ([`KeyAverages::table`] prints it like torch).
 //! - Several ranks in one process (each on its own thread, as the emulated device's
 //!   `dist::World` runs them): [`ProfilerBuilder::split_by_rank`] writes one trace per
 //!   rank, [`SharedProfiler`] and [`RankSteps`] (or [`SharedProfiler::step`] from a
-//!   per-step callback) let the rank threads step one schedule together, and [`run_profiled`] does all of it in one call for `neuronprof run` and
-//!   `demo` ([`RunOptions`], [`ProfiledRun`]), with [`ProfileResult::summary`] for the
+//!   per-step callback) let the rank threads step one schedule together, and
+//!   [`run_profiled`] does all of it in one call for `neuronprof run` and `demo`
+//!   ([`RunOptions`], [`ProfiledRun`]), with [`ProfileResult::summary`] for the
 //!   closing lines ([`Summary`]: step time, device utilization, peak memory).
+//! - `examples/profile_emulated_ops.rs` (one device, a schedule, the table) and
+//!   `examples/overhead_gpt.rs` (the overhead figures below) are runnable end to end.
 //! - [`DeviceInfo`] and [`DistributedConfig`]: how the trace describes devices
 //!   (`deviceProperties`, process and thread names) and ranks (`distributedInfo`). The
 //!   profiler does not depend on the device crate; the caller describes the devices.

@@ -21,6 +21,12 @@
 //! [`run`] calls `on_step` on each rank's thread after each step (with the rank's
 //! [`StepReport`]); a profiler calls its `step()` there.
 //!
+//! Measured in release on the shared 2-core VM (`cargo run --release --example
+//! workload -- …`): `gpt` (tiny) on 4 ranks for 20 steps with numerics in 52 ms;
+//! [`WorkloadConfig::llama8b_preset`] with all 32 layers, 64 ranks, one step, timing
+//! only, in 49.5 s (566 MB peak RSS); `gpt-infer` decodes at ~78k tokens/s of modeled
+//! time.
+//!
 //! ```
 //! use neuron_backend::workloads::{run, Workload, WorkloadConfig};
 //!

@@ -3,7 +3,7 @@
 //! cross-entropy) against central finite differences of the same device forward.
 
 use neuron_backend::autograd::{Tape, Var};
-use neuron_backend::{DType, Device, Runtime, Tensor};
+use neuron_backend::{Device, Runtime, Tensor};
 use runtime_hooks::{Event, FlowKind, Phase};
 
 struct Param {
@@ -158,5 +158,4 @@ fn backward_ops_carry_their_forward_sequence_number_and_close_its_flow() {
         .find(|(n, _)| n.ends_with("NativeLayerNormBackward0"))
         .unwrap();
     assert_eq!(fwd_seq[&ln.1], "aten::native_layer_norm");
-    let _ = DType::F32;
 }

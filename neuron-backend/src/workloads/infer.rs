@@ -11,7 +11,7 @@ use super::gpt::{causal_mask, corpus_tokens, Model};
 use super::mlp::argmax;
 use super::{begin_step, RankResult, StepReport, WorkloadConfig};
 use crate::dist::Rank;
-use crate::{BackendError, DType, Tensor};
+use crate::{BackendError, Tensor};
 
 struct Cache {
     keys: Vec<Tensor>,
@@ -170,6 +170,5 @@ pub(crate) fn serve(
         .saturating_sub(decode_start_ns)
         .max(1);
     result.tokens_per_sec = Some((local * config.steps) as f64 / (elapsed_ns as f64 * 1e-9));
-    let _ = DType::F32;
     Ok(result)
 }

@@ -46,7 +46,7 @@ use std::time::Duration;
 
 pub use gpt::GptShape;
 
-use crate::dist::{Rank, World, WorldConfig};
+use crate::dist::{Rank, Topology, World, WorldConfig};
 use crate::{BackendError, DType, DeviceProfile, RecordDetail};
 
 /// Which model to run.
@@ -115,6 +115,8 @@ pub struct WorkloadConfig {
     pub timeout: Duration,
     /// Device profile.
     pub profile: DeviceProfile,
+    /// Links between ranks; `None`: [`Topology::trn2_48xlarge`] for the profile.
+    pub topology: Option<Topology>,
     /// Recording detail.
     pub detail: RecordDetail,
 }
@@ -147,6 +149,7 @@ impl WorkloadConfig {
             stop: None,
             timeout: Duration::from_secs(30),
             profile: DeviceProfile::trn2(),
+            topology: None,
             detail: RecordDetail::Instructions,
         }
     }
@@ -156,7 +159,15 @@ impl WorkloadConfig {
     /// tensor parallelism 8 and data parallelism 8: 64 ranks, 16 per instance over 4
     /// instances (EFA between them), kernels-only recording.
     pub fn llama8b_preset(layers: usize) -> Self {
+        let profile = DeviceProfile::trn2();
+        // 16 ranks (4 chips) per instance, so data parallelism crosses EFA.
+        let topology = Topology {
+            chips_per_instance: 4,
+            ..Topology::trn2_48xlarge(&profile)
+        };
         WorkloadConfig {
+            topology: Some(topology),
+            profile,
             ranks: 64,
             tp: 8,
             steps: 1,
@@ -253,13 +264,7 @@ pub fn run(
     world_config.detail = config.detail;
     world_config.timeout = config.timeout;
     world_config.straggler = config.straggler;
-    if config.ranks > 16 && config.tp > 1 && config.workload == Workload::Gpt {
-        // Spread the ranks over instances of 4 chips (16 ranks) so data parallelism
-        // crosses EFA, as the 4-instance preset intends.
-        let mut topology = crate::dist::Topology::trn2_48xlarge(&config.profile);
-        topology.chips_per_instance = 4;
-        world_config.topology = Some(topology);
-    }
+    world_config.topology = config.topology.clone();
     let world = World::new(world_config)?;
     world.tp_dp_groups(config.tp)?;
     let on_step = &on_step;

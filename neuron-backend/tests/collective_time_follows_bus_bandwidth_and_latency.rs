@@ -82,17 +82,39 @@ fn large_messages_reach_the_link_bandwidth_by_the_bus_bandwidth_formulas() {
     let bw = bus_bw(Kind::AllReduce, s, 4, ns);
     eprintln!("AllReduce 256 MiB on one chip: bus bandwidth {bw:.1} B/ns");
     assert!(bw > 0.98 * topology.intra_chip_bytes_per_ns && bw > link);
-    // Two instances (one chip each here) over EFA: 25 B/ns per chip, shared by 4 ranks.
-    let efa_topology = Topology {
+    // Two ranks on two instances: a flat all-reduce over EFA at 25 B/ns per chip.
+    let two_instances = Topology {
+        cores_per_chip: 1,
         chips_per_instance: 1,
         ..topology.clone()
     };
-    let efa = world(8, Some(efa_topology.clone()));
+    let efa = world(2, Some(two_instances.clone()));
     let ns = collective_ns(&efa, Kind::AllReduce, 64 * MIB / 4);
-    let bw = bus_bw(Kind::AllReduce, 64 * MIB, 8, ns);
-    let efa_link = efa_topology.efa_bytes_per_ns_per_chip / 4.0;
-    eprintln!("AllReduce 64 MiB over EFA: bus bandwidth {bw:.2} B/ns (link {efa_link})");
+    let bw = bus_bw(Kind::AllReduce, 64 * MIB, 2, ns);
+    let efa_link = two_instances.efa_bytes_per_ns_per_chip;
+    eprintln!("AllReduce 64 MiB over EFA, 2 ranks: bus bandwidth {bw:.2} B/ns (link {efa_link})");
     assert!(bw > 0.98 * efa_link && bw <= efa_link);
+    // Eight ranks, four per instance (one chip each): hierarchical. Reduce-scatter
+    // inside the chip, all-reduce of quarter shards over EFA (25 B/ns shared by the
+    // chip's four ranks), all-gather inside the chip.
+    let hier_topology = Topology {
+        chips_per_instance: 1,
+        ..topology.clone()
+    };
+    let hier = world(8, Some(hier_topology.clone()));
+    let s = 64 * MIB;
+    let ns = collective_ns(&hier, Kind::AllReduce, s / 4);
+    let intra = 2.0 * (s as f64 * 3.0 / 4.0 / hier_topology.intra_chip_bytes_per_ns);
+    let inter = (s / 4) as f64 * 2.0 * 0.5 / (hier_topology.efa_bytes_per_ns_per_chip / 4.0);
+    // Latency: KangaRing inside (64 MiB > 56 MB: 2 steps of 1 µs per pass, two
+    // passes), recursive doubling across (16 MiB, 2 instances: 2 steps of 15 µs).
+    let latency =
+        2.0 * 2.0 * hier_topology.intra_chip_hop_ns as f64 + 2.0 * hier_topology.efa_hop_ns as f64;
+    let expect = intra + inter + latency;
+    eprintln!(
+        "AllReduce 64 MiB, 8 ranks on 2 instances, hierarchical: {ns} ns (model {expect:.0} ns)"
+    );
+    assert!((ns as f64 - expect).abs() < 3.0, "{ns} vs {expect}");
 }
 
 #[test]
@@ -114,8 +136,9 @@ fn small_messages_are_latency_bound() {
     );
     // Over EFA a hop costs ~15 µs.
     let efa = world(
-        8,
+        2,
         Some(Topology {
+            cores_per_chip: 1,
             chips_per_instance: 1,
             ..topology.clone()
         }),

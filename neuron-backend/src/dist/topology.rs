@@ -13,7 +13,9 @@
 //! per rank are the bus-bandwidth factors nccl-tests report (all-reduce 2(r−1)/r of the
 //! message, all-gather, reduce-scatter and all-to-all (r−1)/r) and the steps are those
 //! of the algorithm (Mesh O(1), recursive doubling O(log r), KangaRing O(r/2), Ring
-//! O(r)).
+//! O(r)). An all-reduce spanning instances with several of its ranks in each is
+//! hierarchical (reduce-scatter inside instances, all-reduce of the shards over EFA,
+//! all-gather inside instances), as multi-node collective libraries do.
 
 use runtime_hooks::{CollectiveAlgorithm, CollectiveOp};
 
@@ -142,7 +144,66 @@ impl Topology {
     /// The modeled cost of collective `op` over the global `ranks` with a message of
     /// `bytes` (the full buffer: the input of an all-reduce, reduce-scatter, all-to-all,
     /// broadcast or send, the output of an all-gather).
+    ///
+    /// An all-reduce over several instances that each hold `m > 1` of the group's
+    /// ranks is hierarchical: a reduce-scatter inside each instance, an all-reduce of
+    /// the `1/m` shards across instances over EFA, an all-gather inside each instance.
     pub fn cost(&self, op: CollectiveOp, bytes: u64, ranks: &[usize]) -> CollectiveCost {
+        if op == CollectiveOp::AllReduce {
+            if let Some(cost) = self.hierarchical_all_reduce(bytes, ranks) {
+                return cost;
+            }
+        }
+        self.flat_cost(op, bytes, ranks)
+    }
+
+    fn hierarchical_all_reduce(&self, bytes: u64, ranks: &[usize]) -> Option<CollectiveCost> {
+        let mut per_instance = std::collections::BTreeMap::<usize, Vec<usize>>::new();
+        for &rank in ranks {
+            per_instance
+                .entry(self.instance_of(rank))
+                .or_default()
+                .push(rank);
+        }
+        let m = per_instance.values().next()?.len();
+        if per_instance.len() < 2 || m < 2 || per_instance.values().any(|r| r.len() != m) {
+            return None;
+        }
+        let local = per_instance.values().next()?;
+        let intra = self.flat_cost(CollectiveOp::ReduceScatter, bytes, local);
+        // One rank per instance stands for its shard's cross-instance all-reduce; the
+        // EFA link is shared as the whole group shares it.
+        let (efa_bw, efa_hop) = self.link(ranks);
+        let n = per_instance.len();
+        let shard = bytes / m as u64;
+        let inter_alg = self.algorithm(CollectiveOp::AllReduce, shard, n);
+        let inter_steps = 2 * self.pass_steps(inter_alg, n);
+        let inter_wire = (shard as f64 * 2.0 * (n as f64 - 1.0) / n as f64).round() as u64;
+        let inter_ns = inter_steps * efa_hop + (inter_wire as f64 / efa_bw).round() as u64;
+        Some(CollectiveCost {
+            algorithm: CollectiveAlgorithm::Hierarchical,
+            steps: 2 * intra.steps + inter_steps,
+            wire_bytes: 2 * intra.wire_bytes + inter_wire,
+            dur_ns: 2 * intra.dur_ns + inter_ns,
+        })
+    }
+
+    /// Latency-bound steps of one pass (a reduce-scatter or an all-gather) of
+    /// `algorithm` over `r` ranks.
+    fn pass_steps(&self, algorithm: CollectiveAlgorithm, r: usize) -> u64 {
+        let log_r = (r as f64).log2().ceil() as u64;
+        let half_r = r.div_ceil(2) as u64;
+        match algorithm {
+            CollectiveAlgorithm::Mesh => 1,
+            CollectiveAlgorithm::RecursiveDoubling => log_r,
+            CollectiveAlgorithm::KangaRing => half_r,
+            CollectiveAlgorithm::Ring => r as u64 - 1,
+            _ => u64::from(r > 1),
+        }
+    }
+
+    /// The cost without hierarchy: every step at the pace of the slowest level.
+    fn flat_cost(&self, op: CollectiveOp, bytes: u64, ranks: &[usize]) -> CollectiveCost {
         let r = ranks.len().max(1);
         let algorithm = self.algorithm(op, bytes, r);
         let (bytes_per_ns, hop_ns) = self.link(ranks);
@@ -156,15 +217,7 @@ impl Topology {
             _ if r == 1 => 0.0,
             _ => 1.0,
         };
-        let log_r = (r as f64).log2().ceil() as u64;
-        let half_r = r.div_ceil(2) as u64;
-        let one_pass = match algorithm {
-            CollectiveAlgorithm::Mesh => 1,
-            CollectiveAlgorithm::RecursiveDoubling => log_r,
-            CollectiveAlgorithm::KangaRing => half_r,
-            CollectiveAlgorithm::Ring => r as u64 - 1,
-            _ => u64::from(r > 1),
-        };
+        let one_pass = self.pass_steps(algorithm, r);
         // An all-reduce is a reduce-scatter then an all-gather: two passes.
         let steps = match op {
             CollectiveOp::AllReduce => 2 * one_pass,

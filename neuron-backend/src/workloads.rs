@@ -24,7 +24,7 @@
 //! Measured in release on the shared 2-core VM (`cargo run --release --example
 //! workload -- …`): `gpt` (tiny) on 4 ranks for 20 steps with numerics in 52 ms;
 //! [`WorkloadConfig::llama8b_preset`] with all 32 layers, 64 ranks, one step, timing
-//! only, in 49.5 s (566 MB peak RSS); `gpt-infer` decodes at ~78k tokens/s of modeled
+//! only, in 36–50 s (two runs; 0.6 GB peak RSS); `gpt-infer` decodes at ~78k tokens/s of modeled
 //! time.
 //!
 //! ```

@@ -56,6 +56,48 @@ enum Command {
         #[arg(long)]
         lenient: bool,
     },
+    /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
+    /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
+    Run {
+        /// mlp, gpt or gpt-infer.
+        workload: String,
+        /// Ranks, one logical NeuronCore each (threads of this process).
+        #[arg(long, default_value_t = 1)]
+        ranks: usize,
+        /// Tensor-parallel group size (gpt).
+        #[arg(long, default_value_t = 1)]
+        tp: usize,
+        /// trn2 or trn3.
+        #[arg(long, default_value = "trn2")]
+        device: String,
+        /// Physical cores per logical NeuronCore: 1 or 2.
+        #[arg(long, default_value_t = 2)]
+        lnc: u32,
+        /// Steps to run (default: the workload's own).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// on: compute real values; off: timing only (large shapes run fast).
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        numerics: String,
+        /// Directory for the traces (must hold no other traces) [default:
+        /// neuronprof-traces/WORKLOAD-UNIXMS]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A slow rank: RANK:FACTOR (its device runs FACTOR times slower).
+        #[arg(long)]
+        straggler: Option<String>,
+        /// Device detail recorded: kernels, or kernels plus engine instructions and DMA.
+        #[arg(long, default_value = "instructions", value_parser = ["kernels", "instructions"])]
+        detail: String,
+    },
+    /// The tour: gpt on 4 ranks with one slow rank, profiled; prints the summary and
+    /// where the traces are.
+    Demo {
+        /// Directory for the traces (must hold no other traces) [default:
+        /// neuronprof-traces/demo-UNIXMS]
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Compare two traces (or two directories of rank traces) by operator and kernel name.
     Diff {
         /// The control trace or directory.
@@ -132,6 +174,38 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Run {
+            workload,
+            ranks,
+            tp,
+            device,
+            lnc,
+            steps,
+            numerics,
+            out,
+            straggler,
+            detail,
+        } => {
+            let request = neuronprof::run::RunRequest {
+                ranks,
+                tp,
+                device,
+                lnc,
+                steps,
+                numerics: numerics == "on",
+                out_dir: out.unwrap_or_else(|| neuronprof::run::default_out_dir(&workload)),
+                straggler: straggler
+                    .as_deref()
+                    .map(neuronprof::run::parse_straggler)
+                    .transpose()?,
+                instructions: detail == "instructions",
+                ..neuronprof::run::RunRequest::new(&workload)
+            };
+            run_and_print(&request)
+        }
+        Command::Demo { out } => run_and_print(&neuronprof::run::RunRequest::demo(
+            out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
+        )),
         Command::Diff {
             control,
             test,
@@ -152,4 +226,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn run_and_print(request: &neuronprof::run::RunRequest) -> anyhow::Result<ExitCode> {
+    let outcome = neuronprof::run::run_workload(request)?;
+    let mut out = std::io::stdout().lock();
+    neuronprof::run::render_outcome(&outcome, &mut out).context("writing summary")?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,416 @@
+//! `neuronprof run` and `neuronprof demo`: a built-in workload on emulated ranks under
+//! the profiler, one Kineto trace per rank, and a short summary.
+//!
+//! This is the one place where the emulated device (`neuron-backend`) and the profiler
+//! meet: the profiler does not know the backend (DESIGN.md's arrows), so the CLI maps
+//! recording threads to ranks and describes each rank's device from its profile.
+//!
+//! Choices where the issue is silent:
+//! - Device `i` is rank `i`'s logical NeuronCore; `--device trn2 --lnc 1` picks the
+//!   `trn2-lnc1` profile (8 logical cores per chip).
+//! - The default schedule skips the first step (warm caches, as torch users do), warms
+//!   up one and records the rest, in one window.
+//! - Traces are gzip-compressed (`{worker}.{timestamp_ms}.pt.trace.json.gz`, worker
+//!   `rank{N}`), which every Kineto reader, HTA and `neuronprof` accept.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
+use anyhow::{bail, Context as _};
+use neuron_backend::dist::rank_of_thread;
+use neuron_backend::workloads::{run, RunReport, Workload, WorkloadConfig};
+use neuron_backend::{DeviceProfile, RecordDetail};
+use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
+
+/// What `neuronprof run` was asked for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// `mlp`, `gpt` or `gpt-infer`.
+    pub workload: String,
+    /// Ranks, one logical NeuronCore each.
+    pub ranks: usize,
+    /// Tensor-parallel group size (`gpt` only).
+    pub tp: usize,
+    /// `trn2` or `trn3`.
+    pub device: String,
+    /// Logical NeuronCore size: 1 or 2 physical cores per logical core.
+    pub lnc: u32,
+    /// Steps to run (training steps; decode steps for `gpt-infer`).
+    pub steps: Option<usize>,
+    /// Compute real values (off: timing only).
+    pub numerics: bool,
+    /// Where the traces go.
+    pub out_dir: PathBuf,
+    /// A slow rank and how many times slower its device runs.
+    pub straggler: Option<(usize, f64)>,
+    /// Record engine instructions and DMA transfers too, not only kernels.
+    pub instructions: bool,
+    /// Which steps are recorded; `None`: [`default_schedule`].
+    pub schedule: Option<Schedule>,
+}
+
+impl RunRequest {
+    /// The defaults of `neuronprof run WORKLOAD`.
+    pub fn new(workload: &str) -> Self {
+        RunRequest {
+            workload: workload.to_owned(),
+            ranks: 1,
+            tp: 1,
+            device: "trn2".to_owned(),
+            lnc: 2,
+            steps: None,
+            numerics: true,
+            out_dir: default_out_dir(workload),
+            straggler: None,
+            instructions: true,
+            schedule: None,
+        }
+    }
+
+    /// The demo: `gpt` on 4 data-parallel ranks, rank 2's device 2× slower, 6 steps,
+    /// 4 of them recorded. (At 1.5× the host threads' scheduling on a 2-core machine
+    /// can hide the slow device; 2× shows it every time.)
+    pub fn demo(out_dir: PathBuf) -> Self {
+        RunRequest {
+            ranks: 4,
+            steps: Some(6),
+            straggler: Some((2, 2.0)),
+            out_dir,
+            ..RunRequest::new("gpt")
+        }
+    }
+}
+
+/// `neuronprof-traces/{workload}-{unix time in ms}`: a fresh directory per run, so one
+/// directory always holds one run's rank traces.
+pub fn default_out_dir(workload: &str) -> PathBuf {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    PathBuf::from("neuronprof-traces").join(format!("{workload}-{ms}"))
+}
+
+/// Refuses a directory that already holds trace files: analysing it would mix runs
+/// (two files per rank).
+pub fn check_out_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let traces = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".json") || name.ends_with(".json.gz")
+        })
+        .count();
+    if traces > 0 {
+        bail!(
+            "{} already holds {traces} trace file(s) of another run; choose another --out \
+             or remove them",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Skip the first step, warm up one, record the remaining `steps - 2` (at least one).
+pub fn default_schedule(steps: usize) -> Schedule {
+    let active = steps.saturating_sub(2).max(1) as u64;
+    let (skip_first, warmup) = if steps >= 3 { (1, 1) } else { (0, 0) };
+    Schedule::new(skip_first, 0, warmup, active, 1)
+}
+
+/// Parses `RANK:FACTOR` (e.g. `2:1.5`).
+pub fn parse_straggler(text: &str) -> anyhow::Result<(usize, f64)> {
+    let (rank, factor) = text
+        .split_once(':')
+        .with_context(|| format!("--straggler {text:?}: expected RANK:FACTOR, e.g. 2:1.5"))?;
+    let rank = rank
+        .parse()
+        .with_context(|| format!("--straggler {text:?}: bad rank"))?;
+    let factor: f64 = factor
+        .parse()
+        .with_context(|| format!("--straggler {text:?}: bad factor"))?;
+    if !(factor.is_finite() && factor >= 1.0) {
+        bail!("--straggler {text:?}: the factor must be a number ≥ 1");
+    }
+    Ok((rank, factor))
+}
+
+/// The device profile for `--device` and `--lnc`.
+pub fn device_profile(device: &str, lnc: u32) -> anyhow::Result<DeviceProfile> {
+    let name = match (device, lnc) {
+        ("trn2" | "trn3", 2) => device.to_owned(),
+        ("trn2" | "trn3", 1) => format!("{device}-lnc1"),
+        (_, 1 | 2) => bail!("--device {device:?}: expected trn2 or trn3"),
+        _ => bail!("--lnc {lnc}: expected 1 or 2"),
+    };
+    DeviceProfile::builtin(&name).with_context(|| format!("no built-in device profile {name}"))
+}
+
+/// How a trace describes logical core `index` of `profile` (its `deviceProperties`
+/// entry and the process name of its rows).
+pub fn device_info(profile: &DeviceProfile, index: u16) -> DeviceInfo {
+    let lnc = f64::from(profile.lnc);
+    let bf16 = profile.tensor_bf16_tflops * lnc;
+    DeviceInfo {
+        core_version: if profile.name.starts_with("trn3") {
+            "v4"
+        } else {
+            "v3"
+        }
+        .to_owned(),
+        lnc: profile.lnc,
+        hbm_bytes: profile.hbm_bytes_per_core(),
+        peak_tflops: vec![
+            ("bf16".to_owned(), bf16),
+            ("fp8".to_owned(), bf16 * profile.tensor_fp8_speedup),
+            ("fp32".to_owned(), bf16 / profile.tensor_fp32_slowdown),
+        ],
+        compute_queues: profile.compute_queues,
+        collective_queues: profile.collective_queues,
+        tensor_op_queues: profile.tensor_op_queues,
+        ..DeviceInfo::new(index, &profile.name)
+    }
+}
+
+/// What a profiled run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The workload's own report (losses, accuracy, tokens/s).
+    pub report: RunReport,
+    /// Trace files, one per rank.
+    pub files: Vec<PathBuf>,
+    /// Each rank's summary of its recorded window, in rank order.
+    pub summaries: Vec<(u32, Summary)>,
+    /// The rank the others waited for most in collectives, from the analysis.
+    pub bottleneck_rank: Option<i64>,
+    /// Insights of the analysis of the traces, most important first.
+    pub insights: Vec<String>,
+    /// Wall time of the run (emulation included).
+    pub wall: Duration,
+}
+
+/// Runs the workload under the profiler, writes the traces and analyses them.
+pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
+    let workload = Workload::from_name(&request.workload).with_context(|| {
+        format!(
+            "unknown workload {:?}: expected mlp, gpt or gpt-infer",
+            request.workload
+        )
+    })?;
+    let mut config = WorkloadConfig::new(workload);
+    config.ranks = request.ranks;
+    config.tp = request.tp;
+    if let Some(steps) = request.steps {
+        config.steps = steps;
+    }
+    // Keep the workload's global batch where the data-parallel ranks divide it;
+    // otherwise the smallest multiple of them above it.
+    let dp = (config.ranks / config.tp.max(1)).max(1);
+    config.batch = config.batch.div_ceil(dp) * dp;
+    config.numerics = request.numerics;
+    config.straggler = request.straggler;
+    config.profile = device_profile(&request.device, request.lnc)?;
+    config.detail = if request.instructions {
+        RecordDetail::Instructions
+    } else {
+        RecordDetail::Kernels
+    };
+    if let Some((rank, _)) = request.straggler {
+        if rank >= request.ranks {
+            bail!(
+                "--straggler rank {rank} is not one of the {} ranks",
+                request.ranks
+            );
+        }
+    }
+
+    check_out_dir(&request.out_dir)?;
+    let mut options = RunOptions::new(&request.out_dir, config.ranks);
+    options.steps = Some(config.steps as u64);
+    options.schedule = Some(
+        request
+            .schedule
+            .unwrap_or_else(|| default_schedule(config.steps)),
+    );
+    options.config.profile_memory = true;
+    options.config.record_shapes = true;
+    options.config.with_flops = true;
+    options.config.device_detail = if request.instructions {
+        DeviceDetail::Instructions
+    } else {
+        DeviceDetail::Kernels
+    };
+    options.config.devices = (0..config.ranks)
+        .map(|i| device_info(&config.profile, i as u16))
+        .collect();
+
+    let rank_of = |thread: u32| {
+        rank_of_thread(thread).map(|t| RankOf {
+            rank: t.rank as u32,
+            world_size: t.world_size as u32,
+        })
+    };
+    let started = Instant::now();
+    let profiled =
+        profiler::run_profiled(&options, rank_of, |prof| run(&config, |_step| prof.step()))
+            .context("profiling the run")?;
+    let report = profiled.output.context("running the workload")?;
+    let wall = started.elapsed();
+    let summaries = profiled
+        .results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.rank().unwrap_or(i as u32), r.summary()))
+        .collect();
+
+    let set = load_paths(&profiled.files, &LoadOptions::default())
+        .context("reading the traces back for analysis")?;
+    let analysis = analyze(&set, &ReportOptions::default());
+    Ok(RunOutcome {
+        report,
+        files: profiled.files,
+        summaries,
+        bottleneck_rank: analysis.collectives.bottleneck_rank,
+        insights: analysis
+            .insights
+            .iter()
+            .map(|i| i.summary.clone())
+            .collect(),
+        wall,
+    })
+}
+
+/// Writes the run's summary for a person.
+pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let steps = outcome.report.steps.len();
+    let losses: Vec<f64> = outcome.report.steps.iter().filter_map(|s| s.loss).collect();
+    write!(
+        out,
+        "ran {steps} step(s) in {:.1} s of wall time",
+        outcome.wall.as_secs_f64()
+    )?;
+    if let (Some(first), Some(last)) = (losses.first(), losses.last()) {
+        write!(out, "; loss {first:.4} -> {last:.4}")?;
+    }
+    if let Some(accuracy) = outcome.report.accuracy {
+        write!(out, "; held-out accuracy {:.1}%", accuracy * 100.0)?;
+    }
+    if let Some(tps) = outcome.report.tokens_per_sec {
+        write!(out, "; {tps:.0} tokens/s of modeled time")?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "\nrank  recorded steps  mean step  device busy  collectives  peak HBM allocated"
+    )?;
+    for (rank, s) in &outcome.summaries {
+        let peak = s.peak_allocated_bytes.map_or("-".to_owned(), |b| {
+            format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+        });
+        writeln!(
+            out,
+            "{rank:>4}  {:>14}  {:>9}  {:>10.1}%  {:>11}  {peak:>18}{}",
+            s.steps,
+            crate::inspect::human_duration(s.mean_step_ns as i64),
+            s.device_utilization() * 100.0,
+            crate::inspect::human_duration(s.collective_ns as i64),
+            if s.dropped_records > 0 {
+                format!("  ({} records dropped)", s.dropped_records)
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    if let Some(rank) = outcome.bottleneck_rank {
+        writeln!(
+            out,
+            "\nslow rank: {rank} (the other ranks waited for it in collectives)"
+        )?;
+    }
+    if !outcome.insights.is_empty() {
+        writeln!(out, "\ninsights (neuronprof analyze):")?;
+        for (i, insight) in outcome.insights.iter().take(5).enumerate() {
+            writeln!(out, "{:>2}. {insight}", i + 1)?;
+        }
+    }
+    writeln!(out, "\ntraces:")?;
+    for file in &outcome.files {
+        writeln!(out, "  {}", file.display())?;
+    }
+    if let Some(dir) = outcome.files.first().and_then(|f| f.parent()) {
+        writeln!(
+            out,
+            "\nnext: neuronprof analyze {}    neuronprof inspect {}",
+            dir.display(),
+            dir.display()
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn straggler_parses_rank_and_factor() {
+        assert_eq!(parse_straggler("2:1.5").unwrap(), (2, 1.5));
+        assert!(parse_straggler("2").is_err());
+        assert!(parse_straggler("x:2").is_err());
+        assert!(parse_straggler("1:0.5")
+            .unwrap_err()
+            .to_string()
+            .contains("≥ 1"));
+    }
+
+    #[test]
+    fn out_dir_with_traces_is_refused() {
+        let dir = std::env::temp_dir().join(format!("neuronprof-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        check_out_dir(&dir).unwrap();
+        std::fs::write(dir.join("rank0.1.pt.trace.json.gz"), b"").unwrap();
+        let err = check_out_dir(&dir).unwrap_err().to_string();
+        assert!(err.contains("already holds 1 trace file"), "{err}");
+        check_out_dir(&dir.join("absent")).unwrap();
+    }
+
+    #[test]
+    fn device_and_lnc_pick_a_builtin_profile() {
+        assert_eq!(device_profile("trn2", 2).unwrap().name, "trn2");
+        assert_eq!(device_profile("trn2", 1).unwrap().lnc, 1);
+        assert_eq!(device_profile("trn3", 2).unwrap().name, "trn3");
+        assert!(device_profile("trn1", 2).is_err());
+        assert!(device_profile("trn2", 4).is_err());
+    }
+
+    #[test]
+    fn default_schedule_skips_and_warms_one_step() {
+        let s = default_schedule(6);
+        assert_eq!((s.skip_first, s.warmup, s.active), (1, 1, 4));
+        let s = default_schedule(1);
+        assert_eq!((s.skip_first, s.warmup, s.active), (0, 0, 1));
+    }
+
+    #[test]
+    fn device_info_states_capacity_and_peaks() {
+        let profile = device_profile("trn2", 2).unwrap();
+        let info = device_info(&profile, 3);
+        assert_eq!(info.index, 3);
+        assert_eq!(
+            info.hbm_bytes,
+            24 << 30,
+            "trn2 LNC=2: one 24 GiB bank per logical core"
+        );
+        let bf16 = info
+            .peak_tflops
+            .iter()
+            .find(|(d, _)| d == "bf16")
+            .unwrap()
+            .1;
+        assert!((bf16 - 2.0 * profile.tensor_bf16_tflops).abs() < 1e-9);
+    }
+}

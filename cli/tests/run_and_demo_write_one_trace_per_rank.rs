@@ -1,0 +1,138 @@
+//! `neuronprof run` and `neuronprof demo` through the binary: one trace per rank that
+//! `inspect` and `analyze` read, and a summary that names every rank.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn neuronprof(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuronprof-run-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
+    let cwd = scratch("demo");
+    let out = neuronprof(&["demo"], &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("ran 6 step(s)"), "{text}");
+    assert!(text.contains("; loss "), "gpt trains with numerics: {text}");
+    for rank in 0..4 {
+        assert!(
+            text.contains(&format!("\n   {rank}               4 ")),
+            "rank {rank}: {text}"
+        );
+    }
+    assert!(text.contains("\nslow rank: "), "{text}");
+    let runs: Vec<PathBuf> = std::fs::read_dir(cwd.join("neuronprof-traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "one fresh directory per run: {runs:?}");
+    assert!(runs[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("demo-"));
+
+    // The directory is what inspect and analyze take.
+    let inspect = neuronprof(&["inspect", "--json", runs[0].to_str().unwrap()], &cwd);
+    assert!(
+        inspect.status.success(),
+        "{}",
+        String::from_utf8_lossy(&inspect.stdout)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(report["ranks"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(report["world_size"], 4);
+    for file in report["files"].as_array().unwrap() {
+        assert_eq!(file["dropped_records"], 0, "the profiler states its drops");
+        assert!(file["memory_events_by_device_type"]["20"].as_u64().unwrap() > 0);
+        assert!(file["flows"]["ac2g"]["matched"].as_u64().unwrap() > 0);
+        assert_eq!(file["flows"]["ac2g"]["unmatched_starts"], 0);
+        assert!(file["by_category"]["kernel"].as_u64().unwrap() > 0);
+        assert!(file["by_category"]["privateuse1_runtime"].as_u64().unwrap() > 0);
+        assert!(file["damage"].is_null());
+    }
+    let analyze = neuronprof(&["analyze", "--json", runs[0].to_str().unwrap()], &cwd);
+    assert!(
+        analyze.status.success(),
+        "{}",
+        String::from_utf8_lossy(&analyze.stderr)
+    );
+    let analysis: serde_json::Value = serde_json::from_slice(&analyze.stdout).unwrap();
+    assert_eq!(analysis["ranks"], serde_json::json!([0, 1, 2, 3]));
+    assert!(!analysis["collectives"]["instances"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn run_mlp_kernels_only_and_refuses_a_used_directory() {
+    let cwd = scratch("mlp");
+    let args = [
+        "run", "mlp", "--steps", "3", "--detail", "kernels", "--out", "traces",
+    ];
+    let out = neuronprof(&args, &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files: Vec<PathBuf> = std::fs::read_dir(cwd.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1);
+    assert!(files[0].to_str().unwrap().ends_with(".pt.trace.json.gz"));
+    let inspect = neuronprof(&["inspect", "--json", files[0].to_str().unwrap()], &cwd);
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let categories = &report["files"][0]["by_category"];
+    assert!(categories["kernel"].as_u64().unwrap() > 0);
+    assert!(
+        categories["neuron_instruction"].is_null(),
+        "kernels only: {categories}"
+    );
+
+    let again = neuronprof(&args, &cwd);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already holds 1 trace file"));
+}
+
+#[test]
+fn bad_run_arguments_are_usage_errors() {
+    let cwd = scratch("bad");
+    for (args, expected) in [
+        (vec!["run", "resnet"], "unknown workload \"resnet\""),
+        (
+            vec!["run", "gpt", "--ranks", "2", "--straggler", "5:2"],
+            "not one of the 2 ranks",
+        ),
+        (
+            vec!["run", "gpt", "--straggler", "1"],
+            "expected RANK:FACTOR",
+        ),
+        (vec!["run", "gpt", "--lnc", "3"], "--lnc 3"),
+    ] {
+        let out = neuronprof(&args, &cwd);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+}

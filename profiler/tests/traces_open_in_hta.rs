@@ -1,8 +1,9 @@
 //! Interop: the traces of a two-rank run open in Holistic Trace Analysis and its
 //! temporal breakdown and kernel breakdown run on them. Needs a Python with HTA
-//! installed, named by `NEURONPROF_HTA_PYTHON`; skipped (with a message) without it.
+//! installed: `NEURONPROF_HTA_PYTHON`, else the venv `bash scripts/hta-venv` makes
+//! (`target/hta-venv`, which `.ci/run` creates). Without either it is skipped with a
+//! message — except in CI (`CI` set), where a missing HTA fails the test.
 //!
-//! Set-up: `python3 -m venv V && V/bin/pip install HolisticTraceAnalysis "pandas<3"`.
 //! HTA 0.5 with pandas 3 fails on any trace whose correlation ids fit in an `int8`
 //! (its `index_correlation` column keeps the downcast type and pandas 3 refuses to
 //! store larger row indices in it); real CUDA traces have large correlation ids and
@@ -37,10 +38,27 @@ fn rank_of(thread_id: u32) -> Option<RankOf> {
     })
 }
 
+/// `NEURONPROF_HTA_PYTHON`, else the workspace's `target/hta-venv` python if it exists.
+fn hta_python() -> Option<String> {
+    if let Ok(python) = std::env::var("NEURONPROF_HTA_PYTHON") {
+        return Some(python);
+    }
+    let venv =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/hta-venv/bin/python");
+    venv.exists().then(|| venv.to_string_lossy().into_owned())
+}
+
 #[test]
 fn traces_open_in_hta() {
-    let Ok(python) = std::env::var("NEURONPROF_HTA_PYTHON") else {
-        eprintln!("skipped: set NEURONPROF_HTA_PYTHON to a python with HolisticTraceAnalysis");
+    let Some(python) = hta_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: `bash scripts/hta-venv` makes the HTA venv"
+        );
+        eprintln!(
+            "skipped: no HTA; run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a \
+             python with HolisticTraceAnalysis"
+        );
         return;
     };
     let _serial = common::serial();

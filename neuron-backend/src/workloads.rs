@@ -19,7 +19,9 @@
 //! on 1 and N ranks agree within floating-point tolerance.
 //!
 //! [`run`] calls `on_step` on each rank's thread after each step (with the rank's
-//! [`StepReport`]); a profiler calls its `step()` there.
+//! [`StepReport`]); a profiler calls its `step()` there. [`run_with_hooks`] also calls
+//! [`WorkloadHooks::on_start`] on each rank's thread just before its first step, where a
+//! profiler begins `ProfilerStep#0` ([`FnHooks`] makes hooks of two closures).
 //!
 //! Measured in release on the shared 2-core VM (`cargo run --release --example
 //! workload -- …`): `gpt` (tiny) on 4 ranks for 20 steps with numerics in 52 ms;
@@ -237,10 +239,85 @@ pub(crate) struct RankResult {
     pub(crate) tokens_per_sec: Option<f64>,
 }
 
-/// Runs `config`, calling `on_step` on every rank's thread after each step.
+/// Per-rank callbacks of [`run_with_hooks`], called on each rank's own thread (where
+/// a profiler keeps the rank's step marker). Both do nothing by default.
+pub trait WorkloadHooks: Sync {
+    /// The rank is set up (model, data, and for `gpt-infer` the prefill) and is about
+    /// to begin its first step: a profiler begins `ProfilerStep#0` here.
+    fn on_start(&self, rank: usize) {
+        let _ = rank;
+    }
+
+    /// The rank finished a step: a profiler calls its `step()` here.
+    fn on_step(&self, step: &StepReport) {
+        let _ = step;
+    }
+}
+
+/// [`WorkloadHooks`] from two closures: `on_start(rank)` and `on_step(&report)`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use neuron_backend::workloads::{run_with_hooks, FnHooks, Workload, WorkloadConfig};
+///
+/// let mut config = WorkloadConfig::new(Workload::Mlp);
+/// config.steps = 2;
+/// let (started, stepped) = (AtomicUsize::new(0), AtomicUsize::new(0));
+/// let hooks = FnHooks {
+///     on_start: |_rank| {
+///         assert_eq!(stepped.load(Ordering::SeqCst), 0, "before the first step");
+///         started.fetch_add(1, Ordering::SeqCst);
+///     },
+///     on_step: |_step: &_| {
+///         stepped.fetch_add(1, Ordering::SeqCst);
+///     },
+/// };
+/// run_with_hooks(&config, &hooks)?;
+/// assert_eq!((started.into_inner(), stepped.into_inner()), (1, 2));
+/// # Ok::<(), neuron_backend::BackendError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FnHooks<S, T> {
+    /// Called by [`WorkloadHooks::on_start`].
+    pub on_start: S,
+    /// Called by [`WorkloadHooks::on_step`].
+    pub on_step: T,
+}
+
+impl<S, T> WorkloadHooks for FnHooks<S, T>
+where
+    S: Fn(usize) + Sync,
+    T: Fn(&StepReport) + Sync,
+{
+    fn on_start(&self, rank: usize) {
+        (self.on_start)(rank);
+    }
+
+    fn on_step(&self, step: &StepReport) {
+        (self.on_step)(step);
+    }
+}
+
+/// Runs `config`, calling `on_step` on every rank's thread after each step (no start
+/// hook: see [`run_with_hooks`]).
 pub fn run(
     config: &WorkloadConfig,
     on_step: impl Fn(&StepReport) + Sync,
+) -> Result<RunReport, BackendError> {
+    run_with_hooks(
+        config,
+        &FnHooks {
+            on_start: |_rank| {},
+            on_step,
+        },
+    )
+}
+
+/// Runs `config`, calling `hooks` on every rank's thread: [`WorkloadHooks::on_start`]
+/// once before the rank's first step, [`WorkloadHooks::on_step`] after each step.
+pub fn run_with_hooks(
+    config: &WorkloadConfig,
+    hooks: &(impl WorkloadHooks + ?Sized),
 ) -> Result<RunReport, BackendError> {
     if config.ranks == 0 || config.tp == 0 || !config.ranks.is_multiple_of(config.tp) {
         return Err(BackendError::InvalidArgument {
@@ -267,12 +344,11 @@ pub fn run(
     world_config.topology = config.topology.clone();
     let world = World::new(world_config)?;
     world.tp_dp_groups(config.tp)?;
-    let on_step = &on_step;
     let results = world.run(|rank| -> Result<(RankResult, u64), BackendError> {
         let result = match config.workload {
-            Workload::Mlp => mlp::train(config, rank, on_step),
-            Workload::Gpt => gpt::train(config, rank, on_step),
-            Workload::GptInfer => infer::serve(config, rank, on_step),
+            Workload::Mlp => mlp::train(config, rank, hooks),
+            Workload::Gpt => gpt::train(config, rank, hooks),
+            Workload::GptInfer => infer::serve(config, rank, hooks),
         }?;
         Ok((result, rank.device().synchronize()))
     });

@@ -21,8 +21,9 @@
 //!   ([`KeyAverages::table`] prints it like torch).
 //! - Several ranks in one process (each on its own thread, as the emulated device's
 //!   `dist::World` runs them): [`ProfilerBuilder::split_by_rank`] writes one trace per
-//!   rank, [`SharedProfiler`] and [`RankSteps`] (or [`SharedProfiler::step`] from a
-//!   per-step callback) let the rank threads step one schedule together, and
+//!   rank, [`SharedProfiler`] and [`RankSteps`] (or [`SharedProfiler::begin_rank`]
+//!   and [`SharedProfiler::step`] from a runtime's per-rank start and per-step
+//!   callbacks) let the rank threads step one schedule together, and
 //!   [`run_profiled`] does all of it in one call for `neuronprof run` and `demo`
 //!   ([`RunOptions`], [`ProfiledRun`]), with [`ProfileResult::summary`] for the
 //!   closing lines ([`Summary`]: step time, device utilization, peak memory).

@@ -180,15 +180,18 @@ impl SharedProfiler {
 
     /// Ends the calling rank's step, for runtimes that call back after each step on
     /// the rank's thread (`neuron_backend::workloads::run`'s `on_step`): like
-    /// [`RankSteps::step`] on a marker kept for the thread. Without an earlier
-    /// [`SharedProfiler::begin_rank`] on this thread, the first step has no
-    /// `ProfilerStep` range (the marker starts at the first call).
+    /// [`RankSteps::step`] on a marker kept for the thread. Call
+    /// [`SharedProfiler::begin_rank`] on the thread before the first step (from
+    /// `neuron_backend::workloads::run_with_hooks`' `on_start`), or the first step has
+    /// no `ProfilerStep` range (the marker starts at the first call).
     pub fn step(&self) {
         self.with_thread_steps(false, RankSteps::step);
     }
 
-    /// Begins the calling rank's `ProfilerStep#N` now (call it where the rank starts,
-    /// when the runtime offers such a place).
+    /// Begins the calling rank's `ProfilerStep#N` now: call it on the rank's thread
+    /// just before its first step (a runtime's per-rank start hook, such as
+    /// `neuron_backend::workloads::WorkloadHooks::on_start`), so step 0 has its range
+    /// like every later step.
     pub fn begin_rank(&self) {
         self.with_thread_steps(true, |_| {});
     }

@@ -62,8 +62,9 @@ pub struct ProfiledRun<R> {
 /// `rank_of` maps a recording thread to its rank (the emulated device's
 /// `neuron_backend::dist::rank_of_thread` does exactly that); `run` starts the ranks,
 /// each of which takes [`SharedProfiler::rank_steps`] and calls
-/// [`crate::RankSteps::step`] after each step, or calls [`SharedProfiler::step`] from
-/// a per-step callback on its thread. A sketch of the CLI's use with the emulated
+/// [`crate::RankSteps::step`] after each step, or calls [`SharedProfiler::begin_rank`]
+/// from a start callback and [`SharedProfiler::step`] from a per-step callback on its
+/// thread. A sketch of the CLI's use with the emulated
 /// device's workloads:
 ///
 /// ```text
@@ -74,7 +75,10 @@ pub struct ProfiledRun<R> {
 /// let run = profiler::run_profiled(&options, |thread| {
 ///     dist::rank_of_thread(thread)
 ///         .map(|t| RankOf { rank: t.rank as u32, world_size: t.world_size as u32 })
-/// }, |prof| workloads::run(&config, |_step| prof.step()))?;
+/// }, |prof| workloads::run_with_hooks(&config, &FnHooks {
+///     on_start: |_rank| prof.begin_rank(), // ProfilerStep#0 begins here
+///     on_step: |_step: &_| prof.step(),
+/// }))?;
 /// // run.output: the workload's report; run.files: one trace per rank;
 /// // run.results[r].summary(): step time, utilization, peak memory.
 /// ```

@@ -9,7 +9,7 @@
 
 use super::ddp::Reducer;
 use super::mlp::{mean_loss, missing_grad};
-use super::{begin_step, dp_group, RankResult, StepReport, WorkloadConfig};
+use super::{begin_step, dp_group, RankResult, StepReport, WorkloadConfig, WorkloadHooks};
 use crate::autograd::{Tape, Var};
 use crate::dist::{ProcessGroup, Rank};
 use crate::ops::random_u64;
@@ -260,7 +260,7 @@ fn sequence(tokens: &[i64], seed: u64, step: usize, index: usize, context: usize
 pub(crate) fn train(
     config: &WorkloadConfig,
     rank: &Rank,
-    on_step: &(impl Fn(&StepReport) + Sync),
+    hooks: &(impl WorkloadHooks + ?Sized),
 ) -> Result<RankResult, BackendError> {
     let device = rank.device();
     let s = config.gpt;
@@ -290,6 +290,7 @@ pub(crate) fn train(
     adamw.weight_decay = 0.0;
     let mut sgd = Sgd::new(1e-3, 0.0);
     let mut result = RankResult::default();
+    hooks.on_start(rank.rank());
     for step in 0..config.steps {
         if !begin_step(config, rank, step) {
             return Ok(result);
@@ -337,7 +338,7 @@ pub(crate) fn train(
             end_ns: runtime_hooks::clock::now_ns(),
             buckets,
         };
-        on_step(&report);
+        hooks.on_step(&report);
         result.steps.push(report);
     }
     Ok(result)

@@ -9,7 +9,7 @@
 
 use super::gpt::{causal_mask, corpus_tokens, Model};
 use super::mlp::argmax;
-use super::{begin_step, RankResult, StepReport, WorkloadConfig};
+use super::{begin_step, RankResult, StepReport, WorkloadConfig, WorkloadHooks};
 use crate::dist::Rank;
 use crate::{BackendError, Tensor};
 
@@ -104,7 +104,7 @@ fn next_tokens(
 pub(crate) fn serve(
     config: &WorkloadConfig,
     rank: &Rank,
-    on_step: &(impl Fn(&StepReport) + Sync),
+    hooks: &(impl WorkloadHooks + ?Sized),
 ) -> Result<RankResult, BackendError> {
     if config.tp != 1 {
         return Err(BackendError::InvalidArgument {
@@ -149,6 +149,7 @@ pub(crate) fn serve(
     let mut next = next_tokens(config, &logits, model.vocab)?;
     let decode_start_ns = runtime_hooks::clock::now_ns();
     let mut result = RankResult::default();
+    hooks.on_start(rank.rank());
     for i in 0..config.steps {
         if !begin_step(config, rank, i) {
             return Ok(result);
@@ -163,7 +164,7 @@ pub(crate) fn serve(
             end_ns: runtime_hooks::clock::now_ns(),
             buckets: 0,
         };
-        on_step(&report);
+        hooks.on_step(&report);
         result.steps.push(report);
     }
     let elapsed_ns = runtime_hooks::clock::now_ns()

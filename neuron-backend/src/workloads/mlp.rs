@@ -7,7 +7,7 @@
 //! 512 other samples.
 
 use super::ddp::Reducer;
-use super::{begin_step, dp_group, RankResult, StepReport, WorkloadConfig};
+use super::{begin_step, dp_group, RankResult, StepReport, WorkloadConfig, WorkloadHooks};
 use crate::autograd::Tape;
 use crate::dist::{Rank, ReduceOp};
 use crate::ops::random_normal;
@@ -74,7 +74,7 @@ fn logits(
 pub(crate) fn train(
     config: &WorkloadConfig,
     rank: &Rank,
-    on_step: &(impl Fn(&StepReport) + Sync),
+    hooks: &(impl WorkloadHooks + ?Sized),
 ) -> Result<RankResult, BackendError> {
     let device = rank.device();
     let dtype = config.compute_dtype();
@@ -85,6 +85,7 @@ pub(crate) fn train(
     let mut params = init(device, config.seed)?;
     let mut sgd = Sgd::new(0.1, 0.9);
     let mut result = RankResult::default();
+    hooks.on_start(rank.rank());
     for step in 0..config.steps {
         if !begin_step(config, rank, step) {
             return Ok(result);
@@ -112,7 +113,7 @@ pub(crate) fn train(
             end_ns: runtime_hooks::clock::now_ns(),
             buckets,
         };
-        on_step(&report);
+        hooks.on_step(&report);
         result.steps.push(report);
     }
     if config.numerics && rank.rank() == 0 {

@@ -206,6 +206,12 @@ pub struct ProfilerConfig {
     pub profile_memory: bool,
     /// Write `flops` on operators and fill the FLOPs column of `key_averages`.
     pub with_flops: bool,
+    /// torch's `with_stack`: accepted, and written to the metadata, but it adds no
+    /// `Call stack` args. torch fills them with the Python frames that called each
+    /// operator; a Rust program has no Python frames, and Rust frames (a backtrace per
+    /// operator, microseconds each) would break the recording-overhead bound while
+    /// naming only the dispatcher's own functions.
+    pub with_stack: bool,
     /// Device detail level.
     pub device_detail: DeviceDetail,
     /// Devices described in the trace (`deviceProperties`, names).
@@ -221,6 +227,7 @@ impl Default for ProfilerConfig {
             record_shapes: false,
             profile_memory: false,
             with_flops: false,
+            with_stack: false,
             device_detail: DeviceDetail::default(),
             devices: Vec::new(),
             distributed: None,

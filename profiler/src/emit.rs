@@ -118,6 +118,9 @@ pub(crate) fn metadata(
     if config.with_flops {
         meta.set_i64("with_flops", 1);
     }
+    if config.with_stack {
+        meta.set_i64("with_stack", 1);
+    }
     if let Some(d) = &config.distributed {
         let groups: Vec<serde_json::Value> = d
             .process_groups

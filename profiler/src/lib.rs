@@ -12,7 +12,8 @@
 //! # Key types
 //!
 //! - [`Profiler`] / [`ProfilerBuilder`]: activities ([`Activity::Cpu`],
-//!   [`Activity::Neuron`]), `record_shapes`, `profile_memory`, `with_flops`, the
+//!   [`Activity::Neuron`]), `record_shapes`, `profile_memory`, `with_flops`,
+//!   `with_stack` (accepted, no effect: see "Choices"), the
 //!   [`DeviceDetail`] level, [`Schedule`], `on_trace_ready` (a closure) or
 //!   `on_trace_ready_handler` ([`tensorboard_trace_handler`], any [`OnTraceReady`]);
 //!   [`Profiler::step`] and [`Profiler::stop`] (or [`Profiler::stop_all`]).
@@ -113,7 +114,11 @@
 //!   the other ranks and the last to arrive applies the schedule. The wait and the
 //!   writing of traces run as emulation time, so they do not show in the ranks' host
 //!   timelines; a rank that stops early leaves instead of blocking the others.
-//! - `with_stack` has no meaning without Python frames and is not offered.
+//! - **`with_stack` is accepted but adds no `Call stack`.** torch fills that arg with
+//!   the Python frames above each operator; a Rust caller has none, and Rust
+//!   backtraces (microseconds per operator) would break the overhead bound while
+//!   naming only dispatcher internals. The option is kept so ported scripts carry
+//!   over, and the trace metadata says it was asked for (`"with_stack": 1`).
 //!
 //! # Interop
 //!

@@ -105,6 +105,15 @@ impl ProfilerBuilder {
         self
     }
 
+    /// torch's `with_stack` (default off): accepted for scripts ported from torch and
+    /// noted in the trace metadata (`"with_stack": 1`), but operators get no
+    /// `Call stack` arg: there are no Python frames to show (see
+    /// [`ProfilerConfig::with_stack`]).
+    pub fn with_stack(mut self, on: bool) -> Self {
+        self.config.with_stack = on;
+        self
+    }
+
     /// Device detail level (default: instructions).
     pub fn device_detail(mut self, detail: DeviceDetail) -> Self {
         self.config.device_detail = detail;

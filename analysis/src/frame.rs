@@ -10,8 +10,10 @@
 //!    iteration of their launch (`add_iteration`);
 //! 4. with ≥ 2 distinct `ProfilerStep#N` names across ranks, host rows from the start of
 //!    the last step on are dropped, and device rows whose correlation no kept host row
-//!    has (`_filter_irrelevant_gpu_kernels`). A device row is kept once per kept host row
-//!    of its correlation, as HTA's inner merge does.
+//!    has (`_filter_irrelevant_gpu_kernels`). In compat mode a device row is kept once
+//!    per kept host row of its correlation, as HTA's inner merge does; in the default
+//!    mode once (a neuron launch has two runtime rows with its correlation, and
+//!    duplicated kernels showed as negative `kernel_wait` gaps of −duration).
 
 mod hta_time;
 
@@ -269,6 +271,13 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
                 .get(&trace.rows[i].correlation)
                 .copied()
                 .unwrap_or(0);
+            // HTA's inner merge repeats a device row once per host row of its
+            // correlation; neuron runtimes log two calls per launch (`nrt_execute`,
+            // `nrt_queue_submit`), so the default mode keeps each device row once.
+            let count = match mode {
+                Mode::HtaCompat => count,
+                Mode::Default => count.min(1),
+            };
             rows.extend(std::iter::repeat_n(make(i), count));
         }
         rows.extend(host.into_iter().map(make));

@@ -99,5 +99,5 @@ pub mod stats;
 pub use classify::{KernelType, Mode};
 pub use error::AnalysisError;
 pub use frame::{Frame, FrameRow, Frames};
-pub use model::{load_paths, load_ranks, LoadOptions, RankTrace, TraceSet};
+pub use model::{load_paths, load_ranks, LoadOptions, LoadProgress, RankTrace, TraceSet};
 pub use report::{analyze, RankReport, Report, ReportOptions};

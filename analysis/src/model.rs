@@ -12,7 +12,9 @@ mod load;
 use std::collections::HashMap;
 
 pub(crate) use load::int_coerce;
-pub use load::{load_paths, load_ranks, LoadOptions};
+pub use load::{
+    load_paths, load_ranks, LoadOptions, LoadProgress, ProgressFn, PROGRESS_INTERVAL_BYTES,
+};
 
 /// Interned event names and categories of one rank; a [`NameId`] indexes [`Names::get`].
 #[derive(Clone, Debug, Default)]
@@ -81,6 +83,10 @@ pub struct Row {
     pub memory_bw_gbps: f64,
     /// Collective args (`Collective name`, …), on collective kernels and their launches.
     pub collective: Option<Box<CollectiveArgs>>,
+    /// `flops` arg, -1 when absent.
+    pub flops: i64,
+    /// `<engine> busy (ns)` args of a neuron kernel: (engine name, busy ns).
+    pub engine_busy: Option<Box<[(NameId, i64)]>>,
 }
 
 impl Row {
@@ -130,6 +136,62 @@ pub struct MemoryEvent {
     pub total_reserved_bytes: i64,
 }
 
+/// One `neuron_instruction` event: an instruction (or `semaphore_wait`) on one engine of
+/// one physical core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineRow {
+    /// The device (`pid`).
+    pub device: i64,
+    /// `core` arg (physical core within the logical core), 0 when absent.
+    pub core: i64,
+    /// `engine` arg (`TensorE`, …), interned in [`RankTrace::names`].
+    pub engine: NameId,
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+    /// `flops` arg, 0 when absent.
+    pub flops: i64,
+    /// Whether this is a `semaphore_wait` (the engine waits, it is not active).
+    pub is_wait: bool,
+}
+
+/// One `neuron_dma` event: a DMA transfer on one queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DmaRow {
+    /// The device (`pid`).
+    pub device: i64,
+    /// `dma queue` arg.
+    pub queue: i64,
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+    /// `bytes` arg, -1 when absent.
+    pub bytes: i64,
+}
+
+/// One `deviceProperties` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceInfo {
+    /// `id` (the device's `pid`).
+    pub id: i64,
+    /// `name` (`NeuronCore 0 (trn2, LNC=2)`, `NVIDIA A100-…`).
+    pub name: Option<String>,
+    /// `deviceType` (`neuron` for our traces).
+    pub device_type: Option<String>,
+    /// `coreVersion` (neuron).
+    pub core_version: Option<String>,
+    /// `lnc`: physical cores per logical core (neuron).
+    pub lnc: Option<i64>,
+    /// `profile` (`trn2`, …; neuron).
+    pub profile: Option<String>,
+    /// `peakTflops` per dtype (neuron).
+    pub peak_tflops: Vec<(String, f64)>,
+    /// `totalGlobalMem`, bytes.
+    pub memory_bytes: Option<i64>,
+}
+
 /// Counters over every complete event of a rank, kept or not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankCounts {
@@ -172,6 +234,14 @@ pub struct RankTrace {
     pub base_ns: i64,
     /// `deviceProperties`: (device id, total memory in bytes) where known.
     pub device_memory_bytes: Vec<(i64, i64)>,
+    /// `deviceProperties`, every entry.
+    pub devices: Vec<DeviceInfo>,
+    /// `neuron_instruction` events (engine activity), in file order.
+    pub engine_rows: Vec<EngineRow>,
+    /// `neuron_dma` events, in file order.
+    pub dma_rows: Vec<DmaRow>,
+    /// Largest end over all complete events (ns, relative).
+    pub max_end_rel_ns: Option<i64>,
     /// Lenient reads: the first errors of skipped events, then the error that stopped the
     /// read early (a truncated file), as messages with file, byte offset and event index.
     pub damage: Vec<String>,
@@ -211,6 +281,56 @@ impl RankTrace {
         } else {
             "UNKNOWN GPU"
         }
+    }
+
+    /// A readable device label: from `deviceProperties` for neuron devices
+    /// (`Trainium2 NeuronCore (trn2, LNC=2)`), else `Neuron device` when neuron categories
+    /// were seen, else HTA's [`RankTrace::device_type`] (with a GPU's own name when
+    /// `deviceProperties` has one, e.g. `NVIDIA GPU (NVIDIA A100-PG509-200)`).
+    pub fn device_label(&self) -> String {
+        let neuron = self
+            .devices
+            .iter()
+            .find(|d| d.device_type.as_deref() == Some("neuron") || d.core_version.is_some());
+        if let Some(d) = neuron {
+            let chip = d.profile.as_deref().map_or("Neuron", chip_name);
+            let mut details: Vec<String> = Vec::new();
+            if let Some(profile) = &d.profile {
+                details.push(profile.clone());
+            }
+            if let Some(lnc) = d.lnc {
+                details.push(format!("LNC={lnc}"));
+            }
+            return if details.is_empty() {
+                format!("{chip} NeuronCore")
+            } else {
+                format!("{chip} NeuronCore ({})", details.join(", "))
+            };
+        }
+        let has_neuron_categories = ["neuron_instruction", "neuron_dma", "privateuse1_runtime"]
+            .iter()
+            .any(|c| self.names.lookup(c).is_some());
+        if has_neuron_categories || !self.engine_rows.is_empty() || !self.dma_rows.is_empty() {
+            return "Neuron device".to_owned();
+        }
+        let hta = self.device_type();
+        match self.devices.iter().find_map(|d| d.name.as_deref()) {
+            Some(name) if hta != "UNKNOWN GPU" => format!("{hta} ({name})"),
+            Some(name) => name.to_owned(),
+            None => hta.to_owned(),
+        }
+    }
+}
+
+/// `trn2` → `Trainium2`, `trn1` → `Trainium1`, `inf2` → `Inferentia2`, else as written.
+fn chip_name(profile: &str) -> &str {
+    let lower = profile.to_ascii_lowercase();
+    match lower.as_str() {
+        p if p.starts_with("trn1") => "Trainium1",
+        p if p.starts_with("trn2") => "Trainium2",
+        p if p.starts_with("trn3") => "Trainium3",
+        p if p.starts_with("inf2") => "Inferentia2",
+        _ => profile,
     }
 }
 

@@ -138,7 +138,9 @@ pub struct Report {
     pub mode: Mode,
     /// Findings, most important first (see [`crate::insights`]).
     pub insights: Vec<crate::insights::Finding>,
-    /// HTA's device type of the first rank.
+    /// The first rank's device: HTA's device type in compat mode (`NVIDIA GPU`, …), a
+    /// label from `deviceProperties` in the default mode (`Trainium2 NeuronCore (trn2,
+    /// LNC=2)`, see [`crate::RankTrace::device_label`]).
     pub device_type: String,
     /// Ranks analyzed.
     pub ranks: Vec<i64>,
@@ -220,7 +222,13 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let mut report = Report {
         insights: Vec::new(),
         mode: options.mode,
-        device_type: frames.device_type.to_owned(),
+        device_type: match options.mode {
+            Mode::HtaCompat => frames.device_type.to_owned(),
+            Mode::Default => set
+                .ranks
+                .first()
+                .map_or_else(|| frames.device_type.to_owned(), |r| r.device_label()),
+        },
         ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
         last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
         step: options.step,

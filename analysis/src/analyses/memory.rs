@@ -331,6 +331,8 @@ mod tests {
                 bytes: -1,
                 memory_bw_gbps: 0.0,
                 collective: None,
+                flops: -1,
+                engine_busy: None,
             }],
             names,
             memory: vec![
@@ -348,6 +350,10 @@ mod tests {
             base_ns: 0,
             damage: Vec::new(),
             device_memory_bytes: Vec::new(),
+            devices: Vec::new(),
+            engine_rows: Vec::new(),
+            dma_rows: Vec::new(),
+            max_end_rel_ns: Some(100_000),
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

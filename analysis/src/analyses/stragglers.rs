@@ -2,7 +2,7 @@
 //!
 //! HTA `StragglerAnalysis.get_potential_stragglers` with
 //! `find_stragglers_with_late_start_comm_kernels` (`hta-analyses.md`, "Stragglers"):
-//! among `ncclKernel*` rows of the profiled iterations lasting ≥ 1% of the mean
+//! among communication kernels of the profiled iterations lasting ≥ 1% of the mean
 //! iteration time, take the last per (rank, stream, iteration, name); pick the
 //! (stream, name) whose normalized duration varies most across ranks; per iteration mark
 //! the ranks whose normalized start is among the `num_candidates` latest; report the ranks
@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::classify::{KernelType, Mode};
 use crate::error::AnalysisError;
 use crate::frame::{step_number, Frames};
 use crate::stats::Describe;
@@ -89,11 +90,15 @@ pub fn potential_stragglers(
     for (f, r) in &rows {
         let model = f.model_row(r);
         let name = f.name(r);
-        if model.stream > 0
-            && r.iteration > 0
-            && f.us(r.dur_ticks()) >= min_dur_us
-            && name.starts_with("ncclKernel")
-        {
+        let is_communication = match f.mode {
+            Mode::HtaCompat => model.stream > 0 && name.starts_with("ncclKernel"),
+            Mode::Default => {
+                r.is_device
+                    && model.stream >= 0
+                    && (model.is_collective() || r.kernel_type == KernelType::Communication)
+            }
+        };
+        if is_communication && r.iteration > 0 && f.us(r.dur_ticks()) >= min_dur_us {
             let key = (f.rank(), model.stream, r.iteration, name.to_owned());
             last.insert(
                 key,

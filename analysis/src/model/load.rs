@@ -1,20 +1,59 @@
 //! Reading rank traces: one streaming pass per file, files read in parallel.
 
+use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use trace_format::{ArgValue, Event, Ident, TraceMeta, TraceReader, TraceSink};
+use trace_format::{ArgValue, Event, Ident, TimeBase, TraceMeta, TraceReader, TraceSink};
 
-use super::{CollectiveArgs, MemoryEvent, Names, RankCounts, RankTrace, Row, TraceSet};
+use super::{
+    CollectiveArgs, DeviceInfo, DmaRow, EngineRow, MemoryEvent, Names, RankCounts, RankTrace, Row,
+    TraceSet,
+};
 use crate::error::AnalysisError;
 
 /// How traces are read.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct LoadOptions {
     /// Skip damaged events and stop quietly at a truncation instead of failing
     /// (see `trace_format::ReadOptions::lenient`).
     pub lenient: bool,
+    /// Called while files are read (see [`LoadProgress`]); `None`: no reports.
+    pub progress: Option<ProgressFn>,
+}
+
+/// A progress callback: called from the reading threads (one per file), so it must be
+/// `Send + Sync`; calls for different files can interleave.
+pub type ProgressFn = Arc<dyn Fn(&LoadProgress) + Send + Sync>;
+
+/// How far the read of one file has got. Bytes are bytes of the file as stored
+/// (compressed bytes for `.json.gz`), so `bytes_read / total_bytes` is the fraction done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadProgress {
+    /// The file's position in the input list.
+    pub file_index: usize,
+    /// The file.
+    pub path: PathBuf,
+    /// Bytes read so far.
+    pub bytes_read: u64,
+    /// The file's size, when known.
+    pub total_bytes: Option<u64>,
+    /// Whether the file has been read completely (the last report of a file).
+    pub done: bool,
+}
+
+/// Bytes between two progress reports of one file.
+pub const PROGRESS_INTERVAL_BYTES: u64 = 4 << 20;
+
+impl std::fmt::Debug for LoadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("lenient", &self.lenient)
+            .field("progress", &self.progress.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl LoadOptions {
@@ -22,6 +61,39 @@ impl LoadOptions {
     pub fn with_lenient(mut self, on: bool) -> Self {
         self.lenient = on;
         self
+    }
+
+    /// Sets [`LoadOptions::progress`]: `callback` gets a [`LoadProgress`] about every
+    /// [`PROGRESS_INTERVAL_BYTES`] of each file and once when a file is done.
+    pub fn with_progress(
+        mut self,
+        callback: impl Fn(&LoadProgress) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(callback));
+        self
+    }
+}
+
+/// A file reader that counts the bytes it hands out and reports them.
+struct CountingReader<R> {
+    inner: R,
+    progress: Option<(ProgressFn, LoadProgress)>,
+    bytes_read: u64,
+    next_report: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes_read += n as u64;
+        if self.bytes_read >= self.next_report {
+            self.next_report = self.bytes_read + PROGRESS_INTERVAL_BYTES;
+            if let Some((callback, state)) = &mut self.progress {
+                state.bytes_read = self.bytes_read;
+                callback(state);
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -51,7 +123,11 @@ pub fn load_ranks(
         std::thread::scope(|scope| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|(rank, path)| scope.spawn(move || load_one(path, *rank, options)))
+                .enumerate()
+                .map(|(i, (rank, path))| {
+                    let file_index = chunk_index * workers + i;
+                    scope.spawn(move || load_one(path, *rank, file_index, options))
+                })
                 .collect();
             for (i, handle) in handles.into_iter().enumerate() {
                 let result = handle.join().expect("trace loading thread panicked");
@@ -80,17 +156,58 @@ pub fn load_ranks(
 fn load_one(
     path: &Path,
     rank: Option<i64>,
+    file_index: usize,
     options: &LoadOptions,
 ) -> Result<RankTrace, AnalysisError> {
     let mut sink = RankSink::new(path.to_path_buf());
-    let report = TraceReader::open(path)
-        .lenient(options.lenient)
-        .read(&mut sink)
-        .map_err(|source| AnalysisError::Read {
-            path: path.to_path_buf(),
-            source: Box::new(source),
-        })?;
+    let read_error = |source| AnalysisError::Read {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    };
+    // The file is read once, through a counting reader (for progress reports). A
+    // `baseTimeNanoseconds` after `traceEvents` is then not pre-scanned: events arrive
+    // relative to it (`TimeBase::LateNotApplied`), which is what the model keeps anyway,
+    // and a `.json.gz` is not decompressed twice.
+    let report = match std::fs::File::open(path) {
+        Ok(file) => {
+            let total_bytes = file.metadata().ok().map(|m| m.len());
+            let progress = options.progress.clone().map(|callback| {
+                let state = LoadProgress {
+                    file_index,
+                    path: path.to_path_buf(),
+                    bytes_read: 0,
+                    total_bytes,
+                    done: false,
+                };
+                (callback, state)
+            });
+            let mut counting = CountingReader {
+                inner: file,
+                progress,
+                bytes_read: 0,
+                next_report: PROGRESS_INTERVAL_BYTES,
+            };
+            let report = TraceReader::from_reader(&path.display().to_string(), &mut counting)
+                .lenient(options.lenient)
+                .read(&mut sink)
+                .map_err(read_error)?;
+            if let Some((callback, mut state)) = counting.progress.take() {
+                state.bytes_read = counting.bytes_read;
+                state.done = true;
+                callback(&state);
+            }
+            report
+        }
+        // Let the reader produce its error (with file and offset) or lenient report.
+        Err(_) => TraceReader::open(path)
+            .lenient(options.lenient)
+            .read(&mut sink)
+            .map_err(read_error)?,
+    };
     let mut trace = sink.trace;
+    if let TimeBase::LateNotApplied(base) = report.time_base {
+        trace.base_ns = base;
+    }
     trace.counts.events = report.events_delivered;
     trace.counts.events_skipped = report.events_skipped;
     trace.damage = report
@@ -108,6 +225,36 @@ fn load_one(
         .filter_map(|d| {
             let bytes = i64::try_from(d.total_global_mem_bytes?).ok()?;
             Some((d.device_id?, bytes))
+        })
+        .collect();
+    trace.devices = meta
+        .device_properties()
+        .iter()
+        .map(|d| {
+            let raw = &d.raw;
+            let text = |key: &str| raw.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            DeviceInfo {
+                id: d.device_id.unwrap_or(-1),
+                name: d.name.clone(),
+                device_type: text("deviceType"),
+                core_version: raw.get("coreVersion").map(|v| match v.as_str() {
+                    Some(text) => text.to_owned(),
+                    None => v.to_string(),
+                }),
+                lnc: raw.get("lnc").and_then(|v| v.as_i64()),
+                profile: text("profile"),
+                peak_tflops: raw
+                    .get("peakTflops")
+                    .and_then(|v| v.as_object())
+                    .map(|peaks| {
+                        peaks
+                            .iter()
+                            .filter_map(|(dtype, v)| Some((dtype.clone(), v.as_f64()?)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                memory_bytes: d.total_global_mem_bytes.and_then(|b| i64::try_from(b).ok()),
+            }
         })
         .collect();
     Ok(trace)
@@ -136,6 +283,10 @@ impl RankSink {
                 base_ns: 0,
                 damage: Vec::new(),
                 device_memory_bytes: Vec::new(),
+                devices: Vec::new(),
+                engine_rows: Vec::new(),
+                dma_rows: Vec::new(),
+                max_end_rel_ns: None,
             },
             base_ns: 0,
         }
@@ -179,7 +330,33 @@ impl TraceSink for RankSink {
             return ControlFlow::Continue(());
         }
         trace.counts.complete_rows += 1;
+        let end = ts_rel_ns.saturating_add(dur_ns);
+        trace.max_end_rel_ns = Some(trace.max_end_rel_ns.map_or(end, |m| m.max(end)));
         let args = PickedArgs::of(event);
+        match category.as_str() {
+            "neuron_instruction" => {
+                let name = event.name();
+                let engine = args.engine.as_deref().unwrap_or(name);
+                let engine = trace.names.intern(engine);
+                trace.engine_rows.push(EngineRow {
+                    device: event.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1),
+                    core: args.core.unwrap_or(0),
+                    engine,
+                    ts_rel_ns,
+                    dur_ns,
+                    flops: args.flops.unwrap_or(0),
+                    is_wait: name == "semaphore_wait",
+                });
+            }
+            "neuron_dma" => trace.dma_rows.push(DmaRow {
+                device: event.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1),
+                queue: args.dma_queue.unwrap_or(-1),
+                ts_rel_ns,
+                dur_ns,
+                bytes: args.bytes,
+            }),
+            _ => {}
+        }
         let (stream, correlation) = (args.stream, args.correlation);
         let name = event.name();
         let is_sync = name == "Event Sync" || name == "Context Sync";
@@ -210,6 +387,13 @@ impl TraceSink for RankSink {
             bytes: args.bytes,
             memory_bw_gbps: args.memory_bw_gbps,
             collective: args.collective(),
+            flops: args.flops.unwrap_or(-1),
+            engine_busy: (!args.engine_busy.is_empty()).then(|| {
+                args.engine_busy
+                    .iter()
+                    .map(|(engine, ns)| (trace.names.intern(engine), *ns))
+                    .collect()
+            }),
         };
         trace.rows.push(row);
         ControlFlow::Continue(())
@@ -230,6 +414,11 @@ struct PickedArgs {
     out_nelems: Option<i64>,
     dtype: Option<String>,
     group_size: Option<i64>,
+    flops: Option<i64>,
+    core: Option<i64>,
+    engine: Option<String>,
+    dma_queue: Option<i64>,
+    engine_busy: Vec<(String, i64)>,
 }
 
 impl PickedArgs {
@@ -246,6 +435,11 @@ impl PickedArgs {
             out_nelems: None,
             dtype: None,
             group_size: None,
+            flops: None,
+            core: None,
+            engine: None,
+            dma_queue: None,
+            engine_busy: Vec::new(),
         };
         let Some(args) = &event.args else {
             return picked;
@@ -265,7 +459,19 @@ impl PickedArgs {
                 "Out msg nelems" => set(&mut picked.out_nelems, || Some(int_coerce(&value))),
                 "dtype" => set(&mut picked.dtype, text),
                 "Group size" => set(&mut picked.group_size, || Some(int_coerce(&value))),
-                _ => {}
+                "flops" => set(&mut picked.flops, || {
+                    value.as_i64().or_else(|| value.as_f64().map(|f| f as i64))
+                }),
+                "core" => set(&mut picked.core, || value.as_i64()),
+                "engine" => set(&mut picked.engine, text),
+                "dma queue" => set(&mut picked.dma_queue, || value.as_i64()),
+                other => {
+                    if let Some(engine) = other.strip_suffix(" busy (ns)") {
+                        if let Some(ns) = value.as_i64() {
+                            picked.engine_busy.push((engine.to_owned(), ns));
+                        }
+                    }
+                }
             }
         }
         picked.stream = stream.unwrap_or(-1);

@@ -15,6 +15,7 @@ pub mod stragglers;
 pub mod temporal;
 pub mod trace_diff;
 pub mod transfers;
+pub mod utilization;
 
 use crate::frame::{Frame, FrameRow};
 

@@ -23,6 +23,10 @@ pub enum FindingKind {
     LaunchDelays,
     /// Most copies of a kind are small, so per-transfer setup dominates.
     SmallTransfers,
+    /// Model flops utilization below the threshold.
+    LowMfu,
+    /// Most DMA transfers are small, so their fixed cost dominates.
+    SmallDmas,
 }
 
 /// One finding.
@@ -70,6 +74,11 @@ pub struct Thresholds {
     pub small_transfer_fraction: f64,
     /// See `small_transfer_fraction`.
     pub small_transfer_min_count: u64,
+    /// MFU % below which a device is reported (30).
+    pub mfu_pct: f64,
+    /// Share of a device's DMA transfers under the small-DMA limit (0.5), counted from
+    /// `small_transfer_min_count` transfers on.
+    pub small_dma_fraction: f64,
 }
 
 impl Default for Thresholds {
@@ -84,6 +93,8 @@ impl Default for Thresholds {
             launch_delay_fraction: 0.1,
             small_transfer_fraction: 0.5,
             small_transfer_min_count: 100,
+            mfu_pct: 30.0,
+            small_dma_fraction: 0.5,
         }
     }
 }
@@ -254,6 +265,72 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             }
         }
     }
+    for d in &report.utilization {
+        let range = Some((d.window_start_us, d.window_start_us + d.window_us));
+        if let Some(mfu) = d.mfu_pct.filter(|&m| d.model_flops > 0 && m < t.mfu_pct) {
+            out.push(Finding {
+                score: 0.5 * (1.0 - mfu / t.mfu_pct),
+                kind: FindingKind::LowMfu,
+                rank: Some(d.rank),
+                summary: format!(
+                    "rank {} device {}: MFU {} of {} TFLOPS {} (HFU {}), device busy {:.1}%",
+                    d.rank,
+                    d.device,
+                    pct_text(Some(mfu)),
+                    d.peak_tflops.unwrap_or(0.0),
+                    d.peak_dtype.as_deref().unwrap_or(""),
+                    pct_text(d.hfu_pct),
+                    d.device_busy_pct
+                ),
+                value: mfu,
+                threshold: t.mfu_pct,
+                unit: "%",
+                time_range_us: range,
+            });
+        }
+        let Some(dma) = &d.dma else { continue };
+        if dma.transfers < t.small_transfer_min_count {
+            continue;
+        }
+        let fraction = dma.small_transfers as f64 / dma.transfers as f64;
+        if fraction >= t.small_dma_fraction {
+            let time_share = if dma.transfer_time_us > 0.0 {
+                dma.small_time_us / dma.transfer_time_us
+            } else {
+                0.0
+            };
+            out.push(Finding {
+                score: 0.5 * time_share,
+                kind: FindingKind::SmallDmas,
+                rank: Some(d.rank),
+                summary: format!(
+                    "rank {} device {}: {} of {} DMA transfers under {} KiB ({:.0}% of DMA time), each paying ~1.3 us of fixed cost",
+                    d.rank,
+                    d.device,
+                    dma.small_transfers,
+                    dma.transfers,
+                    dma.small_limit_bytes >> 10,
+                    time_share * 100.0
+                ),
+                value: fraction,
+                threshold: t.small_dma_fraction,
+                unit: "fraction",
+                time_range_us: range,
+            });
+        }
+    }
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     out
+}
+
+/// A percentage with enough digits to be non-zero when it is (`0.0042%`).
+pub(crate) fn pct_text(value: Option<f64>) -> String {
+    match value {
+        None => "-".to_owned(),
+        Some(v) if v == 0.0 || v.abs() >= 1.0 => format!("{v:.1}%"),
+        Some(v) => {
+            let digits = (-v.abs().log10()).ceil() as usize + 1;
+            format!("{v:.digits$}%")
+        }
+    }
 }

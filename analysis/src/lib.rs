@@ -8,9 +8,11 @@
 //!
 //! # Pipeline
 //! 1. [`load_paths`] reads one trace per rank, in parallel (`std::thread::scope`), each in
-//!    one streaming pass ([`trace_format::TraceReader`] pushing events into our sink),
+//!    one streaming pass ([`trace_format::TraceReader`] pushing events into our sink;
+//!    [`LoadOptions::with_progress`] reports bytes read per file for a progress bar),
 //!    keeping only what analyses need ([`RankTrace`]: device rows, rows with a
-//!    `correlation`, `ProfilerStep`s, `[memory]` events). Errors name the file, byte
+//!    `correlation`, `ProfilerStep`s, `[memory]` events, neuron engine instructions and
+//!    DMA, `deviceProperties`). Errors name the file, byte
 //!    offset and event index ([`AnalysisError::Read`]); lenient reads report damage.
 //! 2. [`Frames::build`] applies HTA's preprocessing for a [`Mode`] (rounding,
 //!    launch↔device links, iterations, last-step filter).
@@ -28,7 +30,9 @@
 //! by what the device did, host- or device-bound), [`analyses::collectives`]
 //! (collectives matched across ranks: waiting versus transfer, the bottleneck rank),
 //! [`analyses::transfers`] (copies by kind, small transfers, achieved bandwidth),
-//! [`insights`].
+//! [`analyses::utilization`] (neuron engines and cores active %, MFU/HFU against
+//! `deviceProperties` peaks, DMA use and small DMAs, TensorE throttling, host- versus
+//! device-bound steps), [`insights`].
 //! `trace_diff` and `operators` read the file a second time, streaming, because they need
 //! every host operator, which the model does not keep.
 //!
@@ -39,7 +43,8 @@
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
 //! "launch_stats", "memory", "transfers"}…], "stragglers": Stragglers | null,
-//! "steps": [StepSplit…], "collectives", "errors": [string…]}`. Times are µs (`_us`),
+//! "steps": [StepSplit…], "collectives", "utilization": [DeviceUtilization…],
+//! "errors": [string…]}`. Times are µs (`_us`),
 //! sizes bytes (`_bytes`), bandwidth GB/s (`_gbps`); `null` stands where HTA prints
 //! `NaN`.
 //!
@@ -51,6 +56,9 @@
 //! | kernel type | category and args first (`gpu_memcpy` → memory, a kernel with `Collective name` → communication), names second | names only (`nccl*` → communication, `Memcpy*` → memory, …) |
 //! | launch calls | any host row linked to device work by `correlation` | HTA's list of names (`cudaLaunchKernel`, `hipLaunchKernel`, …) |
 //! | idle time kernels | every device row | kernel, memcpy, memset and MTIA categories only |
+//! | device rows per launch | once | once per host row with its correlation (HTA's merge; a neuron launch has two, `nrt_execute` and `nrt_queue_submit`, so kernels count twice and `kernel_wait` goes negative, as in HTA) |
+//! | stragglers' communication kernels | collective args or communication type, any stream | names starting `ncclKernel`, stream > 0 (neuron's `ncclDevKernel_*` are not seen) |
+//! | `device_type` | from `deviceProperties` (`Trainium2 NeuronCore (trn2, LNC=2)`) | HTA's `infer_gpu_type` (`UNKNOWN GPU` for neuron) |
 //!
 //! Why: HTA's rounding makes sub-µs kernels last 0 or −1 µs and drifts sums by up to
 //! 1 µs per event; its name rules see a `neuron` kernel or a collective not named

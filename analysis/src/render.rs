@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::analyses::utilization::{DeviceUtilization, EngineSource};
 use crate::report::Report;
 use crate::stats::Describe;
 
@@ -24,6 +25,11 @@ impl Table {
     /// Adds a row.
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
+    }
+
+    /// Whether no row was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
     }
 
     /// Renders with columns padded to their widest cell.
@@ -310,7 +316,117 @@ pub fn render_report(report: &Report) -> String {
             s.stragglers, s.kernel, s.stream
         );
     }
+    render_utilization(&mut out, &report.utilization);
     out
+}
+
+fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {
+    let devices: Vec<_> = devices
+        .iter()
+        .filter(|d| d.engine_source != EngineSource::None || d.dma.is_some() || d.model_flops > 0)
+        .collect();
+    if devices.is_empty() {
+        return;
+    }
+    let mut t = Table::new(&[
+        "rank",
+        "device",
+        "window us",
+        "busy %",
+        "MFU",
+        "HFU",
+        "peak TFLOPS",
+        "TensorE throttled us",
+        "steps host/device-bound",
+    ]);
+    for d in &devices {
+        t.row(vec![
+            d.rank.to_string(),
+            d.device.to_string(),
+            num(d.window_us),
+            num(d.device_busy_pct),
+            crate::insights::pct_text(d.mfu_pct),
+            crate::insights::pct_text(d.hfu_pct),
+            match (&d.peak_dtype, d.peak_tflops) {
+                (Some(dtype), Some(peak)) => format!("{} {dtype}", num(peak)),
+                _ => "-".to_owned(),
+            },
+            opt(d.tensor_throttled_us),
+            format!("{}/{}", d.host_bound_steps, d.device_bound_steps),
+        ]);
+    }
+    section(out, "Neuron utilization", &t);
+    let mut t = Table::new(&[
+        "rank", "device", "core", "engine", "active %", "busy us", "instr", "wait us", "source",
+    ]);
+    for d in &devices {
+        for e in &d.engines {
+            t.row(vec![
+                d.rank.to_string(),
+                d.device.to_string(),
+                e.core.map_or_else(|| "-".to_owned(), |c| c.to_string()),
+                e.engine.clone(),
+                num(e.active_pct),
+                num(e.busy_us),
+                e.instructions.to_string(),
+                num(e.wait_us),
+                match d.engine_source {
+                    EngineSource::Instructions => "instructions",
+                    EngineSource::KernelArgs => "kernel args",
+                    EngineSource::None => "-",
+                }
+                .to_owned(),
+            ]);
+        }
+        for c in &d.cores {
+            t.row(vec![
+                d.rank.to_string(),
+                d.device.to_string(),
+                c.core.to_string(),
+                "any engine".to_owned(),
+                num(c.active_pct),
+                num(c.busy_us),
+                String::new(),
+                String::new(),
+                "instructions".to_owned(),
+            ]);
+        }
+    }
+    section(out, "Engines", &t);
+    let mut t = Table::new(&[
+        "rank",
+        "device",
+        "transfers",
+        "bytes",
+        "queues",
+        "active %",
+        "queue use %",
+        "GB/s",
+        "small",
+        "small time %",
+    ]);
+    for d in &devices {
+        let Some(dma) = &d.dma else { continue };
+        t.row(vec![
+            d.rank.to_string(),
+            d.device.to_string(),
+            dma.transfers.to_string(),
+            bytes(dma.bytes),
+            dma.queues.to_string(),
+            num(dma.active_pct),
+            num(dma.queue_utilization_pct),
+            opt(dma.achieved_gbps),
+            format!("{} < {}", dma.small_transfers, bytes(dma.small_limit_bytes)),
+            num(if dma.transfer_time_us > 0.0 {
+                100.0 * dma.small_time_us / dma.transfer_time_us
+            } else {
+                0.0
+            }),
+        ]);
+    }
+    if !t.is_empty() {
+        section(out, "DMA", &t);
+    }
 }
 
 fn section(out: &mut String, title: &str, table: &Table) {

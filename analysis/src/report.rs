@@ -10,10 +10,11 @@ use crate::analyses::memory::{memory_timeline, MemoryTimeline};
 use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
 use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
-use crate::analyses::steps::{step_splits, StepSplit};
+use crate::analyses::steps::{step_splits, Bound, StepSplit};
 use crate::analyses::stragglers::{potential_stragglers, Stragglers};
 use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
 use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
+use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOptions};
 use crate::classify::Mode;
 use crate::frame::Frames;
 use crate::model::TraceSet;
@@ -48,6 +49,8 @@ pub struct ReportOptions {
     /// Ranks for the per-rank analyses (idle time, queue length, memory bandwidth,
     /// launch statistics); `None`: HTA's default, the first rank.
     pub ranks: Option<Vec<i64>>,
+    /// The dtype whose peak MFU/HFU are computed against (`bf16`).
+    pub peak_dtype: String,
 }
 
 impl Default for ReportOptions {
@@ -64,6 +67,7 @@ impl Default for ReportOptions {
             thresholds: crate::insights::Thresholds::default(),
             step: None,
             ranks: None,
+            peak_dtype: "bf16".to_owned(),
         }
     }
 }
@@ -100,6 +104,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::step`].
     pub fn with_step(mut self, step: Option<i64>) -> Self {
         self.step = step;
+        self
+    }
+
+    /// Sets [`ReportOptions::peak_dtype`].
+    pub fn with_peak_dtype(mut self, dtype: &str) -> Self {
+        self.peak_dtype = dtype.to_owned();
         self
     }
 
@@ -163,6 +173,10 @@ pub struct Report {
     pub steps: Vec<StepSplit>,
     /// Collectives matched across ranks (beyond HTA).
     pub collectives: Collectives,
+    /// Per rank and device: engine and core activity, MFU/HFU, DMA, TensorE throttling,
+    /// host- versus device-bound steps (beyond HTA; every rank, every step or the one
+    /// chosen).
+    pub utilization: Vec<DeviceUtilization>,
     /// Analyses that could not run, with why, and damage found by a lenient read.
     pub errors: Vec<String>,
 }
@@ -239,8 +253,23 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         stragglers,
         steps: step_splits(&unfiltered),
         collectives: collectives(&unfiltered, options.peak_bus_gbps),
+        utilization: Vec::new(),
         errors,
     };
+    let utilization_options = UtilizationOptions::default()
+        .with_peak_dtype(&options.peak_dtype)
+        .with_step(options.step);
+    for trace in &set.ranks {
+        for mut device in utilization(trace, &utilization_options) {
+            for s in report.steps.iter().filter(|s| s.rank == trace.rank) {
+                match s.bound {
+                    Bound::Host => device.host_bound_steps += 1,
+                    Bound::Device => device.device_bound_steps += 1,
+                }
+            }
+            report.utilization.push(device);
+        }
+    }
     report.insights = crate::insights::insights(&report, &options.thresholds);
     report
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 
-use runtime_hooks::{clock, RangeScope, Record};
+use runtime_hooks::{clock, RangeScope, Record, ThreadStats};
 
 use crate::config::{Activity, DeviceDetail, DeviceInfo, DistributedConfig, ProfilerConfig};
 use crate::error::ProfilerError;
@@ -206,6 +206,21 @@ struct OpenWindow {
     dropped_at_start: u64,
     /// Records each thread had dropped when the window opened.
     dropped_by_thread: HashMap<u32, u64>,
+    /// Records drained at the steps inside the window (each thread's in order).
+    records: Vec<Record>,
+    /// Threads seen at those drains (a thread that exits mid-window keeps its name).
+    threads: HashMap<u32, ThreadStats>,
+}
+
+impl OpenWindow {
+    /// Moves what the rings hold into the window, so a window longer than a ring
+    /// (2 MiB a thread) loses nothing as long as each step fits in one.
+    fn collect(&mut self) {
+        runtime_hooks::drain(&mut self.records);
+        for thread in runtime_hooks::thread_stats() {
+            self.threads.insert(thread.thread_id, thread);
+        }
+    }
 }
 
 /// Maps a recording thread to its rank.
@@ -284,6 +299,9 @@ impl Profiler {
     /// `ProfilerStep#N+1`.
     pub fn step(&mut self) -> Result<(), ProfilerError> {
         self.step_range = None;
+        if let Some(window) = &mut self.window {
+            window.collect();
+        }
         self.step_num += 1;
         let next = self.action_for(self.step_num);
         let result = self.transit(next);
@@ -370,19 +388,22 @@ impl Profiler {
                 .into_iter()
                 .map(|t| (t.thread_id, t.dropped))
                 .collect(),
+            records: Vec::new(),
+            threads: HashMap::new(),
         });
     }
 
     fn close_window(&mut self) -> Result<(), ProfilerError> {
         let end_ns = clock::now_ns();
         runtime_hooks::set_enabled(false);
-        let Some(window) = self.window.take() else {
+        let Some(mut window) = self.window.take() else {
             return Ok(());
         };
-        let mut records: Vec<Record> = Vec::new();
-        runtime_hooks::drain(&mut records);
+        window.collect();
+        let records = std::mem::take(&mut window.records);
         let dropped = runtime_hooks::dropped_total().saturating_sub(window.dropped_at_start);
-        let threads = runtime_hooks::thread_stats();
+        let mut threads: Vec<ThreadStats> = window.threads.drain().map(|(_, t)| t).collect();
+        threads.sort_by_key(|t| t.thread_id);
         let span = (window.start_ns, end_ns);
         let results = match &self.ranks {
             None => vec![ProfileResult::build(

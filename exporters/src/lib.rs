@@ -1,0 +1,102 @@
+//! Exporters of Kineto traces into other formats; first Perfetto's protobuf.
+//!
+//! Kineto JSON opens in Perfetto on a best-effort basis: it cannot name tracks, and
+//! Perfetto drops `X` events that overlap on one thread without nesting
+//! (`shared/reference/perfetto.md`, "Perfetto and Chrome JSON"). [`perfetto`] writes
+//! Perfetto's own TrackEvent protobuf instead: named process groups per rank and device,
+//! overlapping work on extra lanes, counters, flows, args — at about a quarter of the
+//! JSON's size.
+//!
+//! # Key types
+//!
+//! - [`PerfettoExporter`]: `add_path(file)` for each rank file, then `finish()`: the
+//!   output writer and [`ExportStats`] (slices, split slices per track, counters, flows,
+//!   what was skipped). Streaming, bounded memory.
+//! - [`perfetto::validate`]: decodes a `.pftrace` and checks it semantically (interned
+//!   ids defined before use, track uuids resolve, counters only on counter tracks,
+//!   begin/end balanced, flows paired, repeated fields unpacked), returning counts.
+//! - [`perfetto::proto`]: the prost messages (the subset of Perfetto's protos we write).
+//!
+//! # Example
+//!
+//! ```
+//! use exporters::perfetto::{validate, PerfettoExporter};
+//! use trace_format::{Category, Event, FlowEnd, TraceMeta, TraceReader, TraceWriter};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let base = 1_790_857_026_000_000_000;
+//! let mut writer = TraceWriter::new(Vec::new(), &TraceMeta::kineto(Some(base)))?;
+//! writer.write_event(&Event::complete(Category::PrivateUse1Runtime, "launch", 42, 42, base + 1_000, 3_000))?;
+//! writer.write_event(&Event::flow(FlowEnd::Start, Category::Ac2g, 7, 42, 42, base + 1_000))?;
+//! writer.write_event(&Event::complete(Category::Kernel, "matmul", 0, 7, base + 5_000, 9_000))?;
+//! writer.write_event(&Event::complete(Category::Kernel, "add", 0, 7, base + 12_000, 4_000))?; // overlaps
+//! writer.write_event(&Event::flow(FlowEnd::Finish, Category::Ac2g, 7, 0, 7, base + 5_000))?;
+//! let json = writer.finish()?;
+//!
+//! let mut exporter = PerfettoExporter::new(Vec::new());
+//! exporter.add_reader("rank0.json".as_ref(), TraceReader::from_slice("rank0.json", &json))?;
+//! let (pftrace, stats) = exporter.finish()?;
+//! assert_eq!((stats.slices, stats.split_slices, stats.flow_events), (3, 1, 2));
+//!
+//! let summary = validate::validate(&pftrace)?;
+//! assert_eq!(summary.slices, 3);
+//! assert_eq!(summary.flows_paired, 1);
+//! # Ok(()) }
+//! ```
+//!
+//! # Wire format (Perfetto)
+//!
+//! A `.pftrace` is a `perfetto.protos.Trace`: field 1 (`packet`) repeated, each a
+//! length-delimited `TracePacket`, so the file is the concatenation of
+//! `0x0a <varint length> <packet>` records and is written packet by packet. All packets
+//! carry `trusted_packet_sequence_id = 1` (one sequence per writer). In order:
+//!
+//! 1. A `clock_snapshot` with equal BOOTTIME (6) and REALTIME (1) readings: packet
+//!    timestamps are Kineto's Unix-epoch nanoseconds on the default BOOTTIME clock, so
+//!    the UI can show wall time, and rank files share one time axis.
+//! 2. `track_descriptor` packets, each written before the first event that uses it:
+//!    - per (file, pid) a process group (`process {pid, process_name}`), named
+//!      `rank R: python 4242` or `rank R: device 0`; its pid is the real one for a host
+//!      process seen first, otherwise a synthetic pid from 2^30 up (device indices and
+//!      pids reused by another rank file);
+//!    - host threads: `thread {pid, tid, thread_name}` (name from Kineto's `thread_name`);
+//!    - device queues (`kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`):
+//!      plain tracks `queue N` in the device group, ordered by id; engines
+//!      (`neuron_instruction`) and DMA queues (`neuron_dma`) under plain parent tracks
+//!      `engines` and `DMA queues` so they nest;
+//!    - counters (`counter {unit}`): one per `C` series (`name series`) and, from
+//!      `[memory]` events, `HBM allocated` / `HBM reserved` per device (bytes; `host
+//!      memory …` for `Device Type` 0);
+//!    - extra lanes `NAME (overlap K)` under a track whose slices overlap without
+//!      nesting;
+//!    - `markers` for global instants (`Record Window End`), one per file.
+//! 3. `track_event` packets with `timestamp` (ns): `X` → `TYPE_SLICE_BEGIN` at `ts` and
+//!    `TYPE_SLICE_END` at `ts + dur`; `i` → `TYPE_INSTANT`; `C` values and memory
+//!    totals → `TYPE_COUNTER` (`counter_value` for integers, `double_counter_value`
+//!    otherwise); flow events `s`/`t` → an instant named after the flow kind (`ac2g`,
+//!    `fwdbwd`) with `flow_ids` (field 47, fixed64, unpacked), `f` → one with
+//!    `terminating_flow_ids` (48). Flow ids are FNV-1a hashes of (file, kind, Kineto id).
+//!    Names and categories are `name_iid` / `category_iids` (unpacked varints), args
+//!    are `debug_annotations` with interned names (`name_iid`), interned short string
+//!    values (`string_value_iid`), `int_value`, `uint_value`, `double_value`,
+//!    `bool_value`, and arrays/objects as `legacy_json_value`.
+//!    The first track-event packet sets `sequence_flags = 3` (incremental state cleared
+//!    and needed), later ones 2; new interned entries ride in the `interned_data` of the
+//!    first track-event packet written after they were made (so before any use).
+//!
+//! Example (decoded with `protoc --decode=perfetto.protos.Trace`):
+//!
+//! ```text
+//! packet { timestamp: 1790857026000005000 trusted_packet_sequence_id: 1
+//!   track_event { category_iids: 2 type: TYPE_SLICE_BEGIN name_iid: 3 track_uuid: 4 }
+//!   interned_data { event_names { iid: 3 name: "matmul" } } sequence_flags: 2 }
+//! ```
+//!
+//! # Performance
+//!
+//! Measured numbers are in `docs/PERFORMANCE.md`, section "exporters (issue 7)".
+#![warn(missing_docs)]
+
+pub mod perfetto;
+
+pub use perfetto::{ExportError, ExportStats, PerfettoExporter, SplitTrack};

@@ -1,0 +1,172 @@
+//! Kineto JSON → Perfetto protobuf (TrackEvent), streaming.
+//!
+//! See the crate docs for the wire format and the track layout. [`PerfettoExporter`]
+//! takes one or more Kineto files (one per rank) and writes one `.pftrace`;
+//! [`validate`] checks such a file semantically.
+
+mod convert;
+mod intern;
+mod lanes;
+pub mod proto;
+mod tracks;
+pub mod validate;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use trace_format::{ReadError, TraceReader};
+
+pub use convert::SEQUENCE_ID;
+
+/// The reorder window per track, in events (see [`PerfettoExporter::reorder_window`]).
+pub const DEFAULT_REORDER_WINDOW: usize = 256;
+
+/// Counts of what was converted; totals over all files of one output.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportStats {
+    /// Events read from the inputs.
+    pub events_read: u64,
+    /// `X` events written as begin/end pairs.
+    pub slices: u64,
+    /// Slices that overlap others on their thread without nesting, put on extra lanes.
+    pub split_slices: u64,
+    /// Tracks with split slices, most split first.
+    pub split_tracks: Vec<SplitTrack>,
+    /// Instants written (`i` events other than `[memory]`).
+    pub instants: u64,
+    /// `[memory]` events (each gives up to two counter values).
+    pub memory_events: u64,
+    /// Counter values written (`C` series values and `[memory]` totals).
+    pub counter_values: u64,
+    /// Flow events (`s`, `t`, `f`) written as flow ids on instants.
+    pub flow_events: u64,
+    /// `M` events (used for names).
+    pub metadata_events: u64,
+    /// Events without a timestamp (or flow id), skipped.
+    pub skipped_no_time: u64,
+    /// Events of phases TrackEvent has no place for (`B`/`E` and others), skipped.
+    pub skipped_unsupported: u64,
+    /// Counter values that are not numbers, skipped.
+    pub skipped_counter_values: u64,
+    /// Track descriptors written.
+    pub tracks: u64,
+    /// Packets written.
+    pub packets: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// A Kineto track whose slices needed extra lanes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitTrack {
+    /// The track's name in the output.
+    pub track: String,
+    /// Lanes used (1 + extra tracks).
+    pub lanes: usize,
+    /// Slices put on the extra lanes.
+    pub split_slices: u64,
+}
+
+/// What went wrong, and where.
+#[derive(Debug)]
+pub enum ExportError {
+    /// Reading an input failed (the error carries file, byte offset, event index).
+    Read(ReadError),
+    /// Writing the output failed.
+    Write {
+        /// The input being converted when it failed.
+        input: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for ExportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExportError::Read(err) => write!(f, "reading: {err}"),
+            ExportError::Write { input, source } => {
+                write!(
+                    f,
+                    "writing the output while converting {}: {source}",
+                    input.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ExportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExportError::Read(err) => Some(err),
+            ExportError::Write { source, .. } => Some(source),
+        }
+    }
+}
+
+/// Writes Kineto traces into one Perfetto trace, file by file, streaming.
+///
+/// All inputs share one packet sequence and one time axis (Kineto timestamps are Unix
+/// epoch ns), so several ranks line up. Memory is bounded by the number of tracks, the
+/// reorder window and the interning tables, not by the trace's size.
+#[derive(Debug)]
+pub struct PerfettoExporter<W: Write> {
+    converter: convert::Converter<W>,
+    files: u32,
+}
+
+impl<W: Write> PerfettoExporter<W> {
+    /// An exporter writing into `out` (wrap files in a `BufWriter`).
+    pub fn new(out: W) -> Self {
+        PerfettoExporter {
+            converter: convert::Converter::new(out, DEFAULT_REORDER_WINDOW),
+            files: 0,
+        }
+    }
+
+    /// Sets how many events per track may wait to be put in time order (default
+    /// [`DEFAULT_REORDER_WINDOW`]). Events further out of order go on extra lanes.
+    pub fn reorder_window(mut self, events: usize) -> Self {
+        self.converter.window = events;
+        self
+    }
+
+    /// Labels the groups of a file without a rank `file N` (the CLI does this when it
+    /// converts several files), so groups of different files are told apart.
+    pub fn label_unranked_files(mut self, on: bool) -> Self {
+        self.converter.label_files = on;
+        self
+    }
+
+    /// Converts one Kineto file (`.json` or `.json.gz`). Its process groups are labelled
+    /// `rank N` when the trace states its rank (`distributedInfo`).
+    pub fn add_path(&mut self, path: impl AsRef<Path>) -> Result<(), ExportError> {
+        let path = path.as_ref();
+        self.add_reader(path, TraceReader::open(path))
+    }
+
+    /// Converts one trace from a [`TraceReader`]; `input` names it in errors.
+    pub fn add_reader(&mut self, input: &Path, reader: TraceReader<'_>) -> Result<(), ExportError> {
+        self.converter.file = self.files;
+        self.files += 1;
+        let result = reader.read(&mut self.converter);
+        if let Some(source) = self.converter.error.take() {
+            return Err(ExportError::Write {
+                input: input.to_owned(),
+                source,
+            });
+        }
+        result.map(|_| ()).map_err(ExportError::Read)
+    }
+
+    /// Writes what is still buffered and returns the output and the counts.
+    pub fn finish(self) -> Result<(W, ExportStats), ExportError> {
+        self.converter
+            .finish()
+            .map_err(|source| ExportError::Write {
+                input: PathBuf::new(),
+                source,
+            })
+    }
+}

@@ -1,13 +1,16 @@
 //! The runtime, its logical cores (`neuron:i`), streams and events.
 
 mod stream;
+mod wait;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use runtime_hooks::{clock, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
+use runtime_hooks::{RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
 pub use stream::{Event, QueueKind, Stream};
+pub use wait::host_wait_ns;
+pub(crate) use wait::wait_until;
 
 use crate::allocator::Allocator;
 use crate::timing::{EngineTime, KernelSpan, Timeline};
@@ -204,7 +207,7 @@ impl Device {
             },
         );
         let done_ns = lock(&self.shared.timeline).all_done_ns();
-        clock::advance_to(done_ns)
+        wait_until(done_ns)
     }
 
     pub(crate) fn timeline(&self) -> MutexGuard<'_, Timeline> {

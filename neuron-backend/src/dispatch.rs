@@ -292,7 +292,7 @@ pub(crate) fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) 
     );
     let now_ns = clock::now_ns();
     let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
-    let submitted_ns = clock::advance_to(ready_ns);
+    let submitted_ns = crate::device::wait_until(ready_ns);
     if runtime_hooks::is_enabled() {
         runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
     }

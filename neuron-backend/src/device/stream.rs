@@ -105,7 +105,7 @@ impl Stream {
             runtime_hooks::name!("nrt_stream_synchronize"),
         );
         let done_ns = self.device.timeline().queues[self.queue()].last_end_ns;
-        clock::advance_to(done_ns)
+        super::wait_until(done_ns)
     }
 
     fn call(&self, kind: RuntimeCallKind, name_id: runtime_hooks::NameId) -> RuntimeCallScope {
@@ -161,7 +161,7 @@ impl Event {
                 ..Default::default()
             },
         );
-        clock::advance_to(self.ready_ns)
+        super::wait_until(self.ready_ns)
     }
 }
 

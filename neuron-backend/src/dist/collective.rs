@@ -16,7 +16,7 @@
 
 mod launch;
 
-use runtime_hooks::{clock, CollectiveOp, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
+use runtime_hooks::{CollectiveOp, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
 use super::group::{Contribution, SlotKey};
 use super::ProcessGroup;
@@ -88,7 +88,7 @@ impl Work {
                 ..Default::default()
             },
         );
-        clock::advance_to(self.end_ns);
+        crate::device::wait_until(self.end_ns);
         self.outputs
     }
 }

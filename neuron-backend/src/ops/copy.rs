@@ -85,7 +85,7 @@ impl Tensor {
                     ..Default::default()
                 },
             );
-            clock::advance_to(end_ns);
+            crate::device::wait_until(end_ns);
         }
         let _emulating = clock::emulation_scope();
         let data = {

@@ -16,7 +16,7 @@ use runtime_hooks::{clock::ClockAnchor, DmaDirection, FlowKind, RuntimeCallKind}
 use trace_format::{ArgValue, Args, Category, Event, FlowEnd, RawJson, TraceMeta, TraceWriter};
 
 use crate::config::ProfilerConfig;
-use crate::model::{Collective, DeviceKind, HostKind, HostSpan, TraceModel};
+use crate::model::{device_annotations, Collective, DeviceKind, HostKind, HostSpan, TraceModel};
 
 /// First tid of the engine-instruction tracks of a device: 1000 + 100 × core + engine.
 pub const ENGINE_TID_BASE: u64 = 1_000;
@@ -196,6 +196,21 @@ pub(crate) fn write_events<W: Write>(
     )?;
     for span in &model.host {
         writer.write_event(&host_event(span, config, window, pid))?;
+    }
+    // Before the device spans: an annotation covering exactly one kernel is its parent.
+    for a in device_annotations(model) {
+        let mut e = Event::complete(
+            Category::GpuUserAnnotation,
+            a.name.to_string(),
+            i64::from(a.device),
+            i64::from(a.queue),
+            window.unix_ns(a.start_ns),
+            (a.end_ns - a.start_ns) as i64,
+        );
+        if a.external_id != 0 {
+            e = e.with_arg("External id", a.external_id);
+        }
+        writer.write_event(&e)?;
     }
     for span in &model.device {
         let category = match span.kind {

@@ -67,6 +67,7 @@
 //! |---|---|---|---|
 //! | operator | `cpu_op` | OS pid / OS tid | `External id`, `Record function id`, `Sequence number` + `Fwd thread id` (with a sequence number), `Input Dims` + `Input type` (`record_shapes`, when recorded), `flops` (`with_flops`) |
 //! | `record_function`, `ProfilerStep#N` | `user_annotation` | OS pid / OS tid | `External id`, `Record function id` |
+//! | `record_function` range that launched device work, on each queue that ran it | `gpu_user_annotation` | device / queue | `External id` (the host range's); spans the range's first to last kernel on that queue; not for `ProfilerStep#N` |
 //! | runtime call (`nrt_execute`, …) | `privateuse1_runtime` | OS pid / OS tid | `External id` (enclosing op), `correlation`, `device` |
 //! | kernel | `kernel` | device / queue | `External id`, `device`, `stream`, `correlation`, `flops`, `bytes`, `<engine> busy (ns)` |
 //! | copy, memset | `gpu_memcpy`, `gpu_memset` | device / queue | as kernels, plus `memory bandwidth (GB/s)` |
@@ -96,6 +97,12 @@
 //!   and have no `stream` arg, so HTA (which takes rows with `stream` ≥ 0 as device
 //!   activity) and other kernel-only tools count each kernel once; `kernel correlation`
 //!   links them to their kernel without looking like a launch pairing.
+//! - **`gpu_user_annotation` rows** (as torch writes for CUDA streams) have no
+//!   `stream` or `correlation` arg, so kernel-only readers skip them (HTA drops them
+//!   by default). Queues run in launch order, so they nest with the kernels and with
+//!   each other; one that would still cross another event on its track (two threads
+//!   feeding one queue) is left out. `ProfilerStep#N` gets none: readers that find
+//!   steps by name alone would count each step twice.
 //! - **Collective kernels are named `ncclKernel_…`**: HTA classifies communication by
 //!   that prefix; the `Collective name` args say what they are.
 //! - **One session at a time.** Recording is one process-wide switch; a second

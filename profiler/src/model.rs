@@ -5,6 +5,7 @@
 //! All times are nanoseconds on the process timeline (`runtime_hooks::clock`); the
 //! emitter converts them to wall time.
 
+mod annotations;
 mod build;
 mod collective;
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 
 use runtime_hooks::{DmaDirection, FlowKind, RuntimeCallKind};
 
+pub(crate) use annotations::device_annotations;
 pub(crate) use build::{build, PROFILER_STEP};
 pub(crate) use collective::{dtype_name, Collective};
 

@@ -98,6 +98,7 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
     for wanted in [
         "cpu_op",
         "user_annotation",
+        "gpu_user_annotation",
         "privateuse1_runtime",
         "kernel",
         "gpu_memcpy",
@@ -112,13 +113,50 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
     }
     let steps: Vec<&str> = events
         .iter()
-        .filter(|e| e.name().starts_with("ProfilerStep#"))
+        .filter(|e| cat(e) == "user_annotation" && e.name().starts_with("ProfilerStep#"))
         .map(|e| e.name())
         .collect();
     assert_eq!(
         steps,
         ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
     );
+    // Ranges that launched device work have a device-side twin on the queues it ran
+    // on, with the range's External id, enclosing that work.
+    let annotations: Vec<&Event<'_>> = events
+        .iter()
+        .filter(|e| cat(e) == "gpu_user_annotation")
+        .collect();
+    assert!(!annotations.is_empty(), "no gpu_user_annotation");
+    for a in &annotations {
+        let host = events
+            .iter()
+            .find(|h| {
+                cat(h) == "user_annotation"
+                    && h.name() == a.name()
+                    && h.arg("External id") == a.arg("External id")
+            })
+            .unwrap_or_else(|| panic!("no host range for {}", common::describe(a)));
+        assert_eq!(
+            host.pid,
+            Some(trace_format::Ident::Num(i64::from(std::process::id())))
+        );
+        assert_eq!(a.pid, Some(trace_format::Ident::Num(0)), "on device 0");
+        let (start, end) = (a.ts_ns.unwrap(), a.end_ns().unwrap());
+        let inside = events
+            .iter()
+            .filter(|k| {
+                matches!(cat(k), "kernel" | "gpu_memcpy")
+                    && k.tid == a.tid
+                    && start <= k.ts_ns.unwrap()
+                    && k.end_ns().unwrap() <= end
+            })
+            .count();
+        assert!(
+            inside > 0,
+            "{} encloses no device work",
+            common::describe(a)
+        );
+    }
 
     // Host operators: Kineto's args.
     let pid = i64::from(std::process::id());
@@ -349,7 +387,7 @@ fn emulated_ops_trace_reads_back_with_kineto_conventions() {
     assert_eq!(summary.steps, 3);
     let step_ns: Vec<i64> = events
         .iter()
-        .filter(|e| e.name().starts_with("ProfilerStep#"))
+        .filter(|e| cat(e) == "user_annotation" && e.name().starts_with("ProfilerStep#"))
         .map(|e| e.dur_ns.unwrap())
         .collect();
     assert_eq!(summary.mean_step_ns as i64, step_ns.iter().sum::<i64>() / 3);

@@ -85,8 +85,12 @@ fn traces_open_in_hta() {
                         let b = device.randn(&[128, 64], DType::BF16, 2).unwrap();
                         let mut steps = prof.rank_steps();
                         for _ in 0..5 {
-                            let c = a.matmul(&b).unwrap().gelu().unwrap();
-                            drop(c.to_host().unwrap());
+                            {
+                                // A range with device work: a gpu_user_annotation too.
+                                let _forward = profiler::record_function("forward");
+                                let c = a.matmul(&b).unwrap().gelu().unwrap();
+                                drop(c.to_host().unwrap());
+                            }
                             steps.step();
                         }
                     })

@@ -98,6 +98,20 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace): named tracks
+    /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
+    /// on extra tracks (printed) instead of dropped.
+    Export {
+        /// Trace files (.json, .json.gz) or directories, one file per rank.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, default_value = "perfetto", value_parser = ["perfetto"])]
+        format: String,
+        /// The output file.
+        #[arg(short, long)]
+        out: PathBuf,
+    },
     /// Compare two traces (or two directories of rank traces) by operator and kernel name.
     Diff {
         /// The control trace or directory.
@@ -206,6 +220,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo { out } => run_and_print(&neuronprof::run::RunRequest::demo(
             out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
         )),
+        Command::Export { paths, format, out } => {
+            let request = neuronprof::export::ExportRequest {
+                paths,
+                format: neuronprof::export::ExportFormat::parse(&format)?,
+                out,
+            };
+            let outcome = neuronprof::export::run_export(&request)?;
+            let mut stdout = std::io::stdout().lock();
+            neuronprof::export::render_outcome(&outcome, &mut stdout).context("writing summary")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Diff {
             control,
             test,

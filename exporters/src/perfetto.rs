@@ -8,6 +8,7 @@ mod convert;
 mod intern;
 mod lanes;
 pub mod proto;
+mod spill;
 mod tracks;
 pub mod validate;
 
@@ -18,8 +19,7 @@ use trace_format::{ReadError, TraceReader};
 
 pub use convert::SEQUENCE_ID;
 
-/// The reorder window per track, in events (see [`PerfettoExporter::reorder_window`]).
-pub const DEFAULT_REORDER_WINDOW: usize = 256;
+pub use spill::DEFAULT_BUDGET_BYTES;
 
 /// Counts of what was converted; totals over all files of one output.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,6 +48,8 @@ pub struct ExportStats {
     pub skipped_unsupported: u64,
     /// Counter values that are not numbers, skipped.
     pub skipped_counter_values: u64,
+    /// Sorted runs spilled to temporary files (0 when everything fit the budget).
+    pub spilled_runs: u64,
     /// Track descriptors written.
     pub tracks: u64,
     /// Packets written.
@@ -108,8 +110,10 @@ impl std::error::Error for ExportError {
 /// Writes Kineto traces into one Perfetto trace, file by file, streaming.
 ///
 /// All inputs share one packet sequence and one time axis (Kineto timestamps are Unix
-/// epoch ns), so several ranks line up. Memory is bounded by the number of tracks, the
-/// reorder window and the interning tables, not by the trace's size.
+/// epoch ns), so several ranks line up. Memory is bounded by the sort budget, the number
+/// of tracks and the interning tables, not by the trace's size: slices are sorted per
+/// track by an external merge sort (spilling to the temporary directory past the
+/// budget), because Kineto writes a thread's events in runs per kind, not in time order.
 #[derive(Debug)]
 pub struct PerfettoExporter<W: Write> {
     converter: convert::Converter<W>,
@@ -120,15 +124,16 @@ impl<W: Write> PerfettoExporter<W> {
     /// An exporter writing into `out` (wrap files in a `BufWriter`).
     pub fn new(out: W) -> Self {
         PerfettoExporter {
-            converter: convert::Converter::new(out, DEFAULT_REORDER_WINDOW),
+            converter: convert::Converter::new(out, DEFAULT_BUDGET_BYTES),
             files: 0,
         }
     }
 
-    /// Sets how many events per track may wait to be put in time order (default
-    /// [`DEFAULT_REORDER_WINDOW`]). Events further out of order go on extra lanes.
-    pub fn reorder_window(mut self, events: usize) -> Self {
-        self.converter.window = events;
+    /// Sets the memory for sorting slices by time (default [`DEFAULT_BUDGET_BYTES`]);
+    /// past it, sorted runs go to temporary files and are merged at the end. Call before
+    /// adding files.
+    pub fn sort_budget_bytes(mut self, bytes: usize) -> Self {
+        self.converter.sorter = spill::Sorter::new(bytes);
         self
     }
 

@@ -51,7 +51,9 @@ fn output_decodes_with_perfettos_protos() {
         eprintln!("skipped: no protoc (apt-get install protobuf-compiler)");
         return;
     };
-    let dir = PathBuf::from(common::SHARED);
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
     for file in [
         dir.join("torch-2.15/python_privateuse1_neuron.pt.trace.json.gz"),
         dir.join("hta/memory_events.json.gz"),

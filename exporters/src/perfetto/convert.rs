@@ -14,6 +14,7 @@ use super::proto::{
     CLOCK_BOOTTIME, CLOCK_REALTIME, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
     TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UNIT_SIZE_BYTES,
 };
+use super::spill::{Item, Sorter};
 use super::tracks::{Layout, TrackKind};
 use super::{ExportStats, SplitTrack};
 
@@ -24,6 +25,7 @@ pub const SEQUENCE_ID: u32 = 1;
 #[derive(Debug)]
 struct Track {
     name: String,
+    report_name: String,
     lane_uuids: Vec<u64>,
     lanes: LaneSet,
 }
@@ -35,11 +37,12 @@ pub struct Converter<W: Write> {
     buf: Vec<u8>,
     interner: Interner,
     layout: Layout,
-    tracks: HashMap<(u32, Ident<'static>, Ident<'static>), Track>,
+    track_index: HashMap<(u32, Ident<'static>, Ident<'static>), u32>,
+    tracks: Vec<Track>,
+    /// Slices and instants, sorted per track by time before they are written.
+    pub sorter: Sorter,
     counters: HashMap<(u32, Ident<'static>), HashMap<String, u64>>,
     global_tracks: HashMap<u32, u64>,
-    /// Reorder window per track, in events.
-    pub window: usize,
     /// Label groups of files without a rank `file N`.
     pub label_files: bool,
     seq: u64,
@@ -55,17 +58,18 @@ pub struct Converter<W: Write> {
 }
 
 impl<W: Write> Converter<W> {
-    /// A converter writing into `out`, with a reorder window of `window` events per track.
-    pub fn new(out: W, window: usize) -> Self {
+    /// A converter writing into `out`, sorting in memory up to `budget_bytes`.
+    pub fn new(out: W, budget_bytes: usize) -> Self {
         Converter {
             out,
             buf: Vec::with_capacity(256),
             interner: Interner::default(),
             layout: Layout::default(),
-            tracks: HashMap::new(),
+            track_index: HashMap::new(),
+            tracks: Vec::new(),
+            sorter: Sorter::new(budget_bytes),
             counters: HashMap::new(),
             global_tracks: HashMap::new(),
-            window,
             label_files: false,
             seq: 0,
             cleared: false,
@@ -262,7 +266,8 @@ impl<W: Write> Converter<W> {
             return Ok(());
         };
         let end_ns = ts_ns.saturating_add(event.dur_ns.unwrap_or(0).max(0));
-        let body = self.common(event, event.name());
+        let mut body = self.common(event, event.name());
+        body.r#type = Some(TYPE_SLICE_BEGIN);
         self.stats.slices += 1;
         self.enqueue(event, Self::kind_of(event), ts_ns, end_ns, false, body)
     }
@@ -436,90 +441,146 @@ impl<W: Write> Converter<W> {
         instant: bool,
         body: TrackEvent,
     ) -> io::Result<()> {
+        use prost::Message as _;
         let pid = event.pid.clone().unwrap_or(Ident::Num(0)).into_owned();
         let tid = event.tid.clone().unwrap_or(Ident::Num(0)).into_owned();
         let key = (self.file, pid, tid);
-        if !self.tracks.contains_key(&key) {
-            let (uuid, name) = self.layout.track(self.file, &key.1, &key.2, kind);
-            let track = Track {
-                name,
-                lane_uuids: vec![uuid],
-                lanes: LaneSet::default(),
-            };
-            self.tracks.insert(key.clone(), track);
-        }
+        let track = match self.track_index.get(&key) {
+            Some(&index) => index,
+            None => {
+                let (uuid, name) = self.layout.track(self.file, &key.1, &key.2, kind);
+                let report_name = match self.layout.label(self.file) {
+                    Some(label) => format!("{label}: {name}"),
+                    None => name.clone(),
+                };
+                self.tracks.push(Track {
+                    name,
+                    report_name,
+                    lane_uuids: vec![uuid],
+                    lanes: LaneSet::default(),
+                });
+                let index = (self.tracks.len() - 1) as u32;
+                self.track_index.insert(key, index);
+                index
+            }
+        };
         self.seq += 1;
-        let pending = Pending {
+        self.sorter.push(Item {
+            track,
             ts_ns,
             end_ns,
             seq: self.seq,
             instant,
-            event: body,
-        };
-        let mut track = self.tracks.remove(&key).expect("inserted above");
-        let mut actions = Vec::new();
-        track
-            .lanes
-            .push(pending, self.window, &mut |a| actions.push(a));
-        let result = self.apply(&mut track, actions);
-        self.tracks.insert(key, track);
-        result
+            body: body.encode_to_vec(),
+        })
     }
 
-    fn apply(&mut self, track: &mut Track, actions: Vec<Action>) -> io::Result<()> {
-        for action in actions {
+    fn apply(&mut self, track: usize, actions: &mut Vec<Action>) -> io::Result<()> {
+        for action in actions.drain(..) {
             let lane = match &action {
                 Action::Start { lane, .. } | Action::End { lane, .. } => *lane,
             };
-            while track.lane_uuids.len() <= lane {
-                let index = track.lane_uuids.len();
-                let uuid = self.layout.lane(track.lane_uuids[0], &track.name, index);
-                track.lane_uuids.push(uuid);
+            while self.tracks[track].lane_uuids.len() <= lane {
+                let base = &self.tracks[track];
+                let index = base.lane_uuids.len();
+                let uuid = self.layout.lane(base.lane_uuids[0], &base.name, index);
+                self.tracks[track].lane_uuids.push(uuid);
             }
-            let uuid = track.lane_uuids[lane];
+            let uuid = self.tracks[track].lane_uuids[lane];
             match action {
                 Action::Start { pending, .. } => {
-                    let pending = *pending;
-                    let mut body = pending.event;
-                    body.track_uuid = Some(uuid);
-                    if !pending.instant {
-                        body.r#type = Some(TYPE_SLICE_BEGIN);
-                    }
-                    self.write_event(pending.ts_ns, body)?;
+                    self.write_encoded(pending.ts_ns, &pending.body, uuid)?;
                 }
                 Action::End { ts_ns, .. } => {
-                    self.write_event(
-                        ts_ns,
-                        TrackEvent {
-                            r#type: Some(TYPE_SLICE_END),
-                            track_uuid: Some(uuid),
-                            ..TrackEvent::default()
-                        },
-                    )?;
+                    // type: TYPE_SLICE_END (field 9, varint).
+                    self.write_encoded(ts_ns, &[0x48, TYPE_SLICE_END as u8], uuid)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Releases every buffered event and closes all slices; returns the output.
-    pub fn finish(mut self) -> io::Result<(W, ExportStats)> {
-        let mut keys: Vec<_> = self.tracks.keys().cloned().collect();
-        keys.sort();
-        for key in keys {
-            let mut track = self.tracks.remove(&key).expect("listed");
-            let mut actions = Vec::new();
-            track.lanes.flush(&mut |a| actions.push(a));
-            self.apply(&mut track, actions)?;
-            if track.lanes.split_slices > 0 {
-                self.stats.split_slices += track.lanes.split_slices;
-                self.stats.split_tracks.push(SplitTrack {
-                    track: track.name.clone(),
-                    lanes: track.lanes.lane_count(),
-                    split_slices: track.lanes.split_slices,
-                });
-            }
+    /// Writes a track-event packet from an encoded `TrackEvent` body plus its
+    /// `track_uuid` (protobuf messages merge field by field, so appending the field to
+    /// the encoded body is the same message).
+    fn write_encoded(&mut self, ts_ns: i64, body: &[u8], track_uuid: u64) -> io::Result<()> {
+        use prost::encoding::{encode_varint, encoded_len_varint};
+        use prost::Message as _;
+        self.ensure_clock(ts_ns)?;
+        self.flush_descriptors()?;
+        let interned = self
+            .interner
+            .take_pending()
+            .map(|data| data.encode_to_vec());
+        let flags = if self.cleared {
+            SEQ_NEEDS_INCREMENTAL_STATE
+        } else {
+            self.cleared = true;
+            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
+        };
+        let event_len = body.len() + 1 + encoded_len_varint(track_uuid);
+        let buf = &mut self.buf;
+        buf.clear();
+        let mut packet = Vec::new();
+        std::mem::swap(&mut packet, buf);
+        // TracePacket: timestamp (8), trusted_packet_sequence_id (10), track_event (11),
+        // interned_data (12), sequence_flags (13).
+        let mut inner = Vec::with_capacity(event_len + 32);
+        inner.push(0x40);
+        encode_varint(ts_ns.max(0) as u64, &mut inner);
+        inner.push(0x50);
+        encode_varint(u64::from(SEQUENCE_ID), &mut inner);
+        inner.push(0x5a);
+        encode_varint(event_len as u64, &mut inner);
+        inner.extend_from_slice(body);
+        inner.push(0x58);
+        encode_varint(track_uuid, &mut inner);
+        if let Some(interned) = interned {
+            inner.push(0x62);
+            encode_varint(interned.len() as u64, &mut inner);
+            inner.extend_from_slice(&interned);
         }
+        inner.push(0x68);
+        encode_varint(u64::from(flags), &mut inner);
+        packet.push(0x0a);
+        encode_varint(inner.len() as u64, &mut packet);
+        packet.extend_from_slice(&inner);
+        self.out.write_all(&packet)?;
+        self.stats.packets += 1;
+        self.stats.bytes_written += packet.len() as u64;
+        self.buf = packet;
+        Ok(())
+    }
+
+    /// Sorts and writes the slices and instants, closes all slices; returns the output.
+    pub fn finish(mut self) -> io::Result<(W, ExportStats)> {
+        let sorter = std::mem::replace(&mut self.sorter, Sorter::new(0));
+        let spilled = sorter.spilled_runs;
+        let mut current: Option<usize> = None;
+        let mut actions = Vec::new();
+        sorter.finish(|item| {
+            let track = item.track as usize;
+            if current != Some(track) {
+                if let Some(previous) = current {
+                    self.close_track(previous, &mut actions)?;
+                }
+                current = Some(track);
+            }
+            let pending = Pending {
+                ts_ns: item.ts_ns,
+                end_ns: item.end_ns,
+                instant: item.instant,
+                body: item.body,
+            };
+            self.tracks[track]
+                .lanes
+                .place(pending, &mut |a| actions.push(a));
+            self.apply(track, &mut actions)
+        })?;
+        if let Some(previous) = current {
+            self.close_track(previous, &mut actions)?;
+        }
+        self.stats.spilled_runs = spilled;
         self.flush_descriptors()?;
         self.stats.split_tracks.sort_by(|a, b| {
             b.split_slices
@@ -528,6 +589,21 @@ impl<W: Write> Converter<W> {
         });
         self.out.flush()?;
         Ok((self.out, self.stats))
+    }
+
+    fn close_track(&mut self, track: usize, actions: &mut Vec<Action>) -> io::Result<()> {
+        self.tracks[track].lanes.close(&mut |a| actions.push(a));
+        self.apply(track, actions)?;
+        let lanes = &self.tracks[track].lanes;
+        if lanes.split_slices > 0 {
+            self.stats.split_slices += lanes.split_slices;
+            self.stats.split_tracks.push(SplitTrack {
+                track: self.tracks[track].report_name.clone(),
+                lanes: lanes.lane_count(),
+                split_slices: lanes.split_slices,
+            });
+        }
+        Ok(())
     }
 }
 

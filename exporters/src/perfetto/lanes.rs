@@ -7,55 +7,23 @@
 //! those. Here each slice goes on the first lane where it nests; when none fits, a new
 //! lane (an extra track) is opened, so nothing is lost, and the split is counted.
 //!
-//! Bounded memory: events of a track arrive roughly in time order but not exactly
-//! (Kineto writes some out of order), so they pass through a small reorder buffer (a
-//! min-heap of at most `window` events, ordered by start, longer first on ties). A lane
-//! keeps only its stack of open slices' end times and the start of its last slice; an
-//! event released from the buffer before a lane's last start (further out of order than
-//! the window) never goes on that lane. End events are written when the next event on
-//! the lane starts at or after them, or at the end.
+//! Events reach a lane set in time order (see `spill.rs`), longer first on ties. A lane
+//! keeps only its stack of open slices' end times and the start of its last slice, so
+//! memory is bounded by the nesting depth. End events are written when the next event
+//! on the lane starts at or after them, or at the end. An event earlier than a lane's
+//! last start (which sorted input never has) never goes on that lane.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-
-use super::proto::TrackEvent;
-
-/// A slice or instant waiting in the reorder buffer.
+/// A slice or instant to place.
 #[derive(Debug)]
 pub struct Pending {
     /// Start, ns.
     pub ts_ns: i64,
     /// End, ns (`ts_ns` for instants and zero-length slices).
     pub end_ns: i64,
-    /// Arrival order (ties).
-    pub seq: u64,
     /// An instant (`TYPE_INSTANT`) rather than a slice.
     pub instant: bool,
-    /// The begin or instant event, without its track.
-    pub event: TrackEvent,
-}
-
-impl Pending {
-    fn key(&self) -> (i64, Reverse<i64>, u64) {
-        (self.ts_ns, Reverse(self.end_ns), self.seq)
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl Eq for Pending {}
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key().cmp(&other.key())
-    }
+    /// The encoded begin or instant event, without its track.
+    pub body: Vec<u8>,
 }
 
 /// What to write, in order, for one track.
@@ -66,7 +34,7 @@ pub enum Action {
         /// Lane index (0: the track itself).
         lane: usize,
         /// The event.
-        pending: Box<Pending>,
+        pending: Pending,
     },
     /// `TYPE_SLICE_END` on lane `lane` at `ts_ns`.
     End {
@@ -83,10 +51,9 @@ struct Lane {
     last_start_ns: i64,
 }
 
-/// The reorder buffer and lanes of one Kineto track.
+/// The lanes of one Kineto track.
 #[derive(Debug, Default)]
 pub struct LaneSet {
-    buffer: BinaryHeap<Reverse<Pending>>,
     lanes: Vec<Lane>,
     /// Slices placed on lanes other than the first.
     pub split_slices: u64,
@@ -100,22 +67,8 @@ impl LaneSet {
         self.lanes.len()
     }
 
-    /// Adds an event; releases the earliest one when the buffer holds more than `window`.
-    pub fn push(&mut self, pending: Pending, window: usize, out: &mut impl FnMut(Action)) {
-        self.buffer.push(Reverse(pending));
-        while self.buffer.len() > window {
-            let Some(Reverse(next)) = self.buffer.pop() else {
-                break;
-            };
-            self.place(next, out);
-        }
-    }
-
-    /// Releases everything and closes every open slice.
-    pub fn flush(&mut self, out: &mut impl FnMut(Action)) {
-        while let Some(Reverse(next)) = self.buffer.pop() {
-            self.place(next, out);
-        }
+    /// Closes every open slice.
+    pub fn close(&mut self, out: &mut impl FnMut(Action)) {
         for (index, lane) in self.lanes.iter_mut().enumerate() {
             while let Some(end_ns) = lane.open_end_ns.pop() {
                 out(Action::End {
@@ -126,7 +79,8 @@ impl LaneSet {
         }
     }
 
-    fn place(&mut self, pending: Pending, out: &mut impl FnMut(Action)) {
+    /// Places the next event (in time order) on the first lane where it nests.
+    pub fn place(&mut self, pending: Pending, out: &mut impl FnMut(Action)) {
         let (ts_ns, end_ns) = (pending.ts_ns, pending.end_ns);
         let mut chosen = None;
         for (index, lane) in self.lanes.iter_mut().enumerate() {
@@ -169,7 +123,7 @@ impl LaneSet {
         }
         out(Action::Start {
             lane: index,
-            pending: Box::new(pending),
+            pending,
         });
     }
 }
@@ -178,17 +132,16 @@ impl LaneSet {
 mod tests {
     use super::*;
 
-    fn slice(seq: u64, ts_ns: i64, end_ns: i64) -> Pending {
+    fn slice(ts_ns: i64, end_ns: i64) -> Pending {
         Pending {
             ts_ns,
             end_ns,
-            seq,
             instant: false,
-            event: TrackEvent::default(),
+            body: Vec::new(),
         }
     }
 
-    fn run(events: Vec<Pending>, window: usize) -> (Vec<(char, usize, i64)>, u64) {
+    fn run(events: Vec<Pending>) -> (Vec<(char, usize, i64)>, u64) {
         let mut set = LaneSet::default();
         let mut log = Vec::new();
         let mut out = |action: Action| match action {
@@ -196,18 +149,15 @@ mod tests {
             Action::End { lane, ts_ns } => log.push(('E', lane, ts_ns)),
         };
         for event in events {
-            set.push(event, window, &mut out);
+            set.place(event, &mut out);
         }
-        set.flush(&mut out);
+        set.close(&mut out);
         (log, set.split_slices)
     }
 
     #[test]
-    fn nested_slices_stay_on_one_lane_even_out_of_order() {
-        let (log, split) = run(
-            vec![slice(0, 20, 30), slice(1, 10, 40), slice(2, 40, 50)],
-            4,
-        );
+    fn nested_slices_stay_on_one_lane() {
+        let (log, split) = run(vec![slice(10, 40), slice(20, 30), slice(40, 50)]);
         assert_eq!(split, 0);
         let expected = [
             ('B', 0, 10),
@@ -222,7 +172,7 @@ mod tests {
 
     #[test]
     fn partial_overlap_goes_to_a_second_lane() {
-        let (log, split) = run(vec![slice(0, 0, 10), slice(1, 5, 15), slice(2, 12, 20)], 1);
+        let (log, split) = run(vec![slice(0, 10), slice(5, 15), slice(12, 20)]);
         assert_eq!(split, 1);
         assert_eq!(log.iter().filter(|(_, lane, _)| *lane == 1).count(), 2);
         // The third slice fits lane 0 again once the first ended.
@@ -230,8 +180,8 @@ mod tests {
     }
 
     #[test]
-    fn events_later_than_the_window_never_break_a_lane() {
-        let (log, _) = run(vec![slice(0, 100, 110), slice(1, 0, 5)], 0);
+    fn events_out_of_order_never_break_a_lane() {
+        let (log, _) = run(vec![slice(100, 110), slice(0, 5)]);
         assert_eq!(log[1], ('B', 1, 0));
     }
 }

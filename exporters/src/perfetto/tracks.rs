@@ -90,6 +90,11 @@ impl Layout {
         }
     }
 
+    /// The label of a file's groups (`rank 3`), if any.
+    pub fn label(&self, file: u32) -> Option<&str> {
+        self.rank_labels.get(&file).map(String::as_str)
+    }
+
     /// Records a `process_name` (re-describes the group when it already exists).
     pub fn set_process_name(&mut self, file: u32, pid: Ident<'static>, name: &str) {
         self.process_names

@@ -1,0 +1,149 @@
+//! `neuronprof export --format perfetto IN… -o OUT`: Kineto traces into other formats.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use exporters::{ExportStats, PerfettoExporter};
+
+/// Output formats of `neuronprof export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Perfetto's TrackEvent protobuf (`.pftrace`).
+    Perfetto,
+}
+
+impl ExportFormat {
+    /// Parses a `--format` value.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        match text {
+            "perfetto" => Ok(ExportFormat::Perfetto),
+            other => anyhow::bail!("unknown export format {other:?} (known: perfetto)"),
+        }
+    }
+}
+
+/// What to export.
+#[derive(Clone, Debug)]
+pub struct ExportRequest {
+    /// Trace files or directories of rank traces.
+    pub paths: Vec<PathBuf>,
+    /// The output format.
+    pub format: ExportFormat,
+    /// The output file.
+    pub out: PathBuf,
+}
+
+/// What was exported.
+#[derive(Clone, Debug)]
+pub struct ExportOutcome {
+    /// The input files, in the order converted.
+    pub files: Vec<PathBuf>,
+    /// Bytes of the input files as stored (compressed for `.gz`).
+    pub input_bytes: u64,
+    /// The output file.
+    pub out: PathBuf,
+    /// Counts of what was converted and split.
+    pub stats: ExportStats,
+    /// Wall time of the conversion, seconds.
+    pub seconds: f64,
+}
+
+/// Converts the traces into one output file.
+pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
+    let files = crate::paths::collect_trace_files(&request.paths)?;
+    let started = Instant::now();
+    let output = File::create(&request.out)
+        .with_context(|| format!("creating {}", request.out.display()))?;
+    let mut input_bytes = 0;
+    let stats = match request.format {
+        ExportFormat::Perfetto => {
+            let mut exporter = PerfettoExporter::new(BufWriter::with_capacity(1 << 20, output))
+                .label_unranked_files(files.len() > 1);
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                exporter
+                    .add_path(file)
+                    .with_context(|| format!("converting {}", file.display()))?;
+            }
+            let (writer, stats) = exporter
+                .finish()
+                .with_context(|| format!("writing {}", request.out.display()))?;
+            writer
+                .into_inner()
+                .map_err(|err| err.into_error())
+                .and_then(|file| file.sync_all())
+                .with_context(|| format!("writing {}", request.out.display()))?;
+            stats
+        }
+    };
+    Ok(ExportOutcome {
+        files,
+        input_bytes,
+        out: request.out.clone(),
+        stats,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Prints what was converted and what was split.
+pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Result<()> {
+    let stats = &outcome.stats;
+    writeln!(
+        out,
+        "converted {} file(s), {:.1} MB, in {:.2} s -> {} ({:.1} MB)",
+        outcome.files.len(),
+        outcome.input_bytes as f64 / 1e6,
+        outcome.seconds,
+        outcome.out.display(),
+        stats.bytes_written as f64 / 1e6
+    )?;
+    for file in &outcome.files {
+        writeln!(out, "  {}", file.display())?;
+    }
+    writeln!(
+        out,
+        "events read {}: slices {}, instants {}, counter values {} ({} [memory] events), flow events {}, metadata {}",
+        stats.events_read,
+        stats.slices,
+        stats.instants,
+        stats.counter_values,
+        stats.memory_events,
+        stats.flow_events,
+        stats.metadata_events
+    )?;
+    writeln!(out, "tracks {}, packets {}", stats.tracks, stats.packets)?;
+    let skipped = stats.skipped_no_time + stats.skipped_unsupported + stats.skipped_counter_values;
+    if skipped > 0 {
+        writeln!(
+            out,
+            "skipped {skipped}: {} without a time, {} of unsupported phases, {} non-numeric counter values",
+            stats.skipped_no_time, stats.skipped_unsupported, stats.skipped_counter_values
+        )?;
+    }
+    if stats.split_slices == 0 {
+        writeln!(out, "split: none (no slices overlap without nesting)")?;
+    } else {
+        writeln!(
+            out,
+            "split: {} slice(s) overlapping without nesting moved to extra tracks on {} track(s):",
+            stats.split_slices,
+            stats.split_tracks.len()
+        )?;
+        for track in stats.split_tracks.iter().take(10) {
+            writeln!(
+                out,
+                "  {}: {} slice(s) on {} extra track(s)",
+                track.track,
+                track.split_slices,
+                track.lanes - 1
+            )?;
+        }
+        if stats.split_tracks.len() > 10 {
+            writeln!(out, "  … and {} more", stats.split_tracks.len() - 10)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! `neuronprof export --format perfetto DIR -o OUT.pftrace` converts every rank file of
+//! a directory into one valid Perfetto trace and prints what it converted and split.
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
+    let Some(shared) = common::shared_traces() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("neuronprof-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for rank in ["two_rank-rank0.json.gz", "two_rank-rank1.json.gz"] {
+        std::fs::copy(shared.join("hta").join(rank), dir.join(rank)).unwrap();
+    }
+    let out = dir.join("both.pftrace");
+    let output = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(["export", "--format", "perfetto"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("converted 2 file(s)"), "{stdout}");
+    assert!(stdout.contains("split: "), "{stdout}");
+    let bytes = std::fs::read(&out).unwrap();
+    let summary = exporters::perfetto::validate::validate(&bytes).unwrap();
+    assert!(summary.slices > 1000, "{summary:?}");
+    assert!(
+        stdout.contains(&format!("slices {}", summary.slices)),
+        "{stdout}"
+    );
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("rank 0: ") && text.contains("rank 1: "));
+
+    // A usage error: an unknown format exits 2 without writing.
+    let bad = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(["export", "--format", "excel"])
+        .arg(&dir)
+        .args(["-o", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -60,11 +60,19 @@ fn every_collective_matches_a_direct_computation() {
             .flat_map(|s| all[s][2 * r..2 * r + 2].to_vec())
             .collect();
         assert_eq!(exchanged, expected);
-        // A ring of sends: each rank sends to the next and receives from the previous.
+        // A ring of sends: each rank sends to the next and receives from the previous
+        // (even ranks send first, odd ranks receive first: a send waits for its
+        // receive, as with NCCL).
         let next = (r + 1) % n;
         let prev = (r + n - 1) % n;
-        g.send(&x, next)?;
-        let got = g.recv(&[4, 2], DType::F32, prev)?;
+        let got = if r % 2 == 0 {
+            g.send(&x, next)?;
+            g.recv(&[4, 2], DType::F32, prev)?
+        } else {
+            let got = g.recv(&[4, 2], DType::F32, prev)?;
+            g.send(&x, next)?;
+            got
+        };
         assert_eq!(got.to_vec_f32()?, all[prev]);
         g.barrier()?;
         // Sub-groups: tp{r/2} = [2t, 2t+1], dp{r%2} = [d, d+2].

@@ -10,7 +10,8 @@
 //! algorithm), and its DMA transfers. The kernel starts when this rank's device is
 //! ready and waits there for the others (as an NCCL kernel spins on a fast rank, so a
 //! slow rank shows up as long collectives on the others); the transfer starts when the
-//! last rank is ready, and the collective ends at the same instant on every rank. The `_async` variants return a
+//! last rank is ready, and the collective ends at the same instant on every rank (a
+//! send and its receive too). The `_async` variants (and `isend`/`irecv`) return a
 //! [`Work`]; the others make the current stream wait for the result (on the device:
 //! the host does not block), like PyTorch's default synchronous collectives.
 
@@ -369,11 +370,23 @@ impl ProcessGroup {
         Ok(())
     }
 
-    /// Sends `t` to group rank `dst` (which calls [`recv`](Self::recv)); neither the
-    /// host nor the call waits for the receiver (the data is buffered): the send's
-    /// transfer is modeled from this rank's ready instant, the receive's from when
-    /// both are ready.
+    /// Sends `t` to group rank `dst` (which calls [`recv`](Self::recv) or
+    /// [`irecv`](Self::irecv)); the current stream waits for the transfer, the host
+    /// does not. Like NCCL's point-to-point (and [`all_reduce`](Self::all_reduce)),
+    /// the transfer starts when both sides have arrived and ends at the same modeled
+    /// instant on both: the emulator's rank thread waits for the receiver (as
+    /// emulation time), so a ring where every rank sends before it receives times out
+    /// with a [`BackendError::CollectiveTimeout`] naming the missing ranks, as it
+    /// deadlocks with NCCL; order such exchanges (even ranks send first, odd ranks
+    /// receive first).
     pub fn send(&self, t: &Tensor, dst: usize) -> Result<(), BackendError> {
+        self.isend(t, dst)?.wait();
+        Ok(())
+    }
+
+    /// Like [`send`](Self::send), returning the transfer's [`Work`] (its
+    /// [`Work::end_ns`] is the receive's too) instead of making the stream wait.
+    pub fn isend(&self, t: &Tensor, dst: usize) -> Result<Work, BackendError> {
         const C: &str = "send";
         self.check_input(C, t)?;
         self.check_group_rank(C, dst)?;
@@ -389,14 +402,19 @@ impl ProcessGroup {
             t.dtype,
         );
         self.p2p(&mut call, me, dst, n, 0);
-        // Whichever side arrives last resolves the exchange for both.
-        let _ = self.run(call, Box::new(|all| vec![None, all[0].values.clone()]))?;
-        Ok(())
+        self.run(call, Box::new(|all| vec![None, all[0].values.clone()]))
     }
 
     /// Receives a tensor of `shape` and `dtype` from group rank `src` (which calls
-    /// [`send`](Self::send)); the current stream waits for it.
+    /// [`send`](Self::send) or [`isend`](Self::isend)); the current stream waits for
+    /// it. The transfer starts when both sides have arrived.
     pub fn recv(&self, shape: &[usize], dtype: DType, src: usize) -> Result<Tensor, BackendError> {
+        Ok(first(self.irecv(shape, dtype, src)?.wait()))
+    }
+
+    /// Like [`recv`](Self::recv), returning the transfer's [`Work`] (its one output is
+    /// the received tensor).
+    pub fn irecv(&self, shape: &[usize], dtype: DType, src: usize) -> Result<Work, BackendError> {
         const C: &str = "recv";
         self.check_group_rank(C, src)?;
         let me = self.group_rank;
@@ -411,8 +429,7 @@ impl ProcessGroup {
             dtype,
         );
         self.p2p(&mut call, src, me, n, 1);
-        let work = self.run(call, Box::new(|all| vec![None, all[0].values.clone()]))?;
-        Ok(first(work.wait()))
+        self.run(call, Box::new(|all| vec![None, all[0].values.clone()]))
     }
 
     fn p2p(&self, call: &mut Call<'_>, src: usize, dst: usize, n: u64, me: usize) {

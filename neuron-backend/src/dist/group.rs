@@ -140,9 +140,8 @@ impl GroupShared {
         participants: &[usize],
         me: usize,
         contribution: Contribution,
-        wait: bool,
         resolve: impl FnOnce(&[Contribution]) -> Result<Outcome, BackendError>,
-    ) -> Result<Option<Arc<Result<Outcome, BackendError>>>, BackendError> {
+    ) -> Result<Arc<Result<Outcome, BackendError>>, BackendError> {
         let seq = match key {
             SlotKey::Collective(n) | SlotKey::PointToPoint { n, .. } => n,
         };
@@ -172,13 +171,6 @@ impl GroupShared {
             slot.outcome = Some(Arc::new(resolve(&all)));
             self.arrived.notify_all();
         }
-        if !wait {
-            slot.taken += 1;
-            if slot.taken == participants.len() {
-                slots.remove(&key);
-            }
-            return Ok(None);
-        }
         let began = Instant::now();
         let deadline = began + self.timeout;
         loop {
@@ -188,7 +180,7 @@ impl GroupShared {
                 if slot.taken == participants.len() {
                     slots.remove(&key);
                 }
-                return Ok(Some(outcome));
+                return Ok(outcome);
             }
             let now = Instant::now();
             if now >= deadline {

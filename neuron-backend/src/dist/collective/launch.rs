@@ -103,30 +103,19 @@ impl ProcessGroup {
         };
         let (collective, group) = (call.collective, shared.name.clone());
         let dur_ns = cost.dur_ns;
-        // A send leaves its data and goes on: its transfer is modeled from its own
-        // ready instant (the receiver's starts when both are ready).
-        let sending = call.op == CollectiveOp::Send;
+        // Every participant waits (in emulation time) for the others; a send meets its
+        // receive the same way, so both ends of a transfer end at the same instant.
         let met = shared.meet(
             call.key,
             call.collective,
             &call.participants,
             call.me,
             contribution,
-            !sending,
             move |all| resolve(collective, group, all, dur_ns, numerics),
         )?;
-        let own;
-        let outcome: &Outcome = match met.as_deref() {
-            Some(Ok(outcome)) => outcome,
-            Some(Err(err)) => return Err(err.clone()),
-            None => {
-                own = Outcome {
-                    start_ns: ready_ns,
-                    end_ns: ready_ns + dur_ns,
-                    outputs: Vec::new(),
-                };
-                &own
-            }
+        let outcome: &Outcome = match met.as_ref() {
+            Ok(outcome) => outcome,
+            Err(err) => return Err(err.clone()),
         };
         let span = device.timeline().run_collective(
             queue,

@@ -220,7 +220,7 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
         }
     };
     let n = trace.rows.len();
-    let index_correlation = index_correlations(trace);
+    let index_correlation = index_correlations(trace, mode);
     let spans: Vec<(i64, i64)> = trace
         .rows
         .iter()
@@ -265,6 +265,10 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
                 .entry(trace.rows[i].correlation)
                 .or_default() += 1;
         }
+        let kept_host_events: std::collections::HashSet<u64> = match mode {
+            Mode::HtaCompat => Default::default(),
+            Mode::Default => host.iter().map(|&i| trace.rows[i].event_index).collect(),
+        };
         let mut rows = Vec::with_capacity(n);
         for i in (0..n).filter(|&i| !is_host(i)) {
             let count = host_corr_count
@@ -273,10 +277,15 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
                 .unwrap_or(0);
             // HTA's inner merge repeats a device row once per host row of its
             // correlation; neuron runtimes log two calls per launch (`nrt_execute`,
-            // `nrt_queue_submit`), so the default mode keeps each device row once.
+            // `nrt_queue_submit`), so the default mode keeps each device row once: when
+            // its own launch was kept (or, unlinked, when any host row of its
+            // correlation was).
             let count = match mode {
                 Mode::HtaCompat => count,
-                Mode::Default => count.min(1),
+                Mode::Default => match u64::try_from(index_correlation[i]) {
+                    Ok(launch) if launch > 0 => usize::from(kept_host_events.contains(&launch)),
+                    _ => count.min(1),
+                },
             };
             rows.extend(std::iter::repeat_n(make(i), count));
         }
@@ -295,26 +304,85 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
 }
 
 /// HTA's `transform_correlation_to_index`, over the whole (unfiltered) rank.
-fn index_correlations(trace: &RankTrace) -> Vec<i64> {
+///
+/// Compat mode: HTA's merge on `correlation` assigns every (host, device) pair in the
+/// merge's order (host rows in file order, then their device rows) and later
+/// assignments win, so each device row points at the *last* host row with its
+/// correlation and each host row at the *last* device row — computed here in one pass
+/// instead of pair by pair (a correlation repeated k times costs k², which on traces
+/// that reuse correlation ids is quadratic).
+///
+/// Default mode: each device row is linked to the host row with its correlation that
+/// started last at or before it (its launch), and a host row to the first device row
+/// linked to it; a host row with no device row of its own (a second runtime call of the
+/// same launch, such as neuron's `nrt_execute` before `nrt_queue_submit`) keeps 0. This
+/// stays right when correlation ids repeat.
+fn index_correlations(trace: &RankTrace, mode: Mode) -> Vec<i64> {
     let mut index_correlation: Vec<i64> = trace.rows.iter().map(|r| r.correlation.min(0)).collect();
-    let mut gpu_by_corr: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, row) in trace.rows.iter().enumerate() {
-        if row.correlation != -1 && is_gpu_filter_row(trace, row) {
-            gpu_by_corr.entry(row.correlation).or_default().push(i);
+    match mode {
+        Mode::HtaCompat => {
+            // (last host row, last device row) per correlation.
+            let mut last: HashMap<i64, (Option<usize>, Option<usize>)> = HashMap::new();
+            for (i, row) in trace.rows.iter().enumerate() {
+                if row.correlation == -1 {
+                    continue;
+                }
+                let entry = last.entry(row.correlation).or_default();
+                if is_gpu_filter_row(trace, row) {
+                    entry.1 = Some(i);
+                } else {
+                    entry.0 = Some(i);
+                }
+            }
+            for (i, row) in trace.rows.iter().enumerate() {
+                if row.correlation == -1 {
+                    continue;
+                }
+                let Some(&(Some(host), Some(device))) = last.get(&row.correlation) else {
+                    continue;
+                };
+                let partner = if is_gpu_filter_row(trace, row) {
+                    host
+                } else {
+                    device
+                };
+                index_correlation[i] = trace.rows[partner].event_index as i64;
+            }
         }
-    }
-    // Pairs in the merge's order (host rows in file order, then their device rows);
-    // later assignments win, as in pandas.
-    for (x, row) in trace.rows.iter().enumerate() {
-        if row.correlation == -1 || is_gpu_filter_row(trace, row) {
-            continue;
-        }
-        for &y in gpu_by_corr
-            .get(&row.correlation)
-            .map_or(&[][..], Vec::as_slice)
-        {
-            index_correlation[x] = trace.rows[y].event_index as i64;
-            index_correlation[y] = trace.rows[x].event_index as i64;
+        Mode::Default => {
+            // Per correlation: host and device rows by start.
+            let mut by_corr: HashMap<i64, (Vec<usize>, Vec<usize>)> = HashMap::new();
+            for (i, row) in trace.rows.iter().enumerate() {
+                if row.correlation == -1 {
+                    continue;
+                }
+                let entry = by_corr.entry(row.correlation).or_default();
+                if is_gpu_filter_row(trace, row) {
+                    entry.1.push(i);
+                } else {
+                    entry.0.push(i);
+                }
+            }
+            let start = |i: &usize| (trace.rows[*i].ts_rel_ns, *i);
+            for (mut hosts, mut devices) in by_corr.into_values() {
+                if hosts.is_empty() || devices.is_empty() {
+                    continue;
+                }
+                hosts.sort_unstable_by_key(start);
+                devices.sort_unstable_by_key(start);
+                let mut h = 0;
+                for &d in &devices {
+                    let ts = trace.rows[d].ts_rel_ns;
+                    while h + 1 < hosts.len() && trace.rows[hosts[h + 1]].ts_rel_ns <= ts {
+                        h += 1;
+                    }
+                    let host = hosts[h];
+                    index_correlation[d] = trace.rows[host].event_index as i64;
+                    if index_correlation[host] <= 0 {
+                        index_correlation[host] = trace.rows[d].event_index as i64;
+                    }
+                }
+            }
         }
     }
     index_correlation
@@ -328,7 +396,20 @@ fn iterations(trace: &RankTrace, spans: &[(i64, i64)], index_correlation: &[i64]
         .zip(spans)
         .filter_map(|(r, &(s, e))| step_number(trace.name(r), true).map(|k| (s, e - s, k)))
         .collect();
+    // HTA takes the last step (in file order) containing `ts`. When steps do not
+    // overlap at most one contains it: binary search over steps sorted by start;
+    // otherwise the linear scan.
+    let mut sorted: Vec<(i64, i64, i64)> = steps.clone();
+    sorted.sort_unstable_by_key(|s| s.0);
+    let disjoint = sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
     let step_of = |ts: i64| {
+        if disjoint {
+            let after = sorted.partition_point(|s| s.0 <= ts);
+            return match after.checked_sub(1).map(|i| sorted[i]) {
+                Some((start, dur, number)) if ts < start + dur => number,
+                _ => -1,
+            };
+        }
         let mut iteration = -1;
         for &(start, dur, number) in &steps {
             if start <= ts && ts < start + dur {

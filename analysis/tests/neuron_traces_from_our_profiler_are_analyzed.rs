@@ -137,3 +137,58 @@ fn device_label_comes_from_device_properties() {
     let compat = analyze(&set, &ReportOptions::hta_reference());
     assert_eq!(compat.device_type, "UNKNOWN GPU");
 }
+
+#[test]
+fn each_launch_is_queued_and_timed_once() {
+    // Two runtime rows per neuron launch: the queue must still drain to 0.
+    let set = gpt_two_ranks();
+    let report = analyze(&set, &ReportOptions::default());
+    let rank0 = &report.per_rank[0];
+    for stream in &rank0.queue_length {
+        assert_eq!(stream.queue_length.min, Some(0.0), "{stream:?}");
+        assert!(stream.max_queue_length < 50, "{stream:?}");
+    }
+    let kernels = Frames::build(&set, Mode::Default).ranks[0]
+        .device_rows()
+        .count() as u64;
+    assert_eq!(rank0.launch_stats.launch_delay.count, kernels);
+}
+
+#[test]
+fn repeated_correlation_ids_pair_each_kernel_with_its_own_launch() {
+    // The same correlation id twice (as in traces stitched from copies): the default
+    // mode pairs each kernel with the launch just before it, not with both.
+    let dir = std::env::temp_dir().join(format!("analysis-repeat-corr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rank0.json");
+    let mut events = Vec::new();
+    for (i, t) in [0i64, 1000].into_iter().enumerate() {
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {t}, "dur": 1000}}"#,
+            i + 1
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 10, "args": {{"correlation": 7}}}}"#,
+            t + 10
+        ));
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 100, "args": {{"stream": 7, "correlation": 7}}}}"#,
+            t + 40
+        ));
+    }
+    std::fs::write(
+        &path,
+        format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")),
+    )
+    .unwrap();
+    let set = load_paths(&[&path], &LoadOptions::default()).unwrap();
+    let frames = Frames::build_with(&set, Mode::Default, false);
+    let stats = analysis::analyses::launch_stats::launch_stats(&frames.ranks[0], 50.0, 100.0);
+    assert_eq!(stats.launch_delay.count, 2);
+    assert_eq!(stats.launch_delay.max, Some(20.0));
+    // HTA's merge pairs all four ways.
+    let compat = Frames::build_with(&set, Mode::HtaCompat, false);
+    let hta = analysis::analyses::launch_stats::launch_stats(&compat.ranks[0], 50.0, 100.0);
+    assert_eq!(hta.launch_delay.count, 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

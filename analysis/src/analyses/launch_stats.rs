@@ -52,32 +52,40 @@ pub fn launch_stats(
         Mode::HtaCompat => HTA_STATS_LAUNCH_NAMES.contains(&frame.name(r)),
         Mode::Default => !r.is_device && corr_of(r) >= 0,
     };
-    let launch_corrs: HashSet<i64> = frame
-        .rows
-        .iter()
-        .filter(|r| is_launch(r))
-        .map(corr_of)
-        .collect();
     let is_host = |r: &FrameRow| match frame.mode {
         Mode::HtaCompat => frame.model_row(r).stream == -1,
         Mode::Default => !r.is_device,
     };
+    // The join key: compat, HTA's merge on correlation (a correlation repeated k times
+    // pairs k² ways, as in HTA); default, each device row with its own launch
+    // (`index_correlation`).
+    let key_of = |r: &FrameRow| match frame.mode {
+        Mode::HtaCompat => corr_of(r),
+        Mode::Default if is_host(r) => frame.model_row(r).event_index as i64,
+        Mode::Default => r.index_correlation,
+    };
+    let launch_corrs: HashSet<i64> = frame
+        .rows
+        .iter()
+        .filter(|r| is_launch(r))
+        .map(key_of)
+        .collect();
     let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
     for row in frame
         .rows
         .iter()
-        .filter(|r| !is_host(r) && launch_corrs.contains(&corr_of(r)))
+        .filter(|r| !is_host(r) && launch_corrs.contains(&key_of(r)))
     {
-        device_by_corr.entry(corr_of(row)).or_default().push(row);
+        device_by_corr.entry(key_of(row)).or_default().push(row);
     }
     let (mut corrs, mut cpu, mut gpu, mut delay) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for host in frame
         .rows
         .iter()
-        .filter(|r| is_host(r) && launch_corrs.contains(&corr_of(r)))
+        .filter(|r| is_host(r) && launch_corrs.contains(&key_of(r)))
     {
         for device in device_by_corr
-            .get(&corr_of(host))
+            .get(&key_of(host))
             .map_or(&[][..], Vec::as_slice)
         {
             corrs.push(corr_of(host) as f64);

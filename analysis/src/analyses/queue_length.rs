@@ -77,19 +77,26 @@ pub fn queue_length_summary_with_limit(
         .iter()
         .filter(|r| is_launch(frame, r) && r.index_correlation > 0)
         .collect();
+    // Compat: HTA's merge on correlation (every device row of the correlation; a
+    // correlation repeated k times gives k² points, as in HTA). Default: the device rows
+    // linked to this launch (`index_correlation`), so each is queued once.
+    let key = |row: &FrameRow| match frame.mode {
+        Mode::HtaCompat => frame.model_row(row).correlation,
+        Mode::Default => row.index_correlation,
+    };
     let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
     for row in frame.device_rows() {
-        device_by_corr
-            .entry(frame.model_row(row).correlation)
-            .or_default()
-            .push(row);
+        device_by_corr.entry(key(row)).or_default().push(row);
     }
     // (time, stream, delta): launches joined to their device rows, then the device rows.
     // A launch without a device row stays in the sort with no stream (pandas' NaN): it
     // takes part in the order of equal timestamps, then drops out of the grouping.
     let mut points: Vec<(i64, Option<i64>, i64)> = Vec::new();
     for launch in &launches {
-        let corr = frame.model_row(launch).correlation;
+        let corr = match frame.mode {
+            Mode::HtaCompat => frame.model_row(launch).correlation,
+            Mode::Default => frame.model_row(launch).event_index as i64,
+        };
         match device_by_corr.get(&corr) {
             Some(devices) => {
                 for device in devices {
@@ -101,11 +108,14 @@ pub fn queue_length_summary_with_limit(
     }
     let launch_corrs: HashSet<i64> = launches
         .iter()
-        .map(|r| frame.model_row(r).correlation)
+        .map(|r| match frame.mode {
+            Mode::HtaCompat => frame.model_row(r).correlation,
+            Mode::Default => frame.model_row(r).event_index as i64,
+        })
         .collect();
     for row in frame.device_rows() {
         let model = frame.model_row(row);
-        if launch_corrs.contains(&model.correlation) {
+        if launch_corrs.contains(&key(row)) {
             points.push((row.start_ticks, Some(model.stream), -1));
         }
     }

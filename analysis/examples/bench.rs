@@ -1,0 +1,137 @@
+//! Runs every analysis on trace files (one per rank) and prints the wall time of each
+//! phase and the peak resident memory of the process (`VmHWM`):
+//!
+//! ```text
+//! cargo run --release -p analysis --example bench -- [--runs N] [--json] [--no-compat] FILE…
+//! ```
+//!
+//! Phases: reading (all files in parallel, one pass each), `analyze` in the default mode
+//! (HTA's analyses, steps, collectives, memory timeline, transfers, utilization,
+//! insights) on every rank, `analyze` in HTA-compat mode (unless `--no-compat`), the
+//! operator table of every
+//! rank and the trace-diff summary of the first rank (these two read their file once
+//! more). With `--runs N` the whole sequence runs N times and the median total is
+//! printed too. `--json` prints one JSON line per run instead of text.
+
+use std::time::Instant;
+
+use analysis::analyses::operators::operator_table;
+use analysis::analyses::trace_diff::{ops_summary, DiffOptions};
+use analysis::{analyze, load_paths, LoadOptions, Mode, ReportOptions};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.iter().any(|a| a == "--json");
+    let with_compat = !args.iter().any(|a| a == "--no-compat");
+    args.retain(|a| a != "--json" && a != "--no-compat");
+    let mut runs = 1usize;
+    if let Some(i) = args.iter().position(|a| a == "--runs") {
+        runs = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(1);
+        args.drain(i..(i + 2).min(args.len()));
+    }
+    if args.is_empty() {
+        eprintln!("usage: bench [--runs N] [--json] FILE…");
+        std::process::exit(2);
+    }
+    let bytes: u64 = args
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    let mut totals = Vec::new();
+    for run in 0..runs {
+        let mut phases: Vec<(&str, f64)> = Vec::new();
+        let start = Instant::now();
+        let mut lap = Instant::now();
+        let mut peaks: Vec<u64> = Vec::new();
+        let mut phase = |name: &'static str, lap: &mut Instant| {
+            phases.push((name, lap.elapsed().as_secs_f64()));
+            peaks.push(peak_rss_bytes().unwrap_or(0));
+            *lap = Instant::now();
+        };
+        let set = load_paths(&args, &LoadOptions::default())?;
+        phase("read", &mut lap);
+        let ranks: Vec<i64> = set.ranks.iter().map(|r| r.rank).collect();
+        let report = analyze(
+            &set,
+            &ReportOptions::default().with_ranks(Some(ranks.clone())),
+        );
+        phase("analyze default", &mut lap);
+        let compat_kernels = if with_compat {
+            let compat = analyze(
+                &set,
+                &ReportOptions::hta_reference()
+                    .with_mode(Mode::HtaCompat)
+                    .with_ranks(Some(ranks)),
+            );
+            phase("analyze hta-compat", &mut lap);
+            compat.kernel_breakdown.kernels.len()
+        } else {
+            0
+        };
+        let mut operators = 0;
+        for trace in &set.ranks {
+            operators += operator_table(trace, false)?.operators.len();
+        }
+        phase("operators", &mut lap);
+        let diff = ops_summary(&set, &DiffOptions::default())?;
+        phase("trace diff summary", &mut lap);
+        let total = start.elapsed().as_secs_f64();
+        totals.push(total);
+        let peak_rss = peak_rss_bytes();
+        let rows: usize = set.ranks.iter().map(|r| r.rows.len()).sum();
+        let events: u64 = set.ranks.iter().map(|r| r.counts.events).sum();
+        if json {
+            let phases: Vec<String> = phases
+                .iter()
+                .map(|(n, s)| format!("\"{n}\": {s:.3}"))
+                .collect();
+            println!(
+                "{{\"run\": {run}, \"bytes\": {bytes}, \"events\": {events}, \"total_s\": {total:.3}, \"peak_rss_bytes\": {}, {}}}",
+                peak_rss.unwrap_or(0),
+                phases.join(", ")
+            );
+        } else {
+            println!(
+                "run {run}: {} files, {:.1} MB, {events} events, {rows} rows kept",
+                args.len(),
+                bytes as f64 / 1e6
+            );
+            for ((name, secs), peak) in phases.iter().zip(&peaks) {
+                println!(
+                    "  {name:<20} {secs:>8.3} s   peak RSS so far {:>6.0} MiB",
+                    *peak as f64 / (1u64 << 20) as f64
+                );
+            }
+            println!(
+                "  {:<20} {total:>8.3} s  ({:.0} MB/s)",
+                "total",
+                bytes as f64 / 1e6 / total
+            );
+            println!(
+                "  peak RSS {:.0} MiB; {} insights, {} + {} kernel rows, {operators} operators, {} diff names",
+                peak_rss.unwrap_or(0) as f64 / (1u64 << 20) as f64,
+                report.insights.len(),
+                report.kernel_breakdown.kernels.len(),
+                compat_kernels,
+                diff.ops.len()
+            );
+        }
+    }
+    if runs > 1 {
+        let mut sorted = totals.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        if !json {
+            println!("median total of {runs} runs: {median:.3} s");
+        }
+    }
+    Ok(())
+}
+
+/// Peak resident set size of this process (`VmHWM` in `/proc/self/status`), bytes.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -64,7 +64,8 @@ pub struct WorldConfig {
     pub world_size: usize,
     /// The device every rank drives.
     pub profile: DeviceProfile,
-    /// Links between ranks; `None`: [`Topology::trn2_48xlarge`] for the profile.
+    /// Links between ranks; `None`: [`Topology::for_profile`] (a trn2.48xlarge for
+    /// Trainium2, a 64-chip Trn3 UltraServer for Trainium3).
     pub topology: Option<Topology>,
     /// How long (wall time) a rank waits in a collective for the others.
     pub timeout: Duration,
@@ -184,7 +185,7 @@ impl World {
             config
                 .topology
                 .clone()
-                .unwrap_or_else(|| Topology::trn2_48xlarge(&config.profile)),
+                .unwrap_or_else(|| Topology::for_profile(&config.profile)),
         );
         let profile = Arc::new(config.profile.clone());
         let devices = (0..config.world_size)

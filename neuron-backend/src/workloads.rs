@@ -117,7 +117,8 @@ pub struct WorkloadConfig {
     pub timeout: Duration,
     /// Device profile.
     pub profile: DeviceProfile,
-    /// Links between ranks; `None`: [`Topology::trn2_48xlarge`] for the profile.
+    /// Links between ranks; `None`: [`Topology::for_profile`] (a trn2.48xlarge for
+    /// Trainium2, a 64-chip Trn3 UltraServer for Trainium3).
     pub topology: Option<Topology>,
     /// Recording detail.
     pub detail: RecordDetail,

@@ -2,9 +2,19 @@
 //!
 //! Rank `r` drives logical core `r % cores_per_chip` of chip `r / cores_per_chip`;
 //! chips fill an instance (`chips_per_instance`, 16 on a trn2.48xlarge) before the next
-//! instance starts. A group's collective runs at the pace of the slowest level it
+//! instance starts, and instances fill a pod (`instances_per_pod`: an UltraServer)
+//! before the next pod. A group's collective runs at the pace of the slowest level it
 //! spans: cores of one chip (through HBM by DMA), chips of one instance (NeuronLink,
-//! shared by the group's cores on a chip), or instances (EFA, likewise shared).
+//! shared by the group's cores on a chip), instances of one pod (the UltraServer's
+//! links, likewise shared), or pods (EFA, likewise shared).
+//!
+//! Built-in topologies ([`Topology::builtin`]): `trn2.48xlarge` (16 chips, 4×4 torus;
+//! EFA between instances), `trn2-ultraserver` (4 of them, 64 chips in a 3D torus,
+//! 256 GB/s per chip between instances), `trn3-ultraserver` and
+//! `trn3-ultraserver-144` (64 or 144 chips all-to-all through a switch: one level at
+//! NeuronLink-v4 speed). The torus and the switch differ here only in their figures:
+//! the model charges each algorithm step one hop of the slowest level, not a distance
+//! through the torus.
 //!
 //! The algorithm is chosen by message size as the Neuron runtime does (hw.md
 //! Collectives): Mesh under 1 MB, recursive doubling/halving from 1 to 56 MB (when the
@@ -13,9 +23,10 @@
 //! per rank are the bus-bandwidth factors nccl-tests report (all-reduce 2(r−1)/r of the
 //! message, all-gather, reduce-scatter and all-to-all (r−1)/r) and the steps are those
 //! of the algorithm (Mesh O(1), recursive doubling O(log r), KangaRing O(r/2), Ring
-//! O(r)). An all-reduce spanning instances with several of its ranks in each is
-//! hierarchical (reduce-scatter inside instances, all-reduce of the shards over EFA,
-//! all-gather inside instances), as multi-node collective libraries do.
+//! O(r)). An all-reduce, all-gather or reduce-scatter spanning instances with several
+//! of its ranks in each is hierarchical (for an all-reduce: reduce-scatter inside
+//! instances, all-reduce of the shards between them, all-gather inside), as
+//! multi-node collective libraries do; see [`Topology::cost`].
 
 use runtime_hooks::{CollectiveAlgorithm, CollectiveOp};
 
@@ -45,6 +56,12 @@ pub struct Topology {
     pub efa_bytes_per_ns_per_chip: f64,
     /// Latency of one step between instances over EFA, ns.
     pub efa_hop_ns: u64,
+    /// Instances joined by a faster fabric than EFA (an UltraServer); 1: none.
+    pub instances_per_pod: u32,
+    /// Bandwidth of one chip to other instances of its pod, bytes per ns.
+    pub pod_bytes_per_ns_per_chip: f64,
+    /// Latency of one step between instances of a pod, ns.
+    pub pod_hop_ns: u64,
     /// Messages below this many bytes use Mesh.
     pub mesh_below_bytes: u64,
     /// Messages above this many bytes use KangaRing.
@@ -71,10 +88,78 @@ impl Topology {
             chip_hop_ns: 2_000, // hw.md Collectives: 1–2 µs per hop inside an instance (high end between chips)
             efa_bytes_per_ns_per_chip: 25.0, // hw.md Instances: EFA 200 Gb/s per chip
             efa_hop_ns: 15_000, // hw.md Collectives: ~15 µs per hop between instances over EFA
+            instances_per_pod: 1,
+            pod_bytes_per_ns_per_chip: 25.0, // unused with one instance per pod: EFA's
+            pod_hop_ns: 15_000,
             mesh_below_bytes: MB, // hw.md Collectives: Mesh for messages < 1 MB
             kangaring_above_bytes: 56 * MB, // hw.md Collectives: KangaRing > 56 MB
         }
     }
+
+    /// A Trn2 UltraServer: 4 trn2.48xlarge instances, 64 chips in a 3D torus, with
+    /// 256 GB/s per chip between its instances (hw.md Instances); EFA beyond it.
+    ///
+    /// The hop latency between its instances is taken as the high end inside an
+    /// instance (2 µs): the links are NeuronLink, not EFA (hw.md gives no figure).
+    pub fn trn2_ultraserver(profile: &DeviceProfile) -> Self {
+        Topology {
+            name: "trn2-ultraserver".into(),
+            instances_per_pod: 4, // hw.md Instances: 4 instances, 64 chips
+            pod_bytes_per_ns_per_chip: 256.0, // hw.md Instances: 256 GB/s per chip between instances
+            pod_hop_ns: 2_000,
+            ..Self::trn2_48xlarge(profile)
+        }
+    }
+
+    /// A Trn3 UltraServer of `servers` servers of 16 chips (4: 64 chips; 9: 144 chips),
+    /// all-to-all through a switch (hw.md Instances): every chip reaches every other
+    /// one at its full NeuronLink-v4 bandwidth (2,560 GB/s, hw.md Chips) in one hop,
+    /// within a server and across servers alike. EFA beyond it, with Trainium2's
+    /// figures (hw.md gives none for Trn3).
+    pub fn trn3_ultraserver(profile: &DeviceProfile, servers: u32) -> Self {
+        let chip_link = 2_560.0; // hw.md Chips: NeuronLink-v4, 2.56 TB/s per chip
+        let hop = 2_000; // one switch hop: the high end of hw.md's 1–2 µs
+        Topology {
+            name: format!("trn3-ultraserver-{}", 16 * servers),
+            chips_per_instance: 16, // hw.md Instances: 4 servers × 16 chips
+            chip_link_bytes_per_ns: chip_link,
+            chip_hop_ns: hop,
+            instances_per_pod: servers.max(1),
+            pod_bytes_per_ns_per_chip: chip_link,
+            pod_hop_ns: hop,
+            ..Self::trn2_48xlarge(profile)
+        }
+    }
+
+    /// The topology a run gets by default on `profile`: a trn2.48xlarge for
+    /// Trainium2, a 64-chip Trn3 UltraServer for Trainium3.
+    pub fn for_profile(profile: &DeviceProfile) -> Self {
+        if profile.name.starts_with("trn3") {
+            Self::trn3_ultraserver(profile, 4)
+        } else {
+            Self::trn2_48xlarge(profile)
+        }
+    }
+
+    /// A built-in topology by name: `trn2.48xlarge`, `trn2-ultraserver`,
+    /// `trn3-ultraserver` (64 chips) or `trn3-ultraserver-144`.
+    pub fn builtin(name: &str, profile: &DeviceProfile) -> Option<Self> {
+        match name {
+            "trn2.48xlarge" => Some(Self::trn2_48xlarge(profile)),
+            "trn2-ultraserver" => Some(Self::trn2_ultraserver(profile)),
+            "trn3-ultraserver" | "trn3-ultraserver-64" => Some(Self::trn3_ultraserver(profile, 4)),
+            "trn3-ultraserver-144" => Some(Self::trn3_ultraserver(profile, 9)),
+            _ => None,
+        }
+    }
+
+    /// Names [`Topology::builtin`] accepts.
+    pub const BUILTIN_NAMES: [&'static str; 4] = [
+        "trn2.48xlarge",
+        "trn2-ultraserver",
+        "trn3-ultraserver",
+        "trn3-ultraserver-144",
+    ];
 
     /// Ranks per instance.
     pub fn ranks_per_instance(&self) -> usize {
@@ -89,6 +174,11 @@ impl Topology {
     /// The instance of global rank `rank`.
     pub fn instance_of(&self, rank: usize) -> usize {
         rank / self.ranks_per_instance().max(1)
+    }
+
+    /// The pod (UltraServer) of global rank `rank`.
+    pub fn pod_of(&self, rank: usize) -> usize {
+        self.instance_of(rank) / self.instances_per_pod.max(1) as usize
     }
 
     /// The local device index (`neuron:i` within its instance) of global rank `rank`.
@@ -109,11 +199,20 @@ impl Topology {
         let one_instance = ranks
             .iter()
             .all(|&r| self.instance_of(r) == self.instance_of(first));
+        let one_pod = ranks.iter().all(|&r| self.pod_of(r) == self.pod_of(first));
         if one_chip {
             (self.intra_chip_bytes_per_ns, self.intra_chip_hop_ns)
         } else if one_instance {
             let bw = (self.chip_link_bytes_per_ns / sharing).min(self.intra_chip_bytes_per_ns);
             (bw, self.chip_hop_ns)
+        } else if one_pod {
+            // A ring or tree across the pod crosses both the instance links and the
+            // pod links: the slower sets the pace.
+            let chip = self
+                .chip_link_bytes_per_ns
+                .min(self.pod_bytes_per_ns_per_chip);
+            let bw = (chip / sharing).min(self.intra_chip_bytes_per_ns);
+            (bw, self.chip_hop_ns.max(self.pod_hop_ns))
         } else {
             let bw = (self.efa_bytes_per_ns_per_chip / sharing).min(self.intra_chip_bytes_per_ns);
             (bw, self.efa_hop_ns)
@@ -145,19 +244,39 @@ impl Topology {
     /// `bytes` (the full buffer: the input of an all-reduce, reduce-scatter, all-to-all,
     /// broadcast or send, the output of an all-gather).
     ///
-    /// An all-reduce over several instances that each hold `m > 1` of the group's
-    /// ranks is hierarchical: a reduce-scatter inside each instance, an all-reduce of
-    /// the `1/m` shards across instances over EFA, an all-gather inside each instance.
+    /// An all-reduce, all-gather or reduce-scatter over several instances that each
+    /// hold `m > 1` of the group's ranks is hierarchical: an all-reduce is a
+    /// reduce-scatter inside each instance, an all-reduce of the `1/m` shards across
+    /// instances, an all-gather inside each instance; an all-gather gathers the shards
+    /// across instances, then everything inside; a reduce-scatter reduce-scatters
+    /// inside, then the shards across. All-to-all, broadcast and send stay flat: every
+    /// byte an all-to-all sends to another instance crosses the slow links whatever
+    /// the order, and a broadcast's root sends the message once per step either way.
     pub fn cost(&self, op: CollectiveOp, bytes: u64, ranks: &[usize]) -> CollectiveCost {
-        if op == CollectiveOp::AllReduce {
-            if let Some(cost) = self.hierarchical_all_reduce(bytes, ranks) {
-                return cost;
-            }
-        }
-        self.flat_cost(op, bytes, ranks)
+        self.hierarchical(op, bytes, ranks)
+            .unwrap_or_else(|| self.flat_cost(op, bytes, ranks))
     }
 
-    fn hierarchical_all_reduce(&self, bytes: u64, ranks: &[usize]) -> Option<CollectiveCost> {
+    /// The hierarchical form of an all-reduce, all-gather or reduce-scatter whose
+    /// ranks span several instances with `m > 1` of them in each (the same number):
+    /// the instance-local part over the fast links, the cross-instance part over the
+    /// `1/m` shards, the instances' `m` links to the others working in parallel.
+    fn hierarchical(
+        &self,
+        op: CollectiveOp,
+        bytes: u64,
+        ranks: &[usize],
+    ) -> Option<CollectiveCost> {
+        // (the local phase, how many times it runs, cross-instance passes)
+        let (local_op, local_runs, passes) = match op {
+            // reduce-scatter inside, all-reduce of the shards across, all-gather inside
+            CollectiveOp::AllReduce => (CollectiveOp::ReduceScatter, 2, 2),
+            // all-gather of the shards across, then of everything inside
+            CollectiveOp::AllGather => (CollectiveOp::AllGather, 1, 1),
+            // reduce-scatter inside, then of the shards across
+            CollectiveOp::ReduceScatter => (CollectiveOp::ReduceScatter, 1, 1),
+            _ => return None,
+        };
         let mut per_instance = std::collections::BTreeMap::<usize, Vec<usize>>::new();
         for &rank in ranks {
             per_instance
@@ -170,21 +289,22 @@ impl Topology {
             return None;
         }
         let local = per_instance.values().next()?;
-        let intra = self.flat_cost(CollectiveOp::ReduceScatter, bytes, local);
-        // One rank per instance stands for its shard's cross-instance all-reduce; the
-        // EFA link is shared as the whole group shares it.
-        let (efa_bw, efa_hop) = self.link(ranks);
+        let intra = self.flat_cost(local_op, bytes, local);
+        // One rank per instance stands for its shard's cross-instance part; the links
+        // between instances are shared as the whole group shares them.
+        let (inter_bw, inter_hop) = self.link(ranks);
         let n = per_instance.len();
         let shard = bytes / m as u64;
-        let inter_alg = self.algorithm(CollectiveOp::AllReduce, shard, n);
-        let inter_steps = 2 * self.pass_steps(inter_alg, n);
-        let inter_wire = (shard as f64 * 2.0 * (n as f64 - 1.0) / n as f64).round() as u64;
-        let inter_ns = inter_steps * efa_hop + (inter_wire as f64 / efa_bw).round() as u64;
+        let inter_alg = self.algorithm(op, shard, n);
+        let inter_steps = passes * self.pass_steps(inter_alg, n);
+        let inter_wire =
+            (shard as f64 * passes as f64 * (n as f64 - 1.0) / n as f64).round() as u64;
+        let inter_ns = inter_steps * inter_hop + (inter_wire as f64 / inter_bw).round() as u64;
         Some(CollectiveCost {
             algorithm: CollectiveAlgorithm::Hierarchical,
-            steps: 2 * intra.steps + inter_steps,
-            wire_bytes: 2 * intra.wire_bytes + inter_wire,
-            dur_ns: 2 * intra.dur_ns + inter_ns,
+            steps: local_runs * intra.steps + inter_steps,
+            wire_bytes: local_runs * intra.wire_bytes + inter_wire,
+            dur_ns: local_runs * intra.dur_ns + inter_ns,
         })
     }
 
@@ -266,6 +386,48 @@ mod tests {
         );
         assert_eq!(t.algorithm(ar, 8 * MB, 6), CollectiveAlgorithm::Ring);
         assert_eq!(t.algorithm(ar, 100 * MB, 8), CollectiveAlgorithm::KangaRing);
+    }
+
+    #[test]
+    fn ultraservers_join_instances_faster_than_efa() {
+        let p = DeviceProfile::trn2();
+        let us = Topology::trn2_ultraserver(&p);
+        // Ranks 0 and 64: chips 0 and 16, instances 0 and 1 of pod 0.
+        assert_eq!((us.pod_of(64), us.pod_of(255), us.pod_of(256)), (0, 0, 1));
+        assert_eq!(us.link(&[0, 64]), (256.0, 2_000));
+        assert_eq!(
+            us.link(&[0, 256]),
+            (25.0, 15_000),
+            "EFA between UltraServers"
+        );
+        assert_eq!(
+            topo().link(&[0, 64]),
+            (25.0, 15_000),
+            "EFA between instances"
+        );
+        let p3 = DeviceProfile::trn3();
+        let t3 = Topology::for_profile(&p3);
+        assert_eq!(t3.name, "trn3-ultraserver-64");
+        // The switch: as fast across servers as inside one.
+        assert_eq!(t3.link(&[0, 4]), t3.link(&[0, 64]));
+        assert_eq!(
+            t3.link(&[0, 64]),
+            (2_560.0_f64.min(t3.intra_chip_bytes_per_ns), 2_000)
+        );
+        let names: Vec<String> = Topology::BUILTIN_NAMES
+            .iter()
+            .map(|n| Topology::builtin(n, &p).unwrap().name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "trn2.48xlarge",
+                "trn2-ultraserver",
+                "trn3-ultraserver-64",
+                "trn3-ultraserver-144"
+            ]
+        );
+        assert!(Topology::builtin("trn1", &p).is_none());
     }
 
     #[test]

@@ -114,6 +114,13 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
         stats.flow_events,
         stats.metadata_events
     )?;
+    if stats.derived_counter_values > 0 {
+        writeln!(
+            out,
+            "derived: {} engine utilization values",
+            stats.derived_counter_values
+        )?;
+    }
     writeln!(out, "tracks {}, packets {}", stats.tracks, stats.packets)?;
     let skipped = stats.skipped_no_time + stats.skipped_unsupported + stats.skipped_counter_values;
     if skipped > 0 {

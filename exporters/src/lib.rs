@@ -64,7 +64,10 @@
 //!      plain tracks `queue N` in the device group, ordered by id; engines
 //!      (`neuron_instruction`) and DMA queues (`neuron_dma`) under plain parent tracks
 //!      `engines` and `DMA queues` so they nest;
-//!    - counters (`counter {unit}`): one per `C` series (`name series`) and, from
+//!    - per engine track a `utilization` counter track under it (`unit_name: "%"`): the
+//!      busy share of each time bucket (about 2,000 buckets over the whole output's
+//!      span, at least 10 µs each), from the union of the engine's instructions;
+//!    - counters (`counter {unit}`): one per `C` series (the profiler's queue depth) (`name series`) and, from
 //!      `[memory]` events, `HBM allocated` / `HBM reserved` per device (bytes; `host
 //!      memory …` for `Device Type` 0);
 //!    - extra lanes `NAME (overlap K)` under a track whose slices overlap without

@@ -10,6 +10,7 @@ mod lanes;
 pub mod proto;
 mod spill;
 mod tracks;
+mod utilization;
 pub mod validate;
 
 use std::io::Write;
@@ -38,6 +39,9 @@ pub struct ExportStats {
     pub memory_events: u64,
     /// Counter values written (`C` series values and `[memory]` totals).
     pub counter_values: u64,
+    /// Counter values derived, not read: engine utilization (`%` per time bucket, about
+    /// 2,000 buckets over the trace's span, at least 10 µs each).
+    pub derived_counter_values: u64,
     /// Flow events (`s`, `t`, `f`) written as flow ids on instants.
     pub flow_events: u64,
     /// `M` events (used for names).

@@ -91,3 +91,42 @@ fn spilling_to_disk_gives_the_same_trace_as_sorting_in_memory() {
     assert!(spilled_stats.spilled_runs >= 4, "{spilled_stats:?}");
     assert!(in_memory == spilled, "same bytes whether spilled or not");
 }
+
+#[test]
+fn engines_get_a_utilization_counter_and_nest_under_their_device() {
+    use trace_format::{Category, Event, TraceMeta, TraceReader, TraceWriter};
+    let base = 1_790_857_026_000_000_000;
+    let mut meta = TraceMeta::kineto(Some(base));
+    meta.set_distributed("gloo", 3, 4);
+    let mut writer = TraceWriter::new(Vec::new(), &meta).unwrap();
+    let instruction = Category::parse("neuron_instruction".into());
+    for i in 0..100i64 {
+        // Busy 0..60 µs of every 100 µs on engine 1000 of device 0.
+        let event = Event::complete(
+            instruction.clone(),
+            "matmul",
+            0,
+            1000,
+            base + i * 100_000,
+            60_000,
+        );
+        writer.write_event(&event).unwrap();
+    }
+    let json = writer.finish().unwrap();
+    let mut exporter = PerfettoExporter::new(Vec::new());
+    exporter
+        .add_reader(
+            "rank3.json".as_ref(),
+            TraceReader::from_slice("rank3.json", &json),
+        )
+        .unwrap();
+    let (bytes, stats) = exporter.finish().unwrap();
+    let summary = validate::validate(&bytes).unwrap();
+    assert_eq!(summary.slices, 100);
+    assert!(stats.derived_counter_values > 100, "{stats:?}");
+    assert_eq!(summary.counter_values, stats.derived_counter_values);
+    let text = String::from_utf8_lossy(&bytes);
+    for name in ["rank 3: device 0", "engines", "utilization"] {
+        assert!(text.contains(name), "{name}");
+    }
+}

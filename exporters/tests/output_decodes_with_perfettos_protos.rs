@@ -77,7 +77,7 @@ fn output_decodes_with_perfettos_protos() {
         assert_eq!(begins, stats.slices, "{name}: slices decoded by protoc");
         assert_eq!(
             text.matches("type: TYPE_COUNTER").count() as u64,
-            stats.counter_values,
+            stats.counter_values + stats.derived_counter_values,
             "{name}: counter values decoded by protoc"
         );
         assert!(text.contains("trusted_packet_sequence_id: 1"));

@@ -16,6 +16,7 @@ use super::proto::{
 };
 use super::spill::{Item, Sorter};
 use super::tracks::{Layout, TrackKind};
+use super::utilization::{bucket_width_ns, Utilization};
 use super::{ExportStats, SplitTrack};
 
 /// The `trusted_packet_sequence_id` of the one sequence a writer produces.
@@ -26,6 +27,9 @@ pub const SEQUENCE_ID: u32 = 1;
 struct Track {
     name: String,
     report_name: String,
+    kind: TrackKind,
+    /// Engine tracks: busy share per bucket, and its counter track.
+    utilization: Option<(Utilization, u64)>,
     lane_uuids: Vec<u64>,
     lanes: LaneSet,
 }
@@ -46,6 +50,8 @@ pub struct Converter<W: Write> {
     /// Label groups of files without a rank `file N`.
     pub label_files: bool,
     seq: u64,
+    first_ns: i64,
+    last_ns: i64,
     cleared: bool,
     clock_written: bool,
     base_time_ns: Option<i64>,
@@ -72,6 +78,8 @@ impl<W: Write> Converter<W> {
             global_tracks: HashMap::new(),
             label_files: false,
             seq: 0,
+            first_ns: i64::MAX,
+            last_ns: i64::MIN,
             cleared: false,
             clock_written: false,
             base_time_ns: None,
@@ -456,6 +464,8 @@ impl<W: Write> Converter<W> {
                 self.tracks.push(Track {
                     name,
                     report_name,
+                    kind,
+                    utilization: None,
                     lane_uuids: vec![uuid],
                     lanes: LaneSet::default(),
                 });
@@ -465,6 +475,8 @@ impl<W: Write> Converter<W> {
             }
         };
         self.seq += 1;
+        self.first_ns = self.first_ns.min(ts_ns);
+        self.last_ns = self.last_ns.max(end_ns);
         self.sorter.push(Item {
             track,
             ts_ns,
@@ -566,6 +578,9 @@ impl<W: Write> Converter<W> {
                 }
                 current = Some(track);
             }
+            if self.tracks[track].kind == TrackKind::Engine && !item.instant {
+                self.utilization(track, Some((item.ts_ns, item.end_ns)))?;
+            }
             let pending = Pending {
                 ts_ns: item.ts_ns,
                 end_ns: item.end_ns,
@@ -591,7 +606,46 @@ impl<W: Write> Converter<W> {
         Ok((self.out, self.stats))
     }
 
+    /// Feeds an engine instruction (or the end, `None`) to the engine's utilization and
+    /// writes the finished buckets as `%` counter values on a counter track under it.
+    fn utilization(&mut self, track: usize, slice: Option<(i64, i64)>) -> io::Result<()> {
+        if self.tracks[track].utilization.is_none() {
+            if slice.is_none() {
+                return Ok(());
+            }
+            let width_ns = bucket_width_ns(self.first_ns, self.last_ns);
+            let parent = self.tracks[track].lane_uuids[0];
+            let uuid = self.layout.child_counter(parent, "utilization", "%");
+            self.tracks[track].utilization =
+                Some((Utilization::new(self.first_ns, width_ns), uuid));
+        }
+        let mut values = Vec::new();
+        let Some((util, uuid)) = self.tracks[track].utilization.as_mut() else {
+            return Ok(());
+        };
+        let uuid = *uuid;
+        let mut emit = |ts_ns: i64, percent: f64| values.push((ts_ns, percent));
+        match slice {
+            Some((ts_ns, end_ns)) => util.add(ts_ns, end_ns, &mut emit),
+            None => util.finish(&mut emit),
+        }
+        for (ts_ns, percent) in values {
+            self.stats.derived_counter_values += 1;
+            self.write_event(
+                ts_ns,
+                TrackEvent {
+                    r#type: Some(TYPE_COUNTER),
+                    track_uuid: Some(uuid),
+                    double_counter_value: Some(percent),
+                    ..TrackEvent::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
     fn close_track(&mut self, track: usize, actions: &mut Vec<Action>) -> io::Result<()> {
+        self.utilization(track, None)?;
         self.tracks[track].lanes.close(&mut |a| actions.push(a));
         self.apply(track, actions)?;
         let lanes = &self.tracks[track].lanes;

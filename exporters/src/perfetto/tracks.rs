@@ -310,6 +310,23 @@ impl Layout {
         uuid
     }
 
+    /// A counter track under another track (an engine's utilization), with a free-form
+    /// unit.
+    pub fn child_counter(&mut self, parent_uuid: u64, name: &str, unit_name: &str) -> u64 {
+        let uuid = self.uuid();
+        self.new_descriptors.push(TrackDescriptor {
+            uuid: Some(uuid),
+            name: Some(name.to_owned()),
+            parent_uuid: Some(parent_uuid),
+            counter: Some(CounterDescriptor {
+                unit: None,
+                unit_name: Some(unit_name.to_owned()),
+            }),
+            ..TrackDescriptor::default()
+        });
+        uuid
+    }
+
     /// A top-level track of a file (global markers), `rank R: NAME`.
     pub fn global(&mut self, file: u32, name: &str) -> u64 {
         let uuid = self.uuid();

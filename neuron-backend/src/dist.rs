@@ -21,8 +21,11 @@
 //! The world group is named `"0"` (as PyTorch names its default group); more groups
 //! come from [`World::new_group`] or [`World::tp_dp_groups`] before [`World::run`].
 //! A [`ProcessGroup`] offers `all_reduce` (sum, avg, max), `all_gather`,
-//! `reduce_scatter`, `broadcast`, `all_to_all`, `barrier`, `send`/`recv`, with real
-//! data, on the group's collective queue; timing comes from [`Topology::cost`]. A rank
+//! `reduce_scatter`, `broadcast`, `all_to_all`, `barrier`, `send`/`recv` (and
+//! `isend`/`irecv`: a send meets its receive like a collective, so both end at the
+//! same instant), with real data, on the group's collective queue; timing comes from
+//! [`Topology::cost`] ([`Topology::builtin`]: trn2.48xlarge, Trn2 and Trn3
+//! UltraServers). A rank
 //! that never arrives makes the others fail with [`BackendError::CollectiveTimeout`]
 //! after [`WorldConfig::timeout`], naming it and the collective.
 //!

@@ -2,7 +2,8 @@
 //! phase and the peak resident memory of the process (`VmHWM`):
 //!
 //! ```text
-//! cargo run --release -p analysis --example bench -- [--runs N] [--json] [--no-compat] FILE…
+//! cargo run --release -p analysis --example bench -- \
+//!     [--runs N] [--json] [--no-compat | --only default|compat] FILE…
 //! ```
 //!
 //! Phases: reading (all files in parallel, one pass each), `analyze` in the default mode
@@ -10,7 +11,8 @@
 //! insights) on every rank, `analyze` in HTA-compat mode (unless `--no-compat`), the
 //! operator table of every
 //! rank and the trace-diff summary of the first rank (these two read their file once
-//! more). With `--runs N` the whole sequence runs N times and the median total is
+//! more). `--only MODE` reads and runs `analyze` in that mode only (the analyses HTA
+//! has, and ours beyond them). With `--runs N` the whole sequence runs N times and the median total is
 //! printed too. `--json` prints one JSON line per run instead of text.
 
 use std::time::Instant;
@@ -22,7 +24,16 @@ use analysis::{analyze, load_paths, LoadOptions, Mode, ReportOptions};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let json = args.iter().any(|a| a == "--json");
-    let with_compat = !args.iter().any(|a| a == "--no-compat");
+    let mut with_compat = !args.iter().any(|a| a == "--no-compat");
+    let mut with_default = true;
+    let mut with_rereads = true;
+    if let Some(i) = args.iter().position(|a| a == "--only") {
+        let only = args.get(i + 1).cloned().unwrap_or_default();
+        with_compat = only == "compat";
+        with_default = only == "default";
+        with_rereads = false;
+        args.drain(i..(i + 2).min(args.len()));
+    }
     args.retain(|a| a != "--json" && a != "--no-compat");
     let mut runs = 1usize;
     if let Some(i) = args.iter().position(|a| a == "--runs") {
@@ -51,11 +62,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let set = load_paths(&args, &LoadOptions::default())?;
         phase("read", &mut lap);
         let ranks: Vec<i64> = set.ranks.iter().map(|r| r.rank).collect();
-        let report = analyze(
-            &set,
-            &ReportOptions::default().with_ranks(Some(ranks.clone())),
-        );
-        phase("analyze default", &mut lap);
+        let (insights, default_kernels) = if with_default {
+            let report = analyze(
+                &set,
+                &ReportOptions::default().with_ranks(Some(ranks.clone())),
+            );
+            phase("analyze default", &mut lap);
+            (report.insights.len(), report.kernel_breakdown.kernels.len())
+        } else {
+            (0, 0)
+        };
         let compat_kernels = if with_compat {
             let compat = analyze(
                 &set,
@@ -68,13 +84,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             0
         };
-        let mut operators = 0;
-        for trace in &set.ranks {
-            operators += operator_table(trace, false)?.operators.len();
+        let (mut operators, mut diff_names) = (0, 0);
+        if with_rereads {
+            for trace in &set.ranks {
+                operators += operator_table(trace, false)?.operators.len();
+            }
+            phase("operators", &mut lap);
+            diff_names = ops_summary(&set, &DiffOptions::default())?.ops.len();
+            phase("trace diff summary", &mut lap);
         }
-        phase("operators", &mut lap);
-        let diff = ops_summary(&set, &DiffOptions::default())?;
-        phase("trace diff summary", &mut lap);
         let total = start.elapsed().as_secs_f64();
         totals.push(total);
         let peak_rss = peak_rss_bytes();
@@ -110,10 +128,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "  peak RSS {:.0} MiB; {} insights, {} + {} kernel rows, {operators} operators, {} diff names",
                 peak_rss.unwrap_or(0) as f64 / (1u64 << 20) as f64,
-                report.insights.len(),
-                report.kernel_breakdown.kernels.len(),
+                insights,
+                default_kernels,
                 compat_kernels,
-                diff.ops.len()
+                diff_names
             );
         }
     }

@@ -190,5 +190,10 @@ fn repeated_correlation_ids_pair_each_kernel_with_its_own_launch() {
     let compat = Frames::build_with(&set, Mode::HtaCompat, false);
     let hta = analysis::analyses::launch_stats::launch_stats(&compat.ranks[0], 50.0, 100.0);
     assert_eq!(hta.launch_delay.count, 4);
+    // HTA's queue length asserts one launch per device row and raises here.
+    use analysis::analyses::queue_length::queue_length_summary;
+    assert!(queue_length_summary(&compat.ranks[0]).is_empty());
+    let queue = queue_length_summary(&frames.ranks[0]);
+    assert_eq!(queue[0].max_queue_length, 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,6 +6,8 @@
 //! Launch calls: in compat mode HTA's names (`cudaLaunchKernel`, `cudaMemcpyAsync`,
 //! `hipLaunchKernel`, MTIA's `runFunction - job_prep_and_submit_for_execution`, …); in
 //! the default mode any host row linked to device work by its correlation.
+//! In compat mode a trace whose correlation ids pair launches and device rows other
+//! than one to one gets no result: HTA 0.5 fails an assertion there.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -87,6 +89,30 @@ pub fn queue_length_summary_with_limit(
     let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
     for row in frame.device_rows() {
         device_by_corr.entry(key(row)).or_default().push(row);
+    }
+    if frame.mode == Mode::HtaCompat {
+        // HTA asserts that the launches joined to device rows are as many as the device
+        // rows with a launch (`trace_counters.py`); a correlation id shared by several
+        // launches or device rows breaks it and HTA raises: no result, as there.
+        let joined: usize = launches
+            .iter()
+            .map(|l| {
+                device_by_corr
+                    .get(&frame.model_row(l).correlation)
+                    .map_or(1, Vec::len)
+            })
+            .sum();
+        let corrs: HashSet<i64> = launches
+            .iter()
+            .map(|r| frame.model_row(r).correlation)
+            .collect();
+        let with_launch = frame
+            .device_rows()
+            .filter(|r| corrs.contains(&frame.model_row(r).correlation))
+            .count();
+        if joined != with_launch {
+            return Vec::new();
+        }
     }
     // (time, stream, delta): launches joined to their device rows, then the device rows.
     // A launch without a device row stays in the sort with no stream (pandas' NaN): it

@@ -1,4 +1,4 @@
-//! `neuronprof export --format perfetto IN… -o OUT`: Kineto traces into other formats.
+//! `neuronprof export --format perfetto|csv IN… -o OUT`: Kineto traces into other formats.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use exporters::{ExportStats, PerfettoExporter};
+use exporters::{CsvExporter, ExportStats, PerfettoExporter, TableStats};
 
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// Perfetto's TrackEvent protobuf (`.pftrace`).
     Perfetto,
+    /// CSV tables (events, kernels, collectives, memory, steps) in a directory.
+    Csv,
 }
 
 impl ExportFormat {
@@ -20,7 +22,8 @@ impl ExportFormat {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         match text {
             "perfetto" => Ok(ExportFormat::Perfetto),
-            other => anyhow::bail!("unknown export format {other:?} (known: perfetto)"),
+            "csv" => Ok(ExportFormat::Csv),
+            other => anyhow::bail!("unknown export format {other:?} (known: perfetto, csv)"),
         }
     }
 }
@@ -32,8 +35,17 @@ pub struct ExportRequest {
     pub paths: Vec<PathBuf>,
     /// The output format.
     pub format: ExportFormat,
-    /// The output file.
+    /// The output file (perfetto) or directory (csv).
     pub out: PathBuf,
+}
+
+/// Counts of what was written, per format.
+#[derive(Clone, Debug)]
+pub enum Converted {
+    /// Perfetto: slices, counters, flows, splits.
+    Perfetto(ExportStats),
+    /// CSV: rows per table.
+    Csv(TableStats),
 }
 
 /// What was exported.
@@ -45,8 +57,8 @@ pub struct ExportOutcome {
     pub input_bytes: u64,
     /// The output file.
     pub out: PathBuf,
-    /// Counts of what was converted and split.
-    pub stats: ExportStats,
+    /// Counts of what was converted (and split).
+    pub converted: Converted,
     /// Wall time of the conversion, seconds.
     pub seconds: f64,
 }
@@ -55,11 +67,11 @@ pub struct ExportOutcome {
 pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
     let files = crate::paths::collect_trace_files(&request.paths)?;
     let started = Instant::now();
-    let output = File::create(&request.out)
-        .with_context(|| format!("creating {}", request.out.display()))?;
     let mut input_bytes = 0;
-    let stats = match request.format {
+    let converted = match request.format {
         ExportFormat::Perfetto => {
+            let output = File::create(&request.out)
+                .with_context(|| format!("creating {}", request.out.display()))?;
             let mut exporter = PerfettoExporter::new(BufWriter::with_capacity(1 << 20, output))
                 .label_unranked_files(files.len() > 1);
             for file in &files {
@@ -76,33 +88,58 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
                 .map_err(|err| err.into_error())
                 .and_then(|file| file.sync_all())
                 .with_context(|| format!("writing {}", request.out.display()))?;
-            stats
+            Converted::Perfetto(stats)
+        }
+        ExportFormat::Csv => {
+            let mut exporter = CsvExporter::create(&request.out)
+                .with_context(|| format!("creating tables in {}", request.out.display()))?;
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                exporter
+                    .add_path(file)
+                    .with_context(|| format!("converting {}", file.display()))?;
+            }
+            let stats = exporter
+                .finish()
+                .with_context(|| format!("writing tables in {}", request.out.display()))?;
+            Converted::Csv(stats)
         }
     };
     Ok(ExportOutcome {
         files,
         input_bytes,
         out: request.out.clone(),
-        stats,
+        converted,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
 /// Prints what was converted and what was split.
 pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Result<()> {
-    let stats = &outcome.stats;
     writeln!(
         out,
-        "converted {} file(s), {:.1} MB, in {:.2} s -> {} ({:.1} MB)",
+        "converted {} file(s), {:.1} MB, in {:.2} s -> {}",
         outcome.files.len(),
         outcome.input_bytes as f64 / 1e6,
         outcome.seconds,
         outcome.out.display(),
-        stats.bytes_written as f64 / 1e6
     )?;
     for file in &outcome.files {
         writeln!(out, "  {}", file.display())?;
     }
+    match &outcome.converted {
+        Converted::Perfetto(stats) => render_perfetto(stats, out),
+        Converted::Csv(tables) => {
+            for (table, rows) in exporters::tables::TABLES.iter().zip(tables.rows) {
+                writeln!(out, "{table}.csv: {rows} row(s)")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn render_perfetto(stats: &ExportStats, out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "written {:.1} MB", stats.bytes_written as f64 / 1e6)?;
     writeln!(
         out,
         "events read {}: slices {}, instants {}, counter values {} ({} [memory] events), flow events {}, metadata {}",

@@ -98,17 +98,18 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace): named tracks
+    /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
-    /// on extra tracks (printed) instead of dropped.
+    /// on extra tracks, printed, instead of dropped) or CSV tables (events, kernels,
+    /// collectives, memory, steps) in a directory.
     Export {
         /// Trace files (.json, .json.gz) or directories, one file per rank.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, default_value = "perfetto", value_parser = ["perfetto"])]
+        #[arg(long, default_value = "perfetto", value_parser = ["perfetto", "csv"])]
         format: String,
-        /// The output file.
+        /// The output file (perfetto) or directory (csv).
         #[arg(short, long)]
         out: PathBuf,
     },

@@ -41,6 +41,21 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
     let text = String::from_utf8_lossy(&bytes);
     assert!(text.contains("rank 0: ") && text.contains("rank 1: "));
 
+    // The same ranks as CSV tables.
+    let tables = dir.join("tables");
+    let output = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(["export", "--format", "csv"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&tables)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("kernels.csv: "), "{stdout}");
+    let kernels = std::fs::read_to_string(tables.join("kernels.csv")).unwrap();
+    assert!(kernels.lines().count() > 100, "{kernels:.200}");
+
     // A usage error: an unknown format exits 2 without writing.
     let bad = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
         .args(["export", "--format", "excel"])

@@ -1,4 +1,4 @@
-//! Exporters of Kineto traces into other formats; first Perfetto's protobuf.
+//! Exporters of Kineto traces into other formats: Perfetto's protobuf and CSV tables.
 //!
 //! Kineto JSON opens in Perfetto on a best-effort basis: it cannot name tracks, and
 //! Perfetto drops `X` events that overlap on one thread without nesting
@@ -16,6 +16,8 @@
 //!   ids defined before use, track uuids resolve, counters only on counter tracks,
 //!   begin/end balanced, flows paired, repeated fields unpacked), returning counts.
 //! - [`perfetto::proto`]: the prost messages (the subset of Perfetto's protos we write).
+//! - [`CsvExporter`]: events, kernels, collectives, memory and steps as CSV tables, one
+//!   row per event, streaming; schema in [`tables`].
 //!
 //! # Example
 //!
@@ -101,5 +103,7 @@
 #![warn(missing_docs)]
 
 pub mod perfetto;
+pub mod tables;
 
 pub use perfetto::{ExportError, ExportStats, PerfettoExporter, SplitTrack};
+pub use tables::{CsvExporter, TableStats};

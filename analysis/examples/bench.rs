@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p analysis --example bench -- \
-//!     [--runs N] [--json] [--no-compat | --only default|compat] FILE…
+//!     [--runs N] [--json] [--sequential] [--no-compat | --only default|compat] FILE…
 //! ```
 //!
 //! Phases: reading (all files in parallel, one pass each), `analyze` in the default mode
@@ -11,7 +11,8 @@
 //! insights) on every rank, `analyze` in HTA-compat mode (unless `--no-compat`), the
 //! operator table of every
 //! rank and the trace-diff summary of the first rank (these two read their file once
-//! more). `--only MODE` reads and runs `analyze` in that mode only (the analyses HTA
+//! more). Once the files are read, these run at the same time on their own threads
+//! (they are independent), unless `--sequential`. `--only MODE` reads and runs `analyze` in that mode only (the analyses HTA
 //! has, and ours beyond them). With `--runs N` the whole sequence runs N times and the median total is
 //! printed too. `--json` prints one JSON line per run instead of text.
 
@@ -25,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let json = args.iter().any(|a| a == "--json");
     let mut with_compat = !args.iter().any(|a| a == "--no-compat");
+    let parallel = !args.iter().any(|a| a == "--sequential");
     let mut with_default = true;
     let mut with_rereads = true;
     if let Some(i) = args.iter().position(|a| a == "--only") {
@@ -34,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         with_rereads = false;
         args.drain(i..(i + 2).min(args.len()));
     }
-    args.retain(|a| a != "--json" && a != "--no-compat");
+    args.retain(|a| a != "--json" && a != "--no-compat" && a != "--sequential");
     let mut runs = 1usize;
     if let Some(i) = args.iter().position(|a| a == "--runs") {
         runs = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(1);
@@ -62,37 +64,71 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let set = load_paths(&args, &LoadOptions::default())?;
         phase("read", &mut lap);
         let ranks: Vec<i64> = set.ranks.iter().map(|r| r.rank).collect();
-        let (insights, default_kernels) = if with_default {
-            let report = analyze(
-                &set,
-                &ReportOptions::default().with_ranks(Some(ranks.clone())),
-            );
-            phase("analyze default", &mut lap);
-            (report.insights.len(), report.kernel_breakdown.kernels.len())
-        } else {
-            (0, 0)
+        let run_default = || {
+            with_default.then(|| {
+                let report = analyze(
+                    &set,
+                    &ReportOptions::default().with_ranks(Some(ranks.clone())),
+                );
+                (report.insights.len(), report.kernel_breakdown.kernels.len())
+            })
         };
-        let compat_kernels = if with_compat {
-            let compat = analyze(
-                &set,
-                &ReportOptions::hta_reference()
-                    .with_mode(Mode::HtaCompat)
-                    .with_ranks(Some(ranks)),
-            );
-            phase("analyze hta-compat", &mut lap);
-            compat.kernel_breakdown.kernels.len()
-        } else {
-            0
+        let run_compat = || {
+            with_compat.then(|| {
+                let compat = analyze(
+                    &set,
+                    &ReportOptions::hta_reference()
+                        .with_mode(Mode::HtaCompat)
+                        .with_ranks(Some(ranks.clone())),
+                );
+                compat.kernel_breakdown.kernels.len()
+            })
         };
-        let (mut operators, mut diff_names) = (0, 0);
-        if with_rereads {
+        let run_operators = || -> Result<usize, analysis::AnalysisError> {
+            let mut operators = 0;
             for trace in &set.ranks {
                 operators += operator_table(trace, false)?.operators.len();
             }
-            phase("operators", &mut lap);
-            diff_names = ops_summary(&set, &DiffOptions::default())?.ops.len();
-            phase("trace diff summary", &mut lap);
+            Ok(operators)
+        };
+        let run_diff = || -> Result<usize, analysis::AnalysisError> {
+            Ok(ops_summary(&set, &DiffOptions::default())?.ops.len())
+        };
+        let (default, compat, operators, diff_names);
+        if parallel && with_rereads {
+            // The analyses are independent once the traces are read: run them at once.
+            let (o, d, a, c) = std::thread::scope(|scope| {
+                let o = scope.spawn(run_operators);
+                let d = scope.spawn(run_diff);
+                let c = scope.spawn(run_compat);
+                let a = run_default();
+                (o.join(), d.join(), a, c.join())
+            });
+            operators = o.expect("operators thread")?;
+            diff_names = d.expect("diff thread")?;
+            default = a;
+            compat = c.expect("compat thread");
+            phase("all analyses, parallel", &mut lap);
+        } else {
+            default = run_default();
+            if with_default {
+                phase("analyze default", &mut lap);
+            }
+            compat = run_compat();
+            if with_compat {
+                phase("analyze hta-compat", &mut lap);
+            }
+            if with_rereads {
+                operators = run_operators()?;
+                phase("operators", &mut lap);
+                diff_names = run_diff()?;
+                phase("trace diff summary", &mut lap);
+            } else {
+                (operators, diff_names) = (0, 0);
+            }
         }
+        let (insights, default_kernels) = default.unwrap_or((0, 0));
+        let compat_kernels = compat.unwrap_or(0);
         let total = start.elapsed().as_secs_f64();
         totals.push(total);
         let peak_rss = peak_rss_bytes();

@@ -76,13 +76,25 @@ fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
         .collect();
     steps.sort_unstable();
     steps.dedup();
+    // Device rows by start, so each step looks only at rows that can overlap it (those
+    // starting before its end and at most the longest duration before its start).
+    let mut device: Vec<&crate::frame::FrameRow> = frame.device_rows().collect();
+    device.sort_by_key(|r| r.start_ticks);
+    let longest = device
+        .iter()
+        .map(|r| r.dur_ticks())
+        .max()
+        .unwrap_or(0)
+        .max(0);
     steps
         .into_iter()
         .map(|(ws, we, step)| {
             let mut parts = [0i64; 6];
             // (time, kind, +1/-1, launch start for row starts)
             let mut points: Vec<(i64, usize, i64, Option<i64>)> = Vec::new();
-            for row in frame.device_rows() {
+            let first = device.partition_point(|r| r.start_ticks < ws.saturating_sub(longest));
+            let last = device.partition_point(|r| r.start_ticks < we);
+            for &row in &device[first..last.max(first)] {
                 let (s, e) = (row.start_ticks.max(ws), row.end_ticks.min(we));
                 if s >= e {
                     continue;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use exporters::{CsvExporter, ExportStats, PerfettoExporter, TableStats};
+use exporters::{CsvExporter, ExportStats, ParquetExporter, PerfettoExporter, TableStats};
 
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +15,8 @@ pub enum ExportFormat {
     Perfetto,
     /// CSV tables (events, kernels, collectives, memory, steps) in a directory.
     Csv,
+    /// The same tables as Parquet files in a directory.
+    Parquet,
 }
 
 impl ExportFormat {
@@ -23,7 +25,10 @@ impl ExportFormat {
         match text {
             "perfetto" => Ok(ExportFormat::Perfetto),
             "csv" => Ok(ExportFormat::Csv),
-            other => anyhow::bail!("unknown export format {other:?} (known: perfetto, csv)"),
+            "parquet" => Ok(ExportFormat::Parquet),
+            other => {
+                anyhow::bail!("unknown export format {other:?} (known: perfetto, csv, parquet)")
+            }
         }
     }
 }
@@ -44,8 +49,8 @@ pub struct ExportRequest {
 pub enum Converted {
     /// Perfetto: slices, counters, flows, splits.
     Perfetto(ExportStats),
-    /// CSV: rows per table.
-    Csv(TableStats),
+    /// CSV or Parquet: rows per table, and the file extension.
+    Tables(TableStats, &'static str),
 }
 
 /// What was exported.
@@ -102,7 +107,21 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
             let stats = exporter
                 .finish()
                 .with_context(|| format!("writing tables in {}", request.out.display()))?;
-            Converted::Csv(stats)
+            Converted::Tables(stats, "csv")
+        }
+        ExportFormat::Parquet => {
+            let mut exporter = ParquetExporter::create(&request.out)
+                .with_context(|| format!("creating tables in {}", request.out.display()))?;
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                exporter
+                    .add_path(file)
+                    .with_context(|| format!("converting {}", file.display()))?;
+            }
+            let stats = exporter
+                .finish()
+                .with_context(|| format!("writing tables in {}", request.out.display()))?;
+            Converted::Tables(stats, "parquet")
         }
     };
     Ok(ExportOutcome {
@@ -129,9 +148,9 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
     }
     match &outcome.converted {
         Converted::Perfetto(stats) => render_perfetto(stats, out),
-        Converted::Csv(tables) => {
+        Converted::Tables(tables, extension) => {
             for (table, rows) in exporters::tables::TABLES.iter().zip(tables.rows) {
-                writeln!(out, "{table}.csv: {rows} row(s)")?;
+                writeln!(out, "{table}.{extension}: {rows} row(s)")?;
             }
             Ok(())
         }

@@ -6,8 +6,8 @@
 //! - [`inspect`]: `neuronprof inspect PATH…` — what is in a set of Kineto rank traces.
 //! - [`analyze`]: `neuronprof analyze PATH…` and `neuronprof diff A B` — the `analysis`
 //!   crate's report (HTA's analyses and more) and trace diff.
-//! - [`export`]: `neuronprof export --format perfetto PATH… -o OUT` — Kineto traces into
-//!   one Perfetto protobuf trace (the `exporters` crate).
+//! - [`export`]: `neuronprof export --format perfetto|csv|parquet PATH… -o OUT` — Kineto
+//!   traces into one Perfetto protobuf trace or tables (the `exporters` crate).
 //! - [`run`]: `neuronprof run WORKLOAD` and `neuronprof demo` — built-in workloads on
 //!   emulated ranks, profiled into one Kineto trace per rank.
 #![warn(missing_docs)]

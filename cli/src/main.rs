@@ -100,16 +100,16 @@ enum Command {
     },
     /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
-    /// on extra tracks, printed, instead of dropped) or CSV tables (events, kernels,
-    /// collectives, memory, steps) in a directory.
+    /// on extra tracks, printed, instead of dropped) or tables (events, kernels,
+    /// collectives, memory, steps) as CSV or Parquet files in a directory.
     Export {
         /// Trace files (.json, .json.gz) or directories, one file per rank.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, default_value = "perfetto", value_parser = ["perfetto", "csv"])]
+        #[arg(long, default_value = "perfetto", value_parser = ["perfetto", "csv", "parquet"])]
         format: String,
-        /// The output file (perfetto) or directory (csv).
+        /// The output file (perfetto) or directory (csv, parquet).
         #[arg(short, long)]
         out: PathBuf,
     },

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
-use neuron_backend::workloads::{run, RunReport, Workload, WorkloadConfig};
+use neuron_backend::workloads::{run, GptShape, RunReport, Workload, WorkloadConfig};
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
 
@@ -48,6 +48,8 @@ pub struct RunRequest {
     pub instructions: bool,
     /// Which steps are recorded; `None`: [`default_schedule`].
     pub schedule: Option<Schedule>,
+    /// The GPT's dimensions; `None`: the workload's tiny default.
+    pub gpt: Option<GptShape>,
 }
 
 impl RunRequest {
@@ -65,6 +67,7 @@ impl RunRequest {
             straggler: None,
             instructions: true,
             schedule: None,
+            gpt: None,
         }
     }
 
@@ -77,6 +80,15 @@ impl RunRequest {
             steps: Some(6),
             straggler: Some((2, 2.0)),
             out_dir,
+            numerics: std::env::var("DEMO_NUM").is_ok(),
+            gpt: Some(GptShape {
+                vocab: 0,
+                context: std::env::var("DEMO_CTX").map_or(128, |v| v.parse().unwrap()),
+                d_model: std::env::var("DEMO_D").map_or(512, |v| v.parse().unwrap()),
+                heads: 8,
+                layers: 2,
+                ffn: std::env::var("DEMO_D").map_or(2048, |v| 4 * v.parse::<usize>().unwrap()),
+            }),
             ..RunRequest::new("gpt")
         }
     }
@@ -212,6 +224,9 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     let dp = (config.ranks / config.tp.max(1)).max(1);
     config.batch = config.batch.div_ceil(dp) * dp;
     config.numerics = request.numerics;
+    if let Some(shape) = request.gpt {
+        config.gpt = shape;
+    }
     config.straggler = request.straggler;
     config.profile = device_profile(&request.device, request.lnc)?;
     config.detail = if request.instructions {

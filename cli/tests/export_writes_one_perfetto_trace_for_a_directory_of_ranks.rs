@@ -56,6 +56,19 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
     let kernels = std::fs::read_to_string(tables.join("kernels.csv")).unwrap();
     assert!(kernels.lines().count() > 100, "{kernels:.200}");
 
+    let parquet = dir.join("parquet");
+    let output = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(["export", "--format", "parquet"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&parquet)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("kernels.parquet: "), "{stdout}");
+    assert!(parquet.join("events.parquet").is_file());
+
     // A usage error: an unknown format exits 2 without writing.
     let bad = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
         .args(["export", "--format", "excel"])

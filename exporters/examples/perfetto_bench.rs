@@ -3,7 +3,8 @@
 //! `cargo run --release -p exporters --example perfetto_bench -- IN.json [IN2…] [--budget-mb N] [-o OUT]`
 //!
 //! Prints input bytes (as stored), output bytes, the ratio, seconds, MB/s of input
-//! and the split slices; with `-o` keeps the output.
+//! and the split slices; with `-o` keeps the output, and `--validate` then runs
+//! `perfetto::validate` on it.
 
 use std::io::BufWriter;
 use std::time::Instant;
@@ -15,11 +16,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = Vec::new();
     let mut budget = DEFAULT_BUDGET_BYTES;
     let mut out = None;
+    let mut check = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--budget-mb" => budget = args.next().ok_or("--budget-mb N")?.parse::<usize>()? << 20,
             "-o" => out = Some(args.next().ok_or("-o OUT")?),
+            "--validate" => check = true,
             _ => inputs.push(arg),
         }
     }
@@ -58,5 +61,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stats.flow_events,
         stats.spilled_runs,
     );
+    if let (true, Some(path)) = (check, &out) {
+        let started = Instant::now();
+        let summary = exporters::perfetto::validate::validate(&std::fs::read(path)?)?;
+        println!(
+            "valid ({:.1} s): {} slices, {} counter values, {} flows paired",
+            started.elapsed().as_secs_f64(),
+            summary.slices,
+            summary.counter_values,
+            summary.flows_paired
+        );
+    }
     Ok(())
 }

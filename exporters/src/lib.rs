@@ -106,4 +106,4 @@ pub mod perfetto;
 pub mod tables;
 
 pub use perfetto::{ExportError, ExportStats, PerfettoExporter, SplitTrack};
-pub use tables::{CsvExporter, TableStats};
+pub use tables::{CsvExporter, ParquetExporter, TableStats};

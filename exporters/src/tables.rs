@@ -1,16 +1,23 @@
-//! Kineto traces as CSV tables (events, kernels, collectives, memory, steps), streaming.
+//! Kineto traces as tables (events, kernels, collectives, memory, steps), streaming,
+//! written as CSV ([`CsvExporter`]) or Parquet ([`ParquetExporter`]).
 //!
-//! One file per table in an output directory, one row per matching event of every
-//! input, written as the events are read (bounded memory), so a fleet of rank traces
-//! can be loaded into DuckDB, Spark or a spreadsheet. CSV as RFC 4180: a header row,
-//! comma-separated, fields with a comma, quote or line break in double quotes (quotes
-//! doubled); empty field = absent. Times are Unix-epoch nanoseconds (Kineto's `ts` made
+//! One file per table in an output directory (`events.csv` or `events.parquet`, …), one
+//! row per matching event of every input, written as the events are read (bounded
+//! memory: Parquet row groups of [`parquet::ROW_GROUP_ROWS`] rows), so a fleet of rank
+//! traces can be queried with DuckDB, Spark or DataFusion. CSV as RFC 4180: a header
+//! row, comma-separated, fields with a comma, quote or line break in double quotes
+//! (quotes doubled); empty field = absent (null in Parquet). Parquet: one row group per
+//! [`parquet::ROW_GROUP_ROWS`] rows, Snappy-compressed; column types below (`i64` =
+//! Arrow `Int64`, `text` = `Utf8`, all nullable). Times are Unix-epoch nanoseconds (Kineto's `ts` made
 //! absolute, see `trace_format`), durations nanoseconds.
 //!
 //! # Schema
 //!
-//! Every table starts with `file` (the input's path as given) and `rank`
-//! (`distributedInfo.rank`, empty when the trace has none).
+//! Every table starts with `file` (text: the input's path as given) and `rank` (i64:
+//! `distributedInfo.rank`, absent when the trace has none). Text columns: `phase,
+//! category, name, pid, tid` (pids and tids may be strings in Kineto), `flow_id, args,
+//! on, collective, dtype, process_group_name, process_group_ranks`; all other columns
+//! are i64 (an arg that is not an integer is absent).
 //!
 //! | table | one row per | columns after `file, rank` |
 //! |---|---|---|
@@ -20,25 +27,115 @@
 //! | `memory.csv` | `[memory]` instant | `pid, tid, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved` |
 //! | `steps.csv` | `X` event named `ProfilerStep#N` | `step, pid, tid, ts_ns, dur_ns` |
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use trace_format::{ArgValue, Category, Event, Phase, TraceMeta, TraceReader, TraceSink};
 
 use crate::ExportError;
 
+mod csv;
+pub mod parquet;
+
+pub use self::csv::{csv_field, CsvExporter};
+pub use self::parquet::ParquetExporter;
+
 /// The tables, in the order of [`TableStats::rows`].
 pub const TABLES: [&str; 5] = ["events", "kernels", "collectives", "memory", "steps"];
 
-const HEADERS: [&str; 5] = [
-    "file,rank,index,phase,category,name,pid,tid,ts_ns,dur_ns,flow_id,args",
-    "file,rank,category,name,device,stream,correlation,external_id,ts_ns,dur_ns,bytes",
-    "file,rank,on,name,collective,in_msg_nelems,out_msg_nelems,group_size,dtype,process_group_name,process_group_ranks,seq,ts_ns,dur_ns",
-    "file,rank,pid,tid,ts_ns,device_type,device_id,addr,bytes,total_allocated,total_reserved",
-    "file,rank,step,pid,tid,ts_ns,dur_ns",
+/// A column: its name and whether it holds integers (else text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// Name.
+    pub name: &'static str,
+    /// `i64` (true) or text.
+    pub int: bool,
+}
+
+const fn t(name: &'static str) -> Column {
+    Column { name, int: false }
+}
+const fn i(name: &'static str) -> Column {
+    Column { name, int: true }
+}
+
+/// The columns of each table (same order as [`TABLES`]).
+pub const SCHEMAS: [&[Column]; 5] = [
+    &[
+        t("file"),
+        i("rank"),
+        i("index"),
+        t("phase"),
+        t("category"),
+        t("name"),
+        t("pid"),
+        t("tid"),
+        i("ts_ns"),
+        i("dur_ns"),
+        t("flow_id"),
+        t("args"),
+    ],
+    &[
+        t("file"),
+        i("rank"),
+        t("category"),
+        t("name"),
+        i("device"),
+        i("stream"),
+        i("correlation"),
+        i("external_id"),
+        i("ts_ns"),
+        i("dur_ns"),
+        i("bytes"),
+    ],
+    &[
+        t("file"),
+        i("rank"),
+        t("on"),
+        t("name"),
+        t("collective"),
+        i("in_msg_nelems"),
+        i("out_msg_nelems"),
+        i("group_size"),
+        t("dtype"),
+        t("process_group_name"),
+        t("process_group_ranks"),
+        i("seq"),
+        i("ts_ns"),
+        i("dur_ns"),
+    ],
+    &[
+        t("file"),
+        i("rank"),
+        t("pid"),
+        t("tid"),
+        i("ts_ns"),
+        i("device_type"),
+        i("device_id"),
+        i("addr"),
+        i("bytes"),
+        i("total_allocated"),
+        i("total_reserved"),
+    ],
+    &[
+        t("file"),
+        i("rank"),
+        i("step"),
+        t("pid"),
+        t("tid"),
+        i("ts_ns"),
+        i("dur_ns"),
+    ],
 ];
+
+/// One value of a row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// An integer column's value.
+    Int(Option<i64>),
+    /// A text column's value.
+    Text(Option<String>),
+}
 
 /// Rows written per table (same order as [`TABLES`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,118 +143,80 @@ pub struct TableStats {
     /// Rows per table.
     pub rows: [u64; 5],
     /// The files written.
-    pub files: Vec<PathBuf>,
+    pub files: Vec<std::path::PathBuf>,
 }
 
-/// Writes the CSV tables of one or more traces into a directory.
-#[derive(Debug)]
-pub struct CsvExporter {
-    writers: Vec<BufWriter<File>>,
-    stats: TableStats,
+/// Where rows go (one implementation per file format).
+pub(crate) trait RowSink {
+    /// Takes one row of table `table` (cells in [`SCHEMAS`] order).
+    fn row(&mut self, table: usize, cells: &[Cell]) -> std::io::Result<()>;
 }
 
-impl CsvExporter {
-    /// Creates (or truncates) `events.csv` … `steps.csv` in `dir` (created if missing).
-    pub fn create(dir: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        let mut writers = Vec::new();
-        let mut files = Vec::new();
-        for (table, header) in TABLES.iter().zip(HEADERS) {
-            let path = dir.join(format!("{table}.csv"));
-            let mut writer = BufWriter::with_capacity(1 << 16, File::create(&path)?);
-            writeln!(writer, "{header}")?;
-            writers.push(writer);
-            files.push(path);
-        }
-        Ok(CsvExporter {
-            writers,
-            stats: TableStats {
-                rows: [0; 5],
-                files,
-            },
-        })
+/// Reads one trace and pushes its rows into `rows`.
+pub(crate) fn read_rows(path: &Path, rows: &mut dyn RowSink) -> Result<(), ExportError> {
+    let mut sink = Rows {
+        rows,
+        file: path.display().to_string(),
+        rank: None,
+        cells: Vec::new(),
+        error: None,
+    };
+    let result = TraceReader::open(path).read(&mut sink);
+    if let Some(source) = sink.error.take() {
+        return Err(ExportError::Write {
+            input: path.to_owned(),
+            source,
+        });
     }
-
-    /// Adds the rows of one trace file.
-    pub fn add_path(&mut self, path: &Path) -> Result<(), ExportError> {
-        let mut sink = Rows {
-            exporter: self,
-            file: csv_field(&path.display().to_string()),
-            rank: String::new(),
-            line: String::new(),
-            error: None,
-        };
-        let result = TraceReader::open(path).read(&mut sink);
-        if let Some(source) = sink.error.take() {
-            return Err(ExportError::Write {
-                input: path.to_owned(),
-                source,
-            });
-        }
-        result.map(|_| ()).map_err(ExportError::Read)
-    }
-
-    /// Flushes the files; returns the row counts.
-    pub fn finish(mut self) -> io::Result<TableStats> {
-        for writer in &mut self.writers {
-            writer.flush()?;
-        }
-        Ok(self.stats)
-    }
+    result.map(|_| ()).map_err(ExportError::Read)
 }
 
-struct Rows<'e> {
-    exporter: &'e mut CsvExporter,
+struct Rows<'r> {
+    rows: &'r mut dyn RowSink,
     file: String,
-    rank: String,
-    line: String,
-    error: Option<io::Error>,
+    rank: Option<i64>,
+    cells: Vec<Cell>,
+    error: Option<std::io::Error>,
+}
+
+fn text(value: Option<impl ToString>) -> Cell {
+    Cell::Text(value.map(|v| v.to_string()))
+}
+
+fn int_arg(event: &Event<'_>, key: &str) -> Cell {
+    Cell::Int(event.arg(key).and_then(|v| v.as_i64()))
+}
+
+fn text_arg(event: &Event<'_>, key: &str) -> Cell {
+    Cell::Text(event.arg(key).map(|v| arg_text(&v)))
 }
 
 impl Rows<'_> {
     fn start(&mut self) {
-        self.line.clear();
-        self.line.push_str(&self.file);
-        self.line.push(',');
-        self.line.push_str(&self.rank);
+        self.cells.clear();
+        self.cells.push(Cell::Text(Some(self.file.clone())));
+        self.cells.push(Cell::Int(self.rank));
     }
 
-    fn push(&mut self, field: &str) {
-        self.line.push(',');
-        self.line.push_str(&csv_field(field));
+    fn end(&mut self, table: usize) -> std::io::Result<()> {
+        debug_assert_eq!(self.cells.len(), SCHEMAS[table].len());
+        self.rows.row(table, &self.cells)
     }
 
-    fn push_opt<T: ToString>(&mut self, value: Option<T>) {
-        let text = value.map(|v| v.to_string()).unwrap_or_default();
-        self.push(&text);
-    }
-
-    fn push_arg(&mut self, event: &Event<'_>, key: &str) {
-        let text = event.arg(key).map(|v| arg_text(&v)).unwrap_or_default();
-        self.push(&text);
-    }
-
-    fn end(&mut self, table: usize) -> io::Result<()> {
-        self.line.push('\n');
-        self.exporter.writers[table].write_all(self.line.as_bytes())?;
-        self.exporter.stats.rows[table] += 1;
-        Ok(())
-    }
-
-    fn rows(&mut self, index: u64, event: &Event<'_>) -> io::Result<()> {
-        // events
+    fn rows(&mut self, index: u64, event: &Event<'_>) -> std::io::Result<()> {
         self.start();
-        self.push(&index.to_string());
-        self.push(event.phase.as_str());
-        self.push(event.category.as_ref().map_or("", |c| c.as_str()));
-        self.push(event.name());
-        self.push_opt(event.pid.as_ref());
-        self.push_opt(event.tid.as_ref());
-        self.push_opt(event.ts_ns);
-        self.push_opt(event.dur_ns);
-        self.push_opt(event.flow_id.as_ref());
-        let args = event.args.as_ref().map(args_json).unwrap_or_default();
-        self.push(&args);
+        self.cells.extend([
+            Cell::Int(i64::try_from(index).ok()),
+            text(Some(event.phase.as_str())),
+            text(event.category.as_ref().map(|c| c.as_str())),
+            text(event.name.as_deref()),
+            text(event.pid.as_ref()),
+            text(event.tid.as_ref()),
+            Cell::Int(event.ts_ns),
+            Cell::Int(event.dur_ns),
+            text(event.flow_id.as_ref()),
+            Cell::Text(event.args.as_ref().map(args_json)),
+        ]);
         self.end(0)?;
         let complete = event.phase == Phase::Complete;
         let category = event.normalized_category();
@@ -168,14 +227,14 @@ impl Rows<'_> {
             )
         {
             self.start();
-            self.push(category.as_ref().map_or("", |c| c.as_str()));
-            self.push(event.name());
+            self.cells.push(text(category.as_ref().map(|c| c.as_str())));
+            self.cells.push(text(event.name.as_deref()));
             for key in ["device", "stream", "correlation", "External id"] {
-                self.push_arg(event, key);
+                self.cells.push(int_arg(event, key));
             }
-            self.push_opt(event.ts_ns);
-            self.push_opt(event.dur_ns);
-            self.push_arg(event, "bytes");
+            self.cells
+                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
+            self.cells.push(int_arg(event, "bytes"));
             self.end(1)?;
         }
         if complete && event.arg("Collective name").is_some() {
@@ -185,29 +244,25 @@ impl Rows<'_> {
             } else {
                 "host"
             };
-            self.push(on);
-            self.push(event.name());
-            for key in [
-                "Collective name",
-                "In msg nelems",
-                "Out msg nelems",
-                "Group size",
-                "dtype",
-                "Process Group Name",
-                "Process Group Ranks",
-                "Seq",
-            ] {
-                self.push_arg(event, key);
+            self.cells.push(text(Some(on)));
+            self.cells.push(text(event.name.as_deref()));
+            self.cells.push(text_arg(event, "Collective name"));
+            for key in ["In msg nelems", "Out msg nelems", "Group size"] {
+                self.cells.push(int_arg(event, key));
             }
-            self.push_opt(event.ts_ns);
-            self.push_opt(event.dur_ns);
+            for key in ["dtype", "Process Group Name", "Process Group Ranks"] {
+                self.cells.push(text_arg(event, key));
+            }
+            self.cells.push(int_arg(event, "Seq"));
+            self.cells
+                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
             self.end(2)?;
         }
         if event.is_memory_event() {
             self.start();
-            self.push_opt(event.pid.as_ref());
-            self.push_opt(event.tid.as_ref());
-            self.push_opt(event.ts_ns);
+            self.cells.push(text(event.pid.as_ref()));
+            self.cells.push(text(event.tid.as_ref()));
+            self.cells.push(Cell::Int(event.ts_ns));
             for key in [
                 "Device Type",
                 "Device Id",
@@ -216,7 +271,7 @@ impl Rows<'_> {
                 "Total Allocated",
                 "Total Reserved",
             ] {
-                self.push_arg(event, key);
+                self.cells.push(int_arg(event, key));
             }
             self.end(3)?;
         }
@@ -226,11 +281,11 @@ impl Rows<'_> {
             .filter(|_| complete)
         {
             self.start();
-            self.push(step);
-            self.push_opt(event.pid.as_ref());
-            self.push_opt(event.tid.as_ref());
-            self.push_opt(event.ts_ns);
-            self.push_opt(event.dur_ns);
+            self.cells.push(Cell::Int(step.parse().ok()));
+            self.cells.push(text(event.pid.as_ref()));
+            self.cells.push(text(event.tid.as_ref()));
+            self.cells
+                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
             self.end(4)?;
         }
         Ok(())
@@ -239,7 +294,7 @@ impl Rows<'_> {
 
 impl TraceSink for Rows<'_> {
     fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
-        self.rank = meta.rank().map(|r| r.to_string()).unwrap_or_default();
+        self.rank = meta.rank();
         ControlFlow::Continue(())
     }
 
@@ -251,15 +306,6 @@ impl TraceSink for Rows<'_> {
                 ControlFlow::Break(())
             }
         }
-    }
-}
-
-/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
-pub fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
     }
 }
 
@@ -293,16 +339,4 @@ fn args_json(args: &trace_format::Args<'_>) -> String {
     }
     out.push('}');
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("matmul"), "matmul");
-        assert_eq!(csv_field("a, b"), "\"a, b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-    }
 }

@@ -57,7 +57,7 @@
 //! | launch calls | any host row linked to device work by `correlation` | HTA's list of names (`cudaLaunchKernel`, `hipLaunchKernel`, …) |
 //! | idle time kernels | every device row | kernel, memcpy, memset and MTIA categories only |
 //! | device rows per launch | once | once per host row with its correlation (HTA's merge; a neuron launch has two, `nrt_execute` and `nrt_queue_submit`, so kernels count twice and `kernel_wait` goes negative, as in HTA) |
-//! | stragglers' communication kernels | collective args or communication type, any stream | names starting `ncclKernel`, stream > 0 (neuron's `ncclDevKernel_*` are not seen) |
+//! | stragglers' communication kernels | collective args or communication type, any stream; 1% floor on a collective's longest copy; ties to the latest starter | names starting `ncclKernel`, stream > 0 (neuron's `ncclDevKernel_*` are not seen); 1% floor per rank's copy |
 //! | `device_type` | from `deviceProperties` (`Trainium2 NeuronCore (trn2, LNC=2)`) | HTA's `infer_gpu_type` (`UNKNOWN GPU` for neuron) |
 //!
 //! Why: HTA's rounding makes sub-µs kernels last 0 or −1 µs and drifts sums by up to

@@ -98,7 +98,12 @@ pub fn potential_stragglers(
                     && (model.is_collective() || r.kernel_type == KernelType::Communication)
             }
         };
-        if is_communication && r.iteration > 0 && f.us(r.dur_ticks()) >= min_dur_us {
+        // HTA drops short copies rank by rank; but the rank everyone waits for has the
+        // shortest copy of each collective (it arrives last and waits for no one), so
+        // the default mode keeps every copy here and drops short collectives below,
+        // by their longest copy over the ranks.
+        let long_enough = f.mode == Mode::Default || f.us(r.dur_ticks()) >= min_dur_us;
+        if is_communication && r.iteration > 0 && long_enough {
             let key = (f.rank(), model.stream, r.iteration, name.to_owned());
             last.insert(
                 key,
@@ -112,6 +117,20 @@ pub fn potential_stragglers(
                 },
             );
         }
+    }
+    if frames
+        .ranks
+        .first()
+        .is_some_and(|f| f.mode == Mode::Default)
+    {
+        let mut longest: BTreeMap<(i64, i64, String), f64> = BTreeMap::new();
+        for c in last.values() {
+            let slot = longest
+                .entry((c.stream, c.iteration, c.name.clone()))
+                .or_insert(0.0);
+            *slot = slot.max(c.dur_us);
+        }
+        last.retain(|_, c| longest[&(c.stream, c.iteration, c.name.clone())] >= min_dur_us);
     }
     // std across ranks per (stream, iteration, name), then mean per (stream, name).
     let mut per_iteration: BTreeMap<(i64, i64, &str), Vec<f64>> = BTreeMap::new();
@@ -174,6 +193,22 @@ pub fn potential_stragglers(
     }
     let mut ranked: Vec<(i64, u64)> = times_marked.iter().map(|(&r, &n)| (r, n)).collect();
     ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+    if frames
+        .ranks
+        .first()
+        .is_some_and(|f| f.mode == Mode::Default)
+    {
+        // Ties (every rank marked as often, as when all but one start together) go to
+        // the rank that started the metric kernel latest on average.
+        let mean_start = |rank: i64| {
+            let starts: Vec<f64> = metric.iter().filter(|m| m.0 == rank).map(|m| m.2).collect();
+            starts.iter().sum::<f64>() / starts.len().max(1) as f64
+        };
+        ranked.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| mean_start(b.0).total_cmp(&mean_start(a.0)))
+        });
+    }
     Ok(Stragglers {
         stream,
         kernel: kernel.to_owned(),

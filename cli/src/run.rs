@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
-use neuron_backend::workloads::{run, GptShape, RunReport, Workload, WorkloadConfig};
+use neuron_backend::workloads::{
+    run_with_hooks, FnHooks, GptShape, RunReport, Workload, WorkloadConfig,
+};
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
 
@@ -71,28 +73,39 @@ impl RunRequest {
         }
     }
 
-    /// The demo: `gpt` on 4 data-parallel ranks, rank 2's device 2× slower, 6 steps,
-    /// 4 of them recorded. (At 1.5× the host threads' scheduling on a 2-core machine
-    /// can hide the slow device; 2× shows it every time.)
+    /// The demo: a GPT of [`DEMO_GPT`]'s shape on 4 data-parallel ranks, timing only,
+    /// rank 2's device 2× slower, 6 steps, 4 of them recorded.
+    ///
+    /// Timing only, because the ranks are threads of one process: with numerics on,
+    /// one rank's CPU arithmetic (subtracted from its own host clock) preempts the
+    /// other ranks' threads on a machine with fewer cores than ranks, and that
+    /// preemption shows as host time on them — enough to hide a 2× slower device on a
+    /// 2-core machine. Without numerics the run is deterministic: the same trace
+    /// timings on every run, and rank 2 is the rank the others wait for.
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,
             steps: Some(6),
             straggler: Some((2, 2.0)),
             out_dir,
-            numerics: std::env::var("DEMO_NUM").is_ok(),
-            gpt: Some(GptShape {
-                vocab: 0,
-                context: std::env::var("DEMO_CTX").map_or(128, |v| v.parse().unwrap()),
-                d_model: std::env::var("DEMO_D").map_or(512, |v| v.parse().unwrap()),
-                heads: 8,
-                layers: 2,
-                ffn: std::env::var("DEMO_D").map_or(2048, |v| 4 * v.parse::<usize>().unwrap()),
-            }),
+            numerics: false,
+            gpt: Some(DEMO_GPT),
             ..RunRequest::new("gpt")
         }
     }
 }
+
+/// The demo's model: 2 blocks of width 512, 8 heads, context 128, MLP 2048, on the
+/// built-in text's characters — large enough that device time, not host dispatch,
+/// sets the pace of a step.
+pub const DEMO_GPT: GptShape = GptShape {
+    vocab: 0,
+    context: 128,
+    d_model: 512,
+    heads: 8,
+    layers: 2,
+    ffn: 2048,
+};
 
 /// `neuronprof-traces/{workload}-{unix time in ms}`: a fresh directory per run, so one
 /// directory always holds one run's rank traces.
@@ -203,6 +216,8 @@ pub struct RunOutcome {
     pub insights: Vec<String>,
     /// Wall time of the run (emulation included).
     pub wall: Duration,
+    /// Whether values were computed (off: timing only).
+    pub numerics: bool,
 }
 
 /// Runs the workload under the profiler, writes the traces and analyses them.
@@ -270,9 +285,15 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
         })
     };
     let started = Instant::now();
-    let profiled =
-        profiler::run_profiled(&options, rank_of, |prof| run(&config, |_step| prof.step()))
-            .context("profiling the run")?;
+    let profiled = profiler::run_profiled(&options, rank_of, |prof| {
+        // Each rank opens ProfilerStep#0 on its own thread before its first step.
+        let hooks = FnHooks {
+            on_start: |_rank| prof.begin_rank(),
+            on_step: |_: &_| prof.step(),
+        };
+        run_with_hooks(&config, &hooks)
+    })
+    .context("profiling the run")?;
     let report = profiled.output.context("running the workload")?;
     let wall = started.elapsed();
     let summaries = profiled
@@ -296,6 +317,7 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
             .map(|i| i.summary.clone())
             .collect(),
         wall,
+        numerics: config.numerics,
     })
 }
 
@@ -308,6 +330,9 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
         "ran {steps} step(s) in {:.1} s of wall time",
         outcome.wall.as_secs_f64()
     )?;
+    if !outcome.numerics {
+        write!(out, " (timing only)")?;
+    }
     if let (Some(first), Some(last)) = (losses.first(), losses.last()) {
         write!(out, "; loss {first:.4} -> {last:.4}")?;
     }

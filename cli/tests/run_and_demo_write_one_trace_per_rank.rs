@@ -30,14 +30,16 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("ran 6 step(s)"), "{text}");
-    assert!(text.contains("; loss "), "gpt trains with numerics: {text}");
+    assert!(text.contains(" (timing only)\n"), "{text}");
     for rank in 0..4 {
         assert!(
             text.contains(&format!("\n   {rank}               4 ")),
             "rank {rank}: {text}"
         );
     }
-    assert!(text.contains("\nslow rank: "), "{text}");
+    // Timing only, the run is deterministic: rank 2's device is 2x slower, and the
+    // analysis of the traces names it.
+    assert!(text.contains("\nslow rank: 2 "), "{text}");
     let runs: Vec<PathBuf> = std::fs::read_dir(cwd.join("neuronprof-traces"))
         .unwrap()
         .map(|e| e.unwrap().path())

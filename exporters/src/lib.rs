@@ -1,4 +1,5 @@
-//! Exporters of Kineto traces into other formats: Perfetto's protobuf and CSV tables.
+//! Exporters of Kineto traces into other formats: Perfetto's protobuf, and tables as CSV
+//! or Parquet.
 //!
 //! Kineto JSON opens in Perfetto on a best-effort basis: it cannot name tracks, and
 //! Perfetto drops `X` events that overlap on one thread without nesting
@@ -16,8 +17,9 @@
 //!   ids defined before use, track uuids resolve, counters only on counter tracks,
 //!   begin/end balanced, flows paired, repeated fields unpacked), returning counts.
 //! - [`perfetto::proto`]: the prost messages (the subset of Perfetto's protos we write).
-//! - [`CsvExporter`]: events, kernels, collectives, memory and steps as CSV tables, one
-//!   row per event, streaming; schema in [`tables`].
+//! - [`CsvExporter`] and [`ParquetExporter`]: events, kernels, collectives, memory and
+//!   steps as tables (one file per table in a directory), one row per event, streaming;
+//!   the schema is in [`tables`] ([`tables::SCHEMAS`]).
 //!
 //! # Example
 //!

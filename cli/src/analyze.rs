@@ -5,10 +5,12 @@
 //! offset and event index. `--lenient` analyses what could be read and lists the damage
 //! in the report's notes (`errors` in JSON).
 
+use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use analysis::analyses::trace_diff::{compare_traces, ops_summary, DiffOptions, TraceDiff};
-use analysis::{analyze, load_paths, LoadOptions, Mode, Report, ReportOptions};
+use analysis::{analyze, load_paths, LoadOptions, LoadProgress, Mode, Report, ReportOptions};
 use anyhow::Context as _;
 
 use crate::paths::collect_trace_files;
@@ -26,16 +28,30 @@ pub struct AnalyzeRequest {
     pub hta_compat: bool,
     /// Read past damage instead of stopping at it.
     pub lenient: bool,
+    /// The dtype whose peak TFLOPS MFU is measured against (`bf16`, `fp8`, `fp32`);
+    /// `None`: the analysis' default (bf16).
+    pub peak_dtype: Option<String>,
+    /// Show reading progress on standard error (when it is a terminal and the input is
+    /// large; see [`ProgressLine`]).
+    pub progress: bool,
 }
 
 /// Reads the traces and runs every analysis.
 pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     let files = collect_trace_files(&request.paths)?;
-    let set = load_paths(
-        &files,
-        &LoadOptions::default().with_lenient(request.lenient),
-    )
-    .context("reading traces")?;
+    let mut load = LoadOptions::default().with_lenient(request.lenient);
+    let progress = request
+        .progress
+        .then(|| ProgressLine::for_files(&files))
+        .flatten();
+    if let Some(line) = &progress {
+        let line = Arc::clone(line);
+        load = load.with_progress(move |p| line.update(p));
+    }
+    let set = load_paths(&files, &load).context("reading traces")?;
+    if let Some(line) = &progress {
+        line.finish();
+    }
     let mode = if request.hta_compat {
         Mode::HtaCompat
     } else {
@@ -45,6 +61,10 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
         .with_mode(mode)
         .with_ranks(request.rank.map(|r| vec![r]))
         .with_step(request.step);
+    let options = match &request.peak_dtype {
+        Some(dtype) => options.with_peak_dtype(dtype),
+        None => options,
+    };
     Ok(analyze(&set, &options))
 }
 
@@ -70,4 +90,136 @@ pub fn run_diff(
         ops_summary(&set, &options).with_context(|| format!("summarising {}", path.display()))
     };
     Ok(compare_traces(&summarize(control)?, &summarize(test)?))
+}
+
+/// A one-line progress display on standard error while rank traces are read: percent of
+/// the bytes of all files, and files done. Shown only for inputs of at least
+/// [`ProgressLine::MIN_TOTAL_BYTES`] and when standard error is a terminal, so pipes and
+/// logs stay clean.
+#[derive(Debug)]
+pub struct ProgressLine {
+    state: Mutex<ProgressState>,
+}
+
+#[derive(Debug)]
+struct ProgressState {
+    read_bytes: Vec<u64>,
+    done: Vec<bool>,
+    total_bytes: u64,
+    last_percent: Option<u64>,
+}
+
+impl ProgressLine {
+    /// Inputs smaller than this (64 MiB) are read without a progress line.
+    pub const MIN_TOTAL_BYTES: u64 = 64 << 20;
+
+    /// A progress line for these files, or `None` when it should not be shown.
+    pub fn for_files(files: &[PathBuf]) -> Option<Arc<Self>> {
+        use std::io::IsTerminal as _;
+        let total_bytes: u64 = files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        (total_bytes >= Self::MIN_TOTAL_BYTES && std::io::stderr().is_terminal())
+            .then(|| Arc::new(Self::new(files.len(), total_bytes)))
+    }
+
+    fn new(files: usize, total_bytes: u64) -> Self {
+        ProgressLine {
+            state: Mutex::new(ProgressState {
+                read_bytes: vec![0; files],
+                done: vec![false; files],
+                total_bytes,
+                last_percent: None,
+            }),
+        }
+    }
+
+    /// Takes one report from the loader; redraws when the percentage changed.
+    pub fn update(&self, progress: &LoadProgress) {
+        if let Some(text) = self.advance(progress) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{text}");
+            let _ = err.flush();
+        }
+    }
+
+    /// Records a report; returns the new line to show, if it changed.
+    fn advance(&self, progress: &LoadProgress) -> Option<String> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let i = progress.file_index;
+        if i >= state.read_bytes.len() {
+            return None;
+        }
+        state.read_bytes[i] = progress.bytes_read;
+        state.done[i] |= progress.done;
+        let read: u64 = state.read_bytes.iter().sum();
+        let percent = (read * 100)
+            .checked_div(state.total_bytes)
+            .unwrap_or(100)
+            .min(100);
+        if state.last_percent == Some(percent) {
+            return None;
+        }
+        state.last_percent = Some(percent);
+        let files_done = state.done.iter().filter(|d| **d).count();
+        Some(format!(
+            "reading traces: {percent:>3}% of {:.0} MiB, {files_done}/{} files",
+            state.total_bytes as f64 / (1 << 20) as f64,
+            state.read_bytes.len()
+        ))
+    }
+
+    /// Clears the line.
+    pub fn finish(&self) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r{:60}\r", "");
+        let _ = err.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(file_index: usize, bytes_read: u64, done: bool) -> LoadProgress {
+        LoadProgress {
+            file_index,
+            path: PathBuf::from("rank.json"),
+            bytes_read,
+            total_bytes: Some(100 << 20),
+            done,
+        }
+    }
+
+    #[test]
+    fn progress_counts_bytes_of_all_files_and_redraws_only_on_change() {
+        let line = ProgressLine::new(2, 200 << 20);
+        assert_eq!(
+            line.advance(&report(0, 50 << 20, false)).as_deref(),
+            Some("reading traces:  25% of 200 MiB, 0/2 files")
+        );
+        assert_eq!(
+            line.advance(&report(0, (50 << 20) + 1, false)),
+            None,
+            "same percent"
+        );
+        assert_eq!(
+            line.advance(&report(1, 100 << 20, true)).as_deref(),
+            Some("reading traces:  75% of 200 MiB, 1/2 files")
+        );
+        assert_eq!(
+            line.advance(&report(7, 1, true)),
+            None,
+            "unknown file index"
+        );
+    }
+
+    #[test]
+    fn small_inputs_get_no_progress_line() {
+        let small = std::env::temp_dir().join(format!("np-progress-{}.json", std::process::id()));
+        std::fs::write(&small, b"{}").unwrap();
+        assert!(ProgressLine::for_files(&[small]).is_none());
+    }
 }

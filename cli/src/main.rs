@@ -55,6 +55,9 @@ enum Command {
         /// Analyse what can be read of damaged traces instead of stopping at the damage.
         #[arg(long)]
         lenient: bool,
+        /// The dtype whose peak TFLOPS MFU is measured against: bf16 (default), fp8, fp32.
+        #[arg(long, value_parser = ["bf16", "fp8", "fp32"])]
+        peak_dtype: Option<String>,
     },
     /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
     /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
@@ -170,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             step,
             hta_compat,
             lenient,
+            peak_dtype,
         } => {
             let request = neuronprof::analyze::AnalyzeRequest {
                 paths,
@@ -177,6 +181,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 step,
                 hta_compat,
                 lenient,
+                peak_dtype,
+                progress: true,
             };
             let report = neuronprof::analyze::run_analyze(&request)?;
             let mut out = std::io::stdout().lock();

@@ -92,6 +92,15 @@ enum Command {
         /// Device detail recorded: kernels, or kernels plus engine instructions and DMA.
         #[arg(long, default_value = "instructions", value_parser = ["kernels", "instructions"])]
         detail: String,
+        /// Profiler options, comma-separated key=value: skip_first, wait, warmup, active,
+        /// repeat (torch.profiler.schedule), memory, shapes, flops (on/off). Example:
+        /// wait=1,warmup=1,active=2,memory=off. Default: skip 1 step, warm up 1, record
+        /// the rest, with memory, shapes and flops.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Also write all ranks as one Perfetto trace (OUT/trace.pftrace).
+        #[arg(long)]
+        perfetto: bool,
     },
     /// The tour: gpt on 4 ranks with one slow rank, profiled; prints the summary and
     /// where the traces are.
@@ -206,6 +215,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             straggler,
             detail,
+            profile,
+            perfetto,
         } => {
             let request = neuronprof::run::RunRequest {
                 ranks,
@@ -220,13 +231,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .map(neuronprof::run::parse_straggler)
                     .transpose()?,
                 instructions: detail == "instructions",
+                profile: profile
+                    .as_deref()
+                    .map(neuronprof::run::ProfileSpec::parse)
+                    .transpose()?
+                    .unwrap_or_default(),
+                perfetto,
+                progress: true,
                 ..neuronprof::run::RunRequest::new(&workload)
             };
             run_and_print(&request)
         }
-        Command::Demo { out } => run_and_print(&neuronprof::run::RunRequest::demo(
-            out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
-        )),
+        Command::Demo { out } => run_and_print(&neuronprof::run::RunRequest {
+            progress: true,
+            ..neuronprof::run::RunRequest::demo(
+                out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
+            )
+        }),
         Command::Export { paths, format, out } => {
             let request = neuronprof::export::ExportRequest {
                 paths,

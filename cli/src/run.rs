@@ -13,6 +13,7 @@
 //! - Traces are gzip-compressed (`{worker}.{timestamp_ms}.pt.trace.json.gz`, worker
 //!   `rank{N}`), which every Kineto reader, HTA and `neuronprof` accept.
 
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
 use neuron_backend::workloads::{
-    run_with_hooks, FnHooks, GptShape, RunReport, Workload, WorkloadConfig,
+    run_with_hooks, FnHooks, GptShape, RunReport, StepReport, Workload, WorkloadConfig,
 };
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
@@ -52,6 +53,91 @@ pub struct RunRequest {
     pub schedule: Option<Schedule>,
     /// The GPT's dimensions; `None`: the workload's tiny default.
     pub gpt: Option<GptShape>,
+    /// Profiler options (`--profile`).
+    pub profile: ProfileSpec,
+    /// Also write the rank traces as one Perfetto file (`trace.pftrace` in the out dir).
+    pub perfetto: bool,
+    /// Show the steps done on standard error (when it is a terminal).
+    pub progress: bool,
+}
+
+/// What `--profile` sets: the profiler's options, as torch.profiler's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfileSpec {
+    /// Which steps are recorded; `None`: [`default_schedule`].
+    pub schedule: Option<Schedule>,
+    /// `profile_memory`: `[memory]` events.
+    pub memory: bool,
+    /// `record_shapes`: `Input Dims` and `Input type`.
+    pub shapes: bool,
+    /// `with_flops`: `flops` args.
+    pub flops: bool,
+}
+
+impl Default for ProfileSpec {
+    fn default() -> Self {
+        ProfileSpec {
+            schedule: None,
+            memory: true,
+            shapes: true,
+            flops: true,
+        }
+    }
+}
+
+impl ProfileSpec {
+    /// Parses `--profile` text: comma-separated `key=value` with keys `skip_first`,
+    /// `wait`, `warmup`, `active`, `repeat` (torch.profiler.schedule's arguments; any
+    /// one given makes a schedule, the others default to 0, `active` to 1 and `repeat`
+    /// to 1) and `memory`, `shapes`, `flops` (`on`/`off`). Example:
+    /// `wait=1,warmup=1,active=2,repeat=2,memory=off`.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let mut spec = ProfileSpec::default();
+        let mut steps: [Option<u64>; 5] = [None; 5];
+        const STEP_KEYS: [&str; 5] = ["skip_first", "wait", "warmup", "active", "repeat"];
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .with_context(|| format!("--profile: {item:?} is not key=value"))?;
+            if let Some(i) = STEP_KEYS.iter().position(|k| *k == key) {
+                steps[i] = Some(
+                    value
+                        .parse()
+                        .with_context(|| format!("--profile: {key}={value:?} is not a count"))?,
+                );
+                continue;
+            }
+            let on = match value {
+                "on" | "true" | "1" => true,
+                "off" | "false" | "0" => false,
+                _ => bail!("--profile: {key}={value:?}: expected on or off"),
+            };
+            match key {
+                "memory" => spec.memory = on,
+                "shapes" => spec.shapes = on,
+                "flops" => spec.flops = on,
+                _ => bail!(
+                    "--profile: unknown key {key:?} (known: {}, memory, shapes, flops)",
+                    STEP_KEYS.join(", ")
+                ),
+            }
+        }
+        if steps.iter().any(Option::is_some) {
+            let [skip_first, wait, warmup, active, repeat] = steps;
+            let active = active.unwrap_or(1);
+            if active == 0 {
+                bail!("--profile: active=0 records nothing");
+            }
+            spec.schedule = Some(Schedule::new(
+                skip_first.unwrap_or(0),
+                wait.unwrap_or(0),
+                warmup.unwrap_or(0),
+                active,
+                repeat.unwrap_or(1),
+            ));
+        }
+        Ok(spec)
+    }
 }
 
 impl RunRequest {
@@ -70,6 +156,9 @@ impl RunRequest {
             instructions: true,
             schedule: None,
             gpt: None,
+            profile: ProfileSpec::default(),
+            perfetto: false,
+            progress: false,
         }
     }
 
@@ -90,6 +179,7 @@ impl RunRequest {
             out_dir,
             numerics: false,
             gpt: Some(DEMO_GPT),
+            perfetto: true,
             ..RunRequest::new("gpt")
         }
     }
@@ -218,6 +308,37 @@ pub struct RunOutcome {
     pub wall: Duration,
     /// Whether values were computed (off: timing only).
     pub numerics: bool,
+    /// The Perfetto file of all ranks, when asked for.
+    pub perfetto: Option<PathBuf>,
+}
+
+/// `step k/N` on standard error while a workload runs (rank 0's steps).
+#[derive(Debug, Clone, Copy)]
+struct StepProgress {
+    total_steps: usize,
+    ranks: usize,
+}
+
+impl StepProgress {
+    fn step(&self, step: &StepReport) {
+        if step.rank == 0 {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\rrunning: step {}/{} on {} rank(s)",
+                step.step + 1,
+                self.total_steps,
+                self.ranks
+            );
+            let _ = err.flush();
+        }
+    }
+
+    fn finish(&self) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r{:60}\r", "");
+        let _ = err.flush();
+    }
 }
 
 /// Runs the workload under the profiler, writes the traces and analyses them.
@@ -266,9 +387,9 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
             .schedule
             .unwrap_or_else(|| default_schedule(config.steps)),
     );
-    options.config.profile_memory = true;
-    options.config.record_shapes = true;
-    options.config.with_flops = true;
+    options.config.profile_memory = request.profile.memory;
+    options.config.record_shapes = request.profile.shapes;
+    options.config.with_flops = request.profile.flops;
     options.config.device_detail = if request.instructions {
         DeviceDetail::Instructions
     } else {
@@ -284,14 +405,27 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
             world_size: t.world_size as u32,
         })
     };
+    let progress = (request.progress && std::io::stderr().is_terminal()).then_some(StepProgress {
+        total_steps: config.steps,
+        ranks: config.ranks,
+    });
     let started = Instant::now();
     let profiled = profiler::run_profiled(&options, rank_of, |prof| {
         // Each rank opens ProfilerStep#0 on its own thread before its first step.
         let hooks = FnHooks {
             on_start: |_rank| prof.begin_rank(),
-            on_step: |_: &_| prof.step(),
+            on_step: |step: &StepReport| {
+                prof.step();
+                if let Some(line) = &progress {
+                    line.step(step);
+                }
+            },
         };
-        run_with_hooks(&config, &hooks)
+        let report = run_with_hooks(&config, &hooks);
+        if let Some(line) = &progress {
+            line.finish();
+        }
+        report
     })
     .context("profiling the run")?;
     let report = profiled.output.context("running the workload")?;
@@ -306,7 +440,20 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     let set = load_paths(&profiled.files, &LoadOptions::default())
         .context("reading the traces back for analysis")?;
     let analysis = analyze(&set, &ReportOptions::default());
+    let perfetto = if request.perfetto {
+        let out = request.out_dir.join("trace.pftrace");
+        crate::export::run_export(&crate::export::ExportRequest {
+            paths: profiled.files.clone(),
+            format: crate::export::ExportFormat::Perfetto,
+            out: out.clone(),
+        })
+        .context("writing the Perfetto trace")?;
+        Some(out)
+    } else {
+        None
+    };
     Ok(RunOutcome {
+        perfetto,
         report,
         files: profiled.files,
         summaries,
@@ -381,6 +528,13 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
     for file in &outcome.files {
         writeln!(out, "  {}", file.display())?;
     }
+    if let Some(perfetto) = &outcome.perfetto {
+        writeln!(
+            out,
+            "  {}  (all ranks, Perfetto: open in ui.perfetto.dev)",
+            perfetto.display()
+        )?;
+    }
     if let Some(dir) = outcome.files.first().and_then(|f| f.parent()) {
         writeln!(
             out,
@@ -416,6 +570,35 @@ mod tests {
         let err = check_out_dir(&dir).unwrap_err().to_string();
         assert!(err.contains("already holds 1 trace file"), "{err}");
         check_out_dir(&dir.join("absent")).unwrap();
+    }
+
+    #[test]
+    fn profile_spec_sets_schedule_and_options() {
+        let spec = ProfileSpec::parse("wait=1,warmup=1,active=2,repeat=2,memory=off").unwrap();
+        let schedule = spec.schedule.unwrap();
+        assert_eq!(
+            (
+                schedule.skip_first,
+                schedule.wait,
+                schedule.warmup,
+                schedule.active,
+                schedule.repeat
+            ),
+            (0, 1, 1, 2, 2)
+        );
+        assert!(!spec.memory && spec.shapes && spec.flops);
+        assert_eq!(ProfileSpec::parse("").unwrap(), ProfileSpec::default());
+        assert_eq!(ProfileSpec::parse("flops=off").unwrap().schedule, None);
+        for (bad, why) in [
+            ("wait", "not key=value"),
+            ("wait=x", "not a count"),
+            ("memory=maybe", "expected on or off"),
+            ("colour=on", "unknown key"),
+            ("active=0", "records nothing"),
+        ] {
+            let err = ProfileSpec::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -112,6 +112,26 @@ fn run_mlp_kernels_only_and_refuses_a_used_directory() {
         "kernels only: {categories}"
     );
 
+    // --profile: torch.profiler's schedule and options.
+    let spec = [
+        "run",
+        "mlp",
+        "--steps",
+        "4",
+        "--profile",
+        "wait=1,active=2,memory=off",
+    ];
+    let out = neuronprof(&[&spec[..], &["--out", "profiled"]].concat(), &cwd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\n   0               2 "));
+    let inspect = neuronprof(&["inspect", "--json", "profiled"], &cwd);
+    let report: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    assert_eq!(report["files"][0]["memory_events"], 0, "memory=off");
+
     let again = neuronprof(&args, &cwd);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("already holds 1 trace file"));
@@ -131,6 +151,10 @@ fn bad_run_arguments_are_usage_errors() {
             "expected RANK:FACTOR",
         ),
         (vec!["run", "gpt", "--lnc", "3"], "--lnc 3"),
+        (
+            vec!["run", "gpt", "--profile", "active=0"],
+            "records nothing",
+        ),
     ] {
         let out = neuronprof(&args, &cwd);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -1,4 +1,5 @@
-//! `neuronprof export --format perfetto|csv IN… -o OUT`: Kineto traces into other formats.
+//! `neuronprof export --format perfetto|csv|parquet IN… -o OUT`: Kineto traces into other
+//! formats; the tables include the analysis results (`analysis_*`, see `exporters::tables`).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -13,7 +14,8 @@ use exporters::{CsvExporter, ExportStats, ParquetExporter, PerfettoExporter, Tab
 pub enum ExportFormat {
     /// Perfetto's TrackEvent protobuf (`.pftrace`).
     Perfetto,
-    /// CSV tables (events, kernels, collectives, memory, steps) in a directory.
+    /// CSV tables (events, kernels, collectives, memory, steps, and the analysis
+    /// results: `analysis_temporal` …) in a directory.
     Csv,
     /// The same tables as Parquet files in a directory.
     Parquet,
@@ -104,6 +106,10 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
                     .add_path(file)
                     .with_context(|| format!("converting {}", file.display()))?;
             }
+            let report = analyze(&files)?;
+            exporter
+                .add_analysis(&report)
+                .with_context(|| format!("writing analysis tables in {}", request.out.display()))?;
             let stats = exporter
                 .finish()
                 .with_context(|| format!("writing tables in {}", request.out.display()))?;
@@ -118,6 +124,10 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
                     .add_path(file)
                     .with_context(|| format!("converting {}", file.display()))?;
             }
+            let report = analyze(&files)?;
+            exporter
+                .add_analysis(&report)
+                .with_context(|| format!("writing analysis tables in {}", request.out.display()))?;
             let stats = exporter
                 .finish()
                 .with_context(|| format!("writing tables in {}", request.out.display()))?;
@@ -131,6 +141,13 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
         converted,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Every analysis of the traces (HTA defaults), for the analysis tables.
+fn analyze(files: &[PathBuf]) -> anyhow::Result<analysis::Report> {
+    let set = analysis::load_paths(files, &analysis::LoadOptions::default())
+        .context("loading the traces for the analysis tables")?;
+    Ok(analysis::analyze(&set, &analysis::ReportOptions::default()))
 }
 
 /// Prints what was converted and what was split.
@@ -150,6 +167,12 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
         Converted::Perfetto(stats) => render_perfetto(stats, out),
         Converted::Tables(tables, extension) => {
             for (table, rows) in exporters::tables::TABLES.iter().zip(tables.rows) {
+                writeln!(out, "{table}.{extension}: {rows} row(s)")?;
+            }
+            let analysis = exporters::tables::ANALYSIS_TABLES
+                .iter()
+                .zip(tables.analysis_rows);
+            for (table, rows) in analysis {
                 writeln!(out, "{table}.{extension}: {rows} row(s)")?;
             }
             Ok(())

@@ -55,6 +55,10 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
     assert!(stdout.contains("kernels.csv: "), "{stdout}");
     let kernels = std::fs::read_to_string(tables.join("kernels.csv")).unwrap();
     assert!(kernels.lines().count() > 100, "{kernels:.200}");
+    // The analysis results as tables too: one temporal row per rank.
+    let temporal = std::fs::read_to_string(tables.join("analysis_temporal.csv")).unwrap();
+    assert_eq!(temporal.lines().count(), 3, "{temporal}");
+    assert!(stdout.contains("analysis_steps.csv: "), "{stdout}");
 
     let parquet = dir.join("parquet");
     let output = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
@@ -68,6 +72,7 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
     assert!(output.status.success(), "{stdout}");
     assert!(stdout.contains("kernels.parquet: "), "{stdout}");
     assert!(parquet.join("events.parquet").is_file());
+    assert!(parquet.join("analysis_insights.parquet").is_file());
 
     // A usage error: an unknown format exits 2 without writing.
     let bad = Command::new(env!("CARGO_BIN_EXE_neuronprof"))

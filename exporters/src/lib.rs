@@ -19,7 +19,9 @@
 //! - [`perfetto::proto`]: the prost messages (the subset of Perfetto's protos we write).
 //! - [`CsvExporter`] and [`ParquetExporter`]: events, kernels, collectives, memory and
 //!   steps as tables (one file per table in a directory), one row per event, streaming;
-//!   the schema is in [`tables`] ([`tables::SCHEMAS`]).
+//!   the schema is in [`tables`] ([`tables::SCHEMAS`]). `add_analysis(&report)` adds
+//!   the results of `analysis::analyze` as six small `analysis_*` tables
+//!   ([`tables::ANALYSIS_SCHEMAS`], documented in [`tables::analysis`]).
 //!
 //! # Example
 //!

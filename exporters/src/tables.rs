@@ -26,6 +26,15 @@
 //! | `collectives.csv` | `X` event with a `Collective name` arg (host `record_param_comms` and device kernels) | `on` (`host`/`device`), `name, collective, in_msg_nelems, out_msg_nelems, group_size, dtype, process_group_name, process_group_ranks, seq, ts_ns, dur_ns` |
 //! | `memory.csv` | `[memory]` instant | `pid, tid, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved` |
 //! | `steps.csv` | `X` event named `ProfilerStep#N` | `step, pid, tid, ts_ns, dur_ns` |
+//!
+//! # Analysis tables
+//!
+//! `add_analysis(&report)` ([`CsvExporter::add_analysis`],
+//! [`ParquetExporter::add_analysis`]) adds the main results of `analysis::analyze` as
+//! six more small tables (`analysis_temporal`, `analysis_kernels`, `analysis_steps`,
+//! `analysis_collectives`, `analysis_utilization`, `analysis_insights`), with `f64`
+//! columns (Arrow `Float64`) besides `i64` and text; their schema is in [`analysis`]
+//! ([`ANALYSIS_SCHEMAS`]).
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -34,8 +43,11 @@ use trace_format::{ArgValue, Category, Event, Phase, TraceMeta, TraceReader, Tra
 
 use crate::ExportError;
 
+pub mod analysis;
 mod csv;
 pub mod parquet;
+
+pub use self::analysis::{analysis_rows, AnalysisColumn, Kind, ANALYSIS_SCHEMAS, ANALYSIS_TABLES};
 
 pub use self::csv::{csv_field, CsvExporter};
 pub use self::parquet::ParquetExporter;
@@ -135,6 +147,8 @@ pub enum Cell {
     Int(Option<i64>),
     /// A text column's value.
     Text(Option<String>),
+    /// A float column's value (analysis tables only).
+    Float(Option<f64>),
 }
 
 /// Rows written per table (same order as [`TABLES`]).
@@ -142,6 +156,9 @@ pub enum Cell {
 pub struct TableStats {
     /// Rows per table.
     pub rows: [u64; 5],
+    /// Rows per analysis table (same order as [`ANALYSIS_TABLES`]; zeros unless
+    /// `add_analysis` was called).
+    pub analysis_rows: [u64; 6],
     /// The files written.
     pub files: Vec<std::path::PathBuf>,
 }

@@ -4,13 +4,17 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::{read_rows, Cell, RowSink, TableStats, SCHEMAS, TABLES};
+use super::{
+    analysis_rows, read_rows, Cell, RowSink, TableStats, ANALYSIS_SCHEMAS, ANALYSIS_TABLES,
+    SCHEMAS, TABLES,
+};
 use crate::ExportError;
 
 /// Writes the tables of one or more traces as `TABLE.csv` files in a directory.
 #[derive(Debug)]
 pub struct CsvExporter {
     writers: Vec<BufWriter<File>>,
+    dir: std::path::PathBuf,
     stats: TableStats,
     line: String,
 }
@@ -31,9 +35,11 @@ impl CsvExporter {
         }
         Ok(CsvExporter {
             writers,
+            dir: dir.to_owned(),
             stats: TableStats {
                 rows: [0; 5],
                 files,
+                ..TableStats::default()
             },
             line: String::new(),
         })
@@ -42,6 +48,26 @@ impl CsvExporter {
     /// Adds the rows of one trace file.
     pub fn add_path(&mut self, path: &Path) -> Result<(), ExportError> {
         read_rows(path, self)
+    }
+
+    /// Writes the analysis tables (`analysis_temporal.csv` …, see
+    /// [`super::analysis`]) of `report` into the same directory.
+    pub fn add_analysis(&mut self, report: &analysis::Report) -> io::Result<()> {
+        let tables = analysis_rows(report);
+        for (index, rows) in tables.iter().enumerate() {
+            let path = self.dir.join(format!("{}.csv", ANALYSIS_TABLES[index]));
+            let mut writer = BufWriter::new(File::create(&path)?);
+            let header: Vec<&str> = ANALYSIS_SCHEMAS[index].iter().map(|c| c.name).collect();
+            writeln!(writer, "{}", header.join(","))?;
+            for row in rows {
+                write_line(&mut self.line, row);
+                writer.write_all(self.line.as_bytes())?;
+            }
+            writer.flush()?;
+            self.stats.analysis_rows[index] = rows.len() as u64;
+            self.stats.files.push(path);
+        }
+        Ok(())
     }
 
     /// Flushes the files; returns the row counts.
@@ -55,22 +81,28 @@ impl CsvExporter {
 
 impl RowSink for CsvExporter {
     fn row(&mut self, table: usize, cells: &[Cell]) -> io::Result<()> {
-        self.line.clear();
-        for (index, cell) in cells.iter().enumerate() {
-            if index > 0 {
-                self.line.push(',');
-            }
-            match cell {
-                Cell::Int(Some(n)) => self.line.push_str(&n.to_string()),
-                Cell::Text(Some(text)) => self.line.push_str(&csv_field(text)),
-                Cell::Int(None) | Cell::Text(None) => {}
-            }
-        }
-        self.line.push('\n');
+        write_line(&mut self.line, cells);
         self.writers[table].write_all(self.line.as_bytes())?;
         self.stats.rows[table] += 1;
         Ok(())
     }
+}
+
+/// One CSV record (with its line break) into `line`.
+fn write_line(line: &mut String, cells: &[Cell]) {
+    line.clear();
+    for (index, cell) in cells.iter().enumerate() {
+        if index > 0 {
+            line.push(',');
+        }
+        match cell {
+            Cell::Int(Some(n)) => line.push_str(&n.to_string()),
+            Cell::Float(Some(x)) if x.is_finite() => line.push_str(&x.to_string()),
+            Cell::Text(Some(text)) => line.push_str(&csv_field(text)),
+            Cell::Int(None) | Cell::Text(None) | Cell::Float(_) => {}
+        }
+    }
+    line.push('\n');
 }
 
 /// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).

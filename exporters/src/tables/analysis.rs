@@ -1,0 +1,194 @@
+//! Analysis results (`analysis::Report`) as small tables, written next to the event
+//! tables by [`crate::CsvExporter::add_analysis`] and
+//! [`crate::ParquetExporter::add_analysis`].
+//!
+//! Each row is one element of a list in the report; a column is the element's serde
+//! field of the same name (see `analysis::Report`: times in µs, `null`/empty where the
+//! report has `null`). Column kinds: `i64` (Arrow `Int64`), `f64` (Arrow `Float64`),
+//! `text` (`Utf8`); all nullable. Enums are their serde spelling (`COMPUTATION`,
+//! `host`, `device_idle`, …).
+//!
+//! | table | one row per (report field) | columns |
+//! |---|---|---|
+//! | `analysis_temporal` | rank (`temporal_breakdown.ranks`) | `rank` i64, `idle_time_us, compute_time_us, non_compute_time_us, kernel_time_us, idle_time_pctg, compute_time_pctg, non_compute_time_pctg` f64 |
+//! | `analysis_kernels` | kernel name (or `others`) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `sum_us, max_us, min_us, stddev_us, mean_us` f64 |
+//! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
+//! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective` text, `bytes` i64, `arrival_skew_us` f64, `waited_for_rank` i64, `transfer_us, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals as a JSON array) |
+//! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
+//! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
+
+use serde_json::Value;
+
+use super::Cell;
+
+/// How a column's values are typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `i64`.
+    Int,
+    /// `f64`.
+    Float,
+    /// Text (JSON for nested values).
+    Text,
+}
+
+/// A column of an analysis table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnalysisColumn {
+    /// Name (the report field's serde name, except `start_us`/`end_us`).
+    pub name: &'static str,
+    /// Its type.
+    pub kind: Kind,
+}
+
+const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
+    AnalysisColumn { name, kind }
+}
+use Kind::{Float as F, Int as I, Text as T};
+
+/// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
+pub const ANALYSIS_TABLES: [&str; 6] = [
+    "analysis_temporal",
+    "analysis_kernels",
+    "analysis_steps",
+    "analysis_collectives",
+    "analysis_utilization",
+    "analysis_insights",
+];
+
+/// The columns of each analysis table (same order as [`ANALYSIS_TABLES`]).
+pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
+    &[
+        c("rank", I),
+        c("idle_time_us", F),
+        c("compute_time_us", F),
+        c("non_compute_time_us", F),
+        c("kernel_time_us", F),
+        c("idle_time_pctg", F),
+        c("compute_time_pctg", F),
+        c("non_compute_time_pctg", F),
+    ],
+    &[
+        c("rank", I),
+        c("kernel_type", T),
+        c("name", T),
+        c("sum_us", F),
+        c("max_us", F),
+        c("min_us", F),
+        c("stddev_us", F),
+        c("mean_us", F),
+    ],
+    &[
+        c("rank", I),
+        c("step", I),
+        c("start_us", F),
+        c("dur_us", F),
+        c("computation_us", F),
+        c("communication_us", F),
+        c("memory_us", F),
+        c("other_device_us", F),
+        c("host_bound_idle_us", F),
+        c("other_idle_us", F),
+        c("bound", T),
+    ],
+    &[
+        c("process_group", T),
+        c("seq", I),
+        c("collective", T),
+        c("bytes", I),
+        c("arrival_skew_us", F),
+        c("waited_for_rank", I),
+        c("transfer_us", F),
+        c("bus_bandwidth_gbps", F),
+        c("fraction_of_peak", F),
+        c("ranks", T),
+    ],
+    &[
+        c("rank", I),
+        c("device", I),
+        c("window_start_us", F),
+        c("window_us", F),
+        c("device_busy_pct", F),
+        c("engine_source", T),
+        c("model_flops", I),
+        c("hardware_flops", I),
+        c("peak_tflops", F),
+        c("mfu_pct", F),
+        c("hfu_pct", F),
+        c("tensor_throttled_us", F),
+        c("tensor_throttle_events", I),
+        c("host_bound_steps", I),
+        c("device_bound_steps", I),
+        c("engines", T),
+        c("cores", T),
+        c("dma", T),
+    ],
+    &[
+        c("kind", T),
+        c("rank", I),
+        c("score", F),
+        c("value", F),
+        c("threshold", F),
+        c("unit", T),
+        c("summary", T),
+        c("start_us", F),
+        c("end_us", F),
+    ],
+];
+
+fn objects<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| serde_json::to_value(item).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The rows of every analysis table (same order as [`ANALYSIS_TABLES`]), cells in
+/// [`ANALYSIS_SCHEMAS`] order.
+pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
+    let mut insights = objects(&report.insights);
+    for finding in &mut insights {
+        if let Some(object) = finding.as_object_mut() {
+            let range = object.remove("time_range_us").unwrap_or(Value::Null);
+            object.insert("start_us".into(), range.get(0).cloned().unwrap_or_default());
+            object.insert("end_us".into(), range.get(1).cloned().unwrap_or_default());
+        }
+    }
+    let sources = [
+        report
+            .temporal_breakdown
+            .as_ref()
+            .map(|t| objects(&t.ranks))
+            .unwrap_or_default(),
+        objects(&report.kernel_breakdown.kernels),
+        objects(&report.steps),
+        objects(&report.collectives.instances),
+        objects(&report.utilization),
+        insights,
+    ];
+    let mut out: [Vec<Vec<Cell>>; 6] = Default::default();
+    for ((rows, objects), schema) in out.iter_mut().zip(sources).zip(ANALYSIS_SCHEMAS) {
+        *rows = objects
+            .iter()
+            .map(|object| {
+                schema
+                    .iter()
+                    .map(|column| cell(object.get(column.name), column.kind))
+                    .collect()
+            })
+            .collect();
+    }
+    out
+}
+
+fn cell(value: Option<&Value>, kind: Kind) -> Cell {
+    let value = value.filter(|v| !v.is_null());
+    match kind {
+        Kind::Int => Cell::Int(value.and_then(Value::as_i64)),
+        Kind::Float => Cell::Float(value.and_then(Value::as_f64)),
+        Kind::Text => Cell::Text(value.map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })),
+    }
+}

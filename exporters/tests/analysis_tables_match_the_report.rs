@@ -1,0 +1,171 @@
+//! The analysis tables (`add_analysis`) read back, as Parquet with the `parquet`/`arrow`
+//! crates and as CSV, hold one row per element of the report's lists, with the documented
+//! schema, and values equal to the report computed directly.
+
+mod common;
+
+use std::fs::File;
+
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use exporters::tables::parquet::analysis_arrow_schema;
+use exporters::tables::{ANALYSIS_SCHEMAS, ANALYSIS_TABLES};
+use exporters::{CsvExporter, ParquetExporter};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn read(path: &std::path::Path) -> RecordBatch {
+    let batches: Vec<RecordBatch> =
+        ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|batch| batch.unwrap())
+            .collect();
+    assert!(batches.len() <= 1, "analysis tables are one row group");
+    let table = path.file_stem().unwrap().to_str().unwrap();
+    let index = ANALYSIS_TABLES.iter().position(|t| *t == table).unwrap();
+    batches
+        .first()
+        .cloned()
+        .unwrap_or_else(|| RecordBatch::new_empty(analysis_arrow_schema(index)))
+}
+
+/// CSV records (header included), honouring quoted line breaks.
+fn csv_records(text: &str) -> Vec<Vec<String>> {
+    let mut records = Vec::new();
+    let (mut record, mut field, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match (ch, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => record.push(std::mem::take(&mut field)),
+            ('\n', false) => {
+                record.push(std::mem::take(&mut field));
+                records.push(std::mem::take(&mut record));
+            }
+            (other, _) => field.push(other),
+        }
+    }
+    records
+}
+
+#[test]
+fn analysis_tables_match_the_report() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let inputs = [
+        shared.join("hta/two_rank-rank0.json.gz"),
+        shared.join("hta/two_rank-rank1.json.gz"),
+    ];
+    let set = analysis::load_paths(&inputs, &analysis::LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let expected = [
+        report
+            .temporal_breakdown
+            .as_ref()
+            .map_or(0, |t| t.ranks.len()),
+        report.kernel_breakdown.kernels.len(),
+        report.steps.len(),
+        report.collectives.instances.len(),
+        report.utilization.len(),
+        report.insights.len(),
+    ];
+    assert_eq!(expected[0], 2, "temporal breakdown of both ranks");
+    assert!(expected[1] > 0 && expected[2] > 0, "{expected:?}");
+
+    let dir = std::env::temp_dir().join(format!("exporters-analysis-{}", std::process::id()));
+    let mut parquet = ParquetExporter::create(&dir.join("parquet")).unwrap();
+    let mut csv = CsvExporter::create(&dir.join("csv")).unwrap();
+    parquet.add_analysis(&report).unwrap();
+    csv.add_analysis(&report).unwrap();
+    let stats = parquet.finish().unwrap();
+    let csv_stats = csv.finish().unwrap();
+    assert_eq!(stats.analysis_rows.map(|n| n as usize), expected);
+    assert_eq!(csv_stats.analysis_rows, stats.analysis_rows);
+
+    for (index, table) in ANALYSIS_TABLES.iter().enumerate() {
+        let batch = read(&dir.join("parquet").join(format!("{table}.parquet")));
+        assert_eq!(batch.num_rows(), expected[index], "{table}: parquet rows");
+        assert_eq!(
+            batch.schema(),
+            analysis_arrow_schema(index),
+            "{table}: schema"
+        );
+        let text = std::fs::read_to_string(dir.join("csv").join(format!("{table}.csv"))).unwrap();
+        let records = csv_records(&text);
+        let header: Vec<&str> = ANALYSIS_SCHEMAS[index].iter().map(|c| c.name).collect();
+        assert_eq!(records[0], header, "{table}: csv header");
+        assert_eq!(records.len() - 1, expected[index], "{table}: csv rows");
+        assert!(records.iter().all(|r| r.len() == header.len()), "{table}");
+    }
+
+    let column = |batch: &RecordBatch, name: &str| {
+        batch.column(batch.schema().index_of(name).unwrap()).clone()
+    };
+    // Temporal: rank and idle time per rank.
+    let temporal = read(&dir.join("parquet/analysis_temporal.parquet"));
+    let ranks = column(&temporal, "rank");
+    let ranks = ranks.as_any().downcast_ref::<Int64Array>().unwrap();
+    let idle = column(&temporal, "idle_time_us");
+    let idle = idle.as_any().downcast_ref::<Float64Array>().unwrap();
+    for (row, rank) in report
+        .temporal_breakdown
+        .as_ref()
+        .unwrap()
+        .ranks
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(ranks.value(row), rank.rank);
+        assert_eq!(idle.value(row), rank.idle_time_us);
+    }
+    // Kernels: names, types and sums in the report's order.
+    let kernels = read(&dir.join("parquet/analysis_kernels.parquet"));
+    let names = column(&kernels, "name");
+    let names = names.as_any().downcast_ref::<StringArray>().unwrap();
+    let types = column(&kernels, "kernel_type");
+    let types = types.as_any().downcast_ref::<StringArray>().unwrap();
+    let sums = column(&kernels, "sum_us");
+    let sums = sums.as_any().downcast_ref::<Float64Array>().unwrap();
+    for (row, kernel) in report.kernel_breakdown.kernels.iter().enumerate() {
+        assert_eq!(names.value(row), kernel.name);
+        assert_eq!(
+            types.value(row),
+            serde_json::to_value(kernel.kernel_type)
+                .unwrap()
+                .as_str()
+                .unwrap()
+        );
+        assert_eq!(sums.value(row), kernel.sum_us);
+    }
+    // Steps: step numbers, durations and the bound, also in the CSV.
+    let steps = read(&dir.join("parquet/analysis_steps.parquet"));
+    let numbers = column(&steps, "step");
+    let numbers = numbers.as_any().downcast_ref::<Int64Array>().unwrap();
+    let durs = column(&steps, "dur_us");
+    let durs = durs.as_any().downcast_ref::<Float64Array>().unwrap();
+    let bounds = column(&steps, "bound");
+    let bounds = bounds.as_any().downcast_ref::<StringArray>().unwrap();
+    let csv_steps =
+        csv_records(&std::fs::read_to_string(dir.join("csv/analysis_steps.csv")).unwrap());
+    for (row, step) in report.steps.iter().enumerate() {
+        assert_eq!(numbers.value(row), step.step);
+        assert_eq!(durs.value(row), step.dur_us);
+        let bound = serde_json::to_value(step.bound).unwrap();
+        assert_eq!(bounds.value(row), bound.as_str().unwrap());
+        assert_eq!(csv_steps[row + 1][1], step.step.to_string());
+        assert_eq!(csv_steps[row + 1][3].parse::<f64>().unwrap(), step.dur_us);
+    }
+    // Insights: kinds and summaries in order.
+    let insights = read(&dir.join("parquet/analysis_insights.parquet"));
+    let summaries = column(&insights, "summary");
+    let summaries = summaries.as_any().downcast_ref::<StringArray>().unwrap();
+    for (row, finding) in report.insights.iter().enumerate() {
+        assert_eq!(summaries.value(row), finding.summary);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

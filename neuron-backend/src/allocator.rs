@@ -19,6 +19,13 @@
 //!
 //! Every allocate and free is recorded ([`runtime_hooks::memory`]) with the device's
 //! allocated and reserved totals after the change.
+//!
+//! One deliberate difference: hw.md notes that the real runtime's statistics reflect
+//! queued work only after a synchronize. Here the statistics are exact at every call
+//! (a tensor's memory is counted from the op that allocates it, as PyTorch's caching
+//! allocator counts it), because the profiler's `[memory]` events and the analyses'
+//! memory timeline need the totals at the instant of each change, not at the next
+//! synchronize.
 
 mod stats;
 

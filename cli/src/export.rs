@@ -193,6 +193,11 @@ fn render_perfetto(stats: &ExportStats, out: &mut impl Write) -> io::Result<()> 
         stats.flow_events,
         stats.metadata_events
     )?;
+    writeln!(
+        out,
+        "flows: {} endpoint(s) on their enclosing slice, {} on instants (no slice encloses them)",
+        stats.flows_bound, stats.flows_unbound
+    )?;
     if stats.derived_counter_values > 0 {
         writeln!(
             out,

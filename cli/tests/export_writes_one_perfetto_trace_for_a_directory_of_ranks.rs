@@ -31,6 +31,10 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
     );
     assert!(stdout.contains("converted 2 file(s)"), "{stdout}");
     assert!(stdout.contains("split: "), "{stdout}");
+    assert!(
+        stdout.contains(" endpoint(s) on their enclosing slice"),
+        "{stdout}"
+    );
     let bytes = std::fs::read(&out).unwrap();
     let summary = exporters::perfetto::validate::validate(&bytes).unwrap();
     assert!(summary.slices > 1000, "{summary:?}");

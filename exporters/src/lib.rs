@@ -43,6 +43,8 @@
 //! exporter.add_reader("rank0.json".as_ref(), TraceReader::from_slice("rank0.json", &json))?;
 //! let (pftrace, stats) = exporter.finish()?;
 //! assert_eq!((stats.slices, stats.split_slices, stats.flow_events), (3, 1, 2));
+//! assert_eq!(stats.flows_bound, 2); // on `launch` and `matmul`
+
 //!
 //! let summary = validate::validate(&pftrace)?;
 //! assert_eq!(summary.slices, 3);
@@ -82,9 +84,16 @@
 //! 3. `track_event` packets with `timestamp` (ns): `X` → `TYPE_SLICE_BEGIN` at `ts` and
 //!    `TYPE_SLICE_END` at `ts + dur`; `i` → `TYPE_INSTANT`; `C` values and memory
 //!    totals → `TYPE_COUNTER` (`counter_value` for integers, `double_counter_value`
-//!    otherwise); flow events `s`/`t` → an instant named after the flow kind (`ac2g`,
-//!    `fwdbwd`) with `flow_ids` (field 47, fixed64, unpacked), `f` → one with
-//!    `terminating_flow_ids` (48). Flow ids are FNV-1a hashes of (file, kind, Kineto id).
+//!    otherwise); flow events bind to the enclosing slice, as Perfetto's JSON importer
+//!    binds Kineto's flows (`bp: "e"`): `s`/`t` put their id in `flow_ids` (field 47,
+//!    fixed64, unpacked), `f` in `terminating_flow_ids` (48), of the `TYPE_SLICE_BEGIN`
+//!    of the innermost slice on the flow's (pid, tid) track whose `[ts, ts + dur]`
+//!    holds the flow's `ts` (latest start, then shortest, across the track's lanes);
+//!    only when none does, an instant named after the flow kind (`ac2g`, `fwdbwd`)
+//!    carries the id ([`ExportStats::flows_bound`] / [`ExportStats::flows_unbound`]).
+//!    The flow endpoints are sorted per track like the slices (spilling past the
+//!    budget) and merged with them: one binding pass, one writing pass. Flow ids are
+//!    FNV-1a hashes of (file, kind, Kineto id).
 //!    Names and categories are `name_iid` / `category_iids` (unpacked varints), args
 //!    are `debug_annotations` with interned names (`name_iid`), interned short string
 //!    values (`string_value_iid`), `int_value`, `uint_value`, `double_value`,

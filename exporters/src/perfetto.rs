@@ -42,8 +42,14 @@ pub struct ExportStats {
     /// Counter values derived, not read: engine utilization (`%` per time bucket, about
     /// 2,000 buckets over the trace's span, at least 10 µs each).
     pub derived_counter_values: u64,
-    /// Flow events (`s`, `t`, `f`) written as flow ids on instants.
+    /// Flow events (`s`, `t`, `f`) written as flow ids: `flows_bound + flows_unbound`.
     pub flow_events: u64,
+    /// Flow events whose ids sit on the begin event of the innermost slice of their
+    /// track enclosing their time (as Perfetto's JSON importer binds them).
+    pub flows_bound: u64,
+    /// Flow events no slice of their track encloses, written as instants named after
+    /// the flow kind (`ac2g`, `fwdbwd`) carrying the ids.
+    pub flows_unbound: u64,
     /// `M` events (used for names).
     pub metadata_events: u64,
     /// Events without a timestamp (or flow id), skipped.
@@ -134,10 +140,13 @@ impl<W: Write> PerfettoExporter<W> {
     }
 
     /// Sets the memory for sorting slices by time (default [`DEFAULT_BUDGET_BYTES`]);
-    /// past it, sorted runs go to temporary files and are merged at the end. Call before
+    /// past it, sorted runs go to temporary files and are merged at the end. The flow
+    /// endpoints and their bindings to slices are sorted under the same budget each (so
+    /// at most three budgets at once; flows are a small share of a trace). Call before
     /// adding files.
     pub fn sort_budget_bytes(mut self, bytes: usize) -> Self {
         self.converter.sorter = spill::Sorter::new(bytes);
+        self.converter.flows = spill::Sorter::new(bytes);
         self
     }
 

@@ -33,8 +33,17 @@ fn every_shared_trace_converts_validates_and_keeps_every_event() {
         );
         assert_eq!(
             summary.instants,
-            expected.instants + expected.flow_events,
-            "{name}: instants and flow endpoints"
+            expected.instants + stats.flows_unbound,
+            "{name}: instants and unbound flow endpoints"
+        );
+        assert_eq!(
+            stats.flows_bound + stats.flows_unbound,
+            expected.flow_events,
+            "{name}: every flow event bound or an instant"
+        );
+        assert_eq!(
+            summary.flow_ids_on_slices, stats.flows_bound,
+            "{name}: bound flow ids on slice begins"
         );
         assert_eq!(
             summary.flow_starts + summary.flow_terminations,

@@ -45,6 +45,8 @@ pub struct Converter<W: Write> {
     tracks: Vec<Track>,
     /// Slices and instants, sorted per track by time before they are written.
     pub sorter: Sorter,
+    /// Flow endpoints, sorted the same way, then bound to the slices enclosing them.
+    pub flows: Sorter,
     counters: HashMap<(u32, Ident<'static>), HashMap<String, u64>>,
     global_tracks: HashMap<u32, u64>,
     /// Label groups of files without a rank `file N`.
@@ -74,6 +76,7 @@ impl<W: Write> Converter<W> {
             track_index: HashMap::new(),
             tracks: Vec::new(),
             sorter: Sorter::new(budget_bytes),
+            flows: Sorter::new(budget_bytes),
             counters: HashMap::new(),
             global_tracks: HashMap::new(),
             label_files: false,
@@ -326,7 +329,7 @@ impl<W: Write> Converter<W> {
         } else {
             TrackKind::Host
         };
-        self.enqueue(event, track_kind, ts_ns, ts_ns, true, body)
+        self.enqueue_to(event, track_kind, ts_ns, ts_ns, true, body, true)
     }
 
     fn counter(&mut self, event: &Event<'_>) -> io::Result<()> {
@@ -449,6 +452,20 @@ impl<W: Write> Converter<W> {
         instant: bool,
         body: TrackEvent,
     ) -> io::Result<()> {
+        self.enqueue_to(event, kind, ts_ns, end_ns, instant, body, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_to(
+        &mut self,
+        event: &Event<'_>,
+        kind: TrackKind,
+        ts_ns: i64,
+        end_ns: i64,
+        instant: bool,
+        body: TrackEvent,
+        flow: bool,
+    ) -> io::Result<()> {
         use prost::Message as _;
         let pid = event.pid.clone().unwrap_or(Ident::Num(0)).into_owned();
         let tid = event.tid.clone().unwrap_or(Ident::Num(0)).into_owned();
@@ -477,14 +494,19 @@ impl<W: Write> Converter<W> {
         self.seq += 1;
         self.first_ns = self.first_ns.min(ts_ns);
         self.last_ns = self.last_ns.max(end_ns);
-        self.sorter.push(Item {
+        let item = Item {
             track,
             ts_ns,
             end_ns,
             seq: self.seq,
             instant,
             body: body.encode_to_vec(),
-        })
+        };
+        if flow {
+            self.flows.push(item)
+        } else {
+            self.sorter.push(item)
+        }
     }
 
     fn apply(&mut self, track: usize, actions: &mut Vec<Action>) -> io::Result<()> {
@@ -564,34 +586,108 @@ impl<W: Write> Converter<W> {
         Ok(())
     }
 
-    /// Sorts and writes the slices and instants, closes all slices; returns the output.
+    /// Binds every flow endpoint to the innermost slice of its track that encloses its
+    /// time (`start <= ts <= end`; among overlapping lanes the latest start, then the
+    /// shortest), as Perfetto's JSON importer binds Kineto's flows (`bp: "e"`): one pass
+    /// over the sorted slices merged with the sorted flows. Returns, sorted like the
+    /// slices, the flow ids to append to each binding slice's begin event (an item with
+    /// the slice's key, `instant: false`) and the endpoints no slice encloses (their
+    /// instants, as before); memory: the open slices of one track plus the budget.
+    fn bind_flows(
+        slices: &mut Sorter,
+        flows: Sorter,
+        stats: &mut ExportStats,
+    ) -> io::Result<Sorter> {
+        use prost::Message as _;
+        let mut bound = Sorter::new(slices.budget_bytes());
+        let mut flows = flows.sorted()?;
+        let mut next_flow = flows.next_item()?;
+        // Open slices of the current track: (start, end, seq), in start order.
+        let mut open: Vec<(i64, i64, u64)> = Vec::new();
+        let mut open_track = u32::MAX;
+        let bind = |flow: Item,
+                    open: &mut Vec<(i64, i64, u64)>,
+                    open_track: u32,
+                    bound: &mut Sorter,
+                    stats: &mut ExportStats|
+         -> io::Result<()> {
+            let enclosing = (open_track == flow.track)
+                .then(|| open.iter().rev().find(|s| s.1 >= flow.ts_ns))
+                .flatten()
+                .copied();
+            let Some((ts_ns, end_ns, seq)) = enclosing else {
+                stats.flows_unbound += 1;
+                return bound.push(flow);
+            };
+            let event = TrackEvent::decode(flow.body.as_slice()).map_err(io::Error::other)?;
+            let ids = TrackEvent {
+                flow_ids: event.flow_ids,
+                terminating_flow_ids: event.terminating_flow_ids,
+                ..TrackEvent::default()
+            };
+            stats.flows_bound += 1;
+            bound.push(Item {
+                track: flow.track,
+                ts_ns,
+                end_ns,
+                seq,
+                instant: false,
+                body: ids.encode_to_vec(),
+            })
+        };
+        slices.visit(|item| {
+            while let Some(flow) =
+                next_flow.take_if(|f| (f.track, f.ts_ns) < (item.track, item.ts_ns))
+            {
+                bind(flow, &mut open, open_track, &mut bound, stats)?;
+                next_flow = flows.next_item()?;
+            }
+            if item.instant {
+                return Ok(());
+            }
+            if open_track != item.track {
+                open.clear();
+                open_track = item.track;
+            }
+            open.retain(|s| s.1 >= item.ts_ns);
+            open.push((item.ts_ns, item.end_ns, item.seq));
+            Ok(())
+        })?;
+        while let Some(flow) = next_flow.take() {
+            bind(flow, &mut open, open_track, &mut bound, stats)?;
+            next_flow = flows.next_item()?;
+        }
+        Ok(bound)
+    }
+
+    /// Sorts and writes the slices and instants (flow ids on the begin events of the
+    /// slices enclosing them), closes all slices; returns the output.
     pub fn finish(mut self) -> io::Result<(W, ExportStats)> {
-        let sorter = std::mem::replace(&mut self.sorter, Sorter::new(0));
-        let spilled = sorter.spilled_runs;
+        let mut sorter = std::mem::replace(&mut self.sorter, Sorter::new(0));
+        let flows = std::mem::replace(&mut self.flows, Sorter::new(0));
+        let flow_runs = flows.spilled_runs;
+        let bound = Self::bind_flows(&mut sorter, flows, &mut self.stats)?;
+        let spilled = sorter.spilled_runs + flow_runs + bound.spilled_runs;
+        let mut bound = bound.sorted()?;
+        let mut next_bound = bound.next_item()?;
         let mut current: Option<usize> = None;
         let mut actions = Vec::new();
-        sorter.finish(|item| {
-            let track = item.track as usize;
-            if current != Some(track) {
-                if let Some(previous) = current {
-                    self.close_track(previous, &mut actions)?;
+        sorter.finish(|mut item| {
+            while let Some(extra) = next_bound.take_if(|b| b.key() <= item.key()) {
+                if extra.instant {
+                    self.place(extra, &mut current, &mut actions)?;
+                } else {
+                    debug_assert_eq!(extra.key(), item.key(), "flow ids bound to a slice");
+                    item.body.extend_from_slice(&extra.body);
                 }
-                current = Some(track);
+                next_bound = bound.next_item()?;
             }
-            if self.tracks[track].kind == TrackKind::Engine && !item.instant {
-                self.utilization(track, Some((item.ts_ns, item.end_ns)))?;
-            }
-            let pending = Pending {
-                ts_ns: item.ts_ns,
-                end_ns: item.end_ns,
-                instant: item.instant,
-                body: item.body,
-            };
-            self.tracks[track]
-                .lanes
-                .place(pending, &mut |a| actions.push(a));
-            self.apply(track, &mut actions)
+            self.place(item, &mut current, &mut actions)
         })?;
+        while let Some(extra) = next_bound.take() {
+            self.place(extra, &mut current, &mut actions)?;
+            next_bound = bound.next_item()?;
+        }
         if let Some(previous) = current {
             self.close_track(previous, &mut actions)?;
         }
@@ -604,6 +700,35 @@ impl<W: Write> Converter<W> {
         });
         self.out.flush()?;
         Ok((self.out, self.stats))
+    }
+
+    /// Places one sorted item on its track's lanes and writes what that decides.
+    fn place(
+        &mut self,
+        item: Item,
+        current: &mut Option<usize>,
+        actions: &mut Vec<Action>,
+    ) -> io::Result<()> {
+        let track = item.track as usize;
+        if *current != Some(track) {
+            if let Some(previous) = *current {
+                self.close_track(previous, actions)?;
+            }
+            *current = Some(track);
+        }
+        if self.tracks[track].kind == TrackKind::Engine && !item.instant {
+            self.utilization(track, Some((item.ts_ns, item.end_ns)))?;
+        }
+        let pending = Pending {
+            ts_ns: item.ts_ns,
+            end_ns: item.end_ns,
+            instant: item.instant,
+            body: item.body,
+        };
+        self.tracks[track]
+            .lanes
+            .place(pending, &mut |a| actions.push(a));
+        self.apply(track, actions)
     }
 
     /// Feeds an engine instruction (or the end, `None`) to the engine's utilization and

@@ -40,7 +40,8 @@ pub struct Item {
 }
 
 impl Item {
-    fn key(&self) -> (u32, i64, Reverse<i64>, u64) {
+    /// The sort key: track, start, longer first, arrival.
+    pub fn key(&self) -> (u32, i64, Reverse<i64>, u64) {
         (self.track, self.ts_ns, Reverse(self.end_ns), self.seq)
     }
 
@@ -98,6 +99,32 @@ pub struct Sorter {
     pub spilled_runs: u64,
 }
 
+/// The items of a [`Sorter`] in order, pulled one at a time ([`Sorter::sorted`]).
+#[derive(Debug)]
+pub struct Sorted {
+    memory: std::vec::IntoIter<Item>,
+    readers: Vec<BufReader<File>>,
+    heads: BinaryHeap<Reverse<(Item, usize)>>,
+    /// Keeps the runs until the end (removed on drop).
+    _sorter: Sorter,
+}
+
+impl Sorted {
+    /// The next item, or `None` at the end.
+    pub fn next_item(&mut self) -> io::Result<Option<Item>> {
+        if let Some(item) = self.memory.next() {
+            return Ok(Some(item));
+        }
+        let Some(Reverse((item, run))) = self.heads.pop() else {
+            return Ok(None);
+        };
+        if let Some(next) = Item::read_from(&mut self.readers[run])? {
+            self.heads.push(Reverse((next, run)));
+        }
+        Ok(Some(item))
+    }
+}
+
 impl Sorter {
     /// A sorter spilling past `budget_bytes`.
     pub fn new(budget_bytes: usize) -> Self {
@@ -108,6 +135,11 @@ impl Sorter {
             runs: Vec::new(),
             spilled_runs: 0,
         }
+    }
+
+    /// The byte budget of the in-memory buffer.
+    pub fn budget_bytes(&self) -> usize {
+        self.budget_bytes
     }
 
     /// Adds an item; spills a sorted run when over budget.
@@ -139,11 +171,13 @@ impl Sorter {
         Ok(())
     }
 
-    /// All items in (track, start, longer first, arrival) order.
-    pub fn finish(mut self, mut each: impl FnMut(Item) -> io::Result<()>) -> io::Result<()> {
+    /// Visits all items in order without consuming them (the in-memory buffer is
+    /// sorted in place, spilled runs are read again), so [`Sorter::finish`] or
+    /// [`Sorter::sorted`] can follow.
+    pub fn visit(&mut self, mut each: impl FnMut(&Item) -> io::Result<()>) -> io::Result<()> {
         if self.runs.is_empty() {
             self.buffer.sort_unstable();
-            for item in std::mem::take(&mut self.buffer) {
+            for item in &self.buffer {
                 each(item)?;
             }
             return Ok(());
@@ -151,6 +185,19 @@ impl Sorter {
         if !self.buffer.is_empty() {
             self.spill()?;
         }
+        let (readers, mut heads) = self.open_runs()?;
+        let mut readers = readers;
+        while let Some(Reverse((item, run))) = heads.pop() {
+            if let Some(next) = Item::read_from(&mut readers[run])? {
+                heads.push(Reverse((next, run)));
+            }
+            each(&item)?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn open_runs(&self) -> io::Result<(Vec<BufReader<File>>, BinaryHeap<Reverse<(Item, usize)>>)> {
         let mut readers = Vec::with_capacity(self.runs.len());
         for path in &self.runs {
             readers.push(BufReader::with_capacity(1 << 16, File::open(path)?));
@@ -161,10 +208,36 @@ impl Sorter {
                 heads.push(Reverse((item, run)));
             }
         }
-        while let Some(Reverse((item, run))) = heads.pop() {
-            if let Some(next) = Item::read_from(&mut readers[run])? {
-                heads.push(Reverse((next, run)));
-            }
+        Ok((readers, heads))
+    }
+
+    /// All items in (track, start, longer first, arrival) order, pulled one at a time.
+    pub fn sorted(mut self) -> io::Result<Sorted> {
+        if self.runs.is_empty() {
+            self.buffer.sort_unstable();
+            return Ok(Sorted {
+                memory: std::mem::take(&mut self.buffer).into_iter(),
+                readers: Vec::new(),
+                heads: BinaryHeap::new(),
+                _sorter: self,
+            });
+        }
+        if !self.buffer.is_empty() {
+            self.spill()?;
+        }
+        let (readers, heads) = self.open_runs()?;
+        Ok(Sorted {
+            memory: Vec::new().into_iter(),
+            readers,
+            heads,
+            _sorter: self,
+        })
+    }
+
+    /// All items in (track, start, longer first, arrival) order.
+    pub fn finish(self, mut each: impl FnMut(Item) -> io::Result<()>) -> io::Result<()> {
+        let mut sorted = self.sorted()?;
+        while let Some(item) = sorted.next_item()? {
             each(item)?;
         }
         Ok(())
@@ -205,6 +278,13 @@ mod tests {
         }
         assert!(sorter.spilled_runs > 10);
         let runs = sorter.runs.clone();
+        let mut visited = Vec::new();
+        sorter
+            .visit(|it| {
+                visited.push(it.clone());
+                Ok(())
+            })
+            .unwrap();
         let mut got = Vec::new();
         sorter
             .finish(|it| {
@@ -214,6 +294,7 @@ mod tests {
             .unwrap();
         expected.sort();
         assert_eq!(got, expected);
+        assert_eq!(visited, expected, "a visit first changes nothing");
         assert!(runs.iter().all(|p| !p.exists()), "runs are removed");
     }
 }

@@ -17,7 +17,8 @@
 //! - slices: per track, begin/end timestamps never go back (so Perfetto's sort by
 //!   time keeps their order), every end closes a begin, nothing is
 //!   left open at the end;
-//! - flows: counted per id; [`Summary::flows_paired`] have a start and a termination.
+//! - flows: counted per id; [`Summary::flows_paired`] have a start and a termination;
+//!   flow ids only on slice begins and instants.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -40,14 +41,19 @@ pub struct Summary {
     pub counter_tracks: u64,
     /// `TYPE_SLICE_BEGIN` events (each closed by an end).
     pub slices: u64,
-    /// `TYPE_INSTANT` events (flow endpoints included).
+    /// `TYPE_INSTANT` events (flow endpoints no slice encloses included).
     pub instants: u64,
     /// `TYPE_COUNTER` events.
     pub counter_values: u64,
-    /// Events carrying `flow_ids`.
+    /// `flow_ids` entries (flow starts and steps; one slice may carry several).
     pub flow_starts: u64,
-    /// Events carrying `terminating_flow_ids`.
+    /// `terminating_flow_ids` entries.
     pub flow_terminations: u64,
+    /// Flow id entries (either kind) on `TYPE_SLICE_BEGIN` events, bound to a slice.
+    pub flow_ids_on_slices: u64,
+    /// Flow id entries on `TYPE_SLICE_END` or `TYPE_COUNTER` events (never written;
+    /// also reported as problems).
+    pub flow_ids_misplaced: u64,
     /// Flow ids with both a start and a termination.
     pub flows_paired: u64,
     /// Flow ids with a start but no termination.
@@ -336,11 +342,17 @@ fn check_event(
     if let Some(problem) = problem {
         state.problem(index, problem);
     }
-    if !event.flow_ids.is_empty() {
-        state.summary.flow_starts += 1;
-    }
-    if !event.terminating_flow_ids.is_empty() {
-        state.summary.flow_terminations += 1;
+    let ids = (event.flow_ids.len() + event.terminating_flow_ids.len()) as u64;
+    state.summary.flow_starts += event.flow_ids.len() as u64;
+    state.summary.flow_terminations += event.terminating_flow_ids.len() as u64;
+    match kind {
+        TYPE_SLICE_BEGIN => state.summary.flow_ids_on_slices += ids,
+        TYPE_INSTANT => {}
+        _ if ids > 0 => {
+            state.summary.flow_ids_misplaced += ids;
+            state.problem(index, format!("flow ids on an event of type {kind}"));
+        }
+        _ => {}
     }
     for id in &event.flow_ids {
         state.flows.entry(*id).or_default().0 += 1;

@@ -102,7 +102,7 @@
 //!    and needed), later ones 2; new interned entries ride in the `interned_data` of the
 //!    first track-event packet written after they were made (so before any use).
 //!
-//! Example (decoded with `protoc --decode=perfetto.protos.Trace`):
+//! Example (decoded as `perfetto.protos.Trace`, printed in protobuf's text format):
 //!
 //! ```text
 //! packet { timestamp: 1790857026000005000 trusted_packet_sequence_id: 1

@@ -113,7 +113,9 @@ enum Command {
     /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
     /// on extra tracks, printed, instead of dropped) or tables (events, kernels,
-    /// collectives, memory, steps) as CSV or Parquet files in a directory.
+    /// collectives, memory, steps, and the analysis' results: temporal breakdown,
+    /// kernels, steps, collectives, utilization, insights) as CSV or Parquet files in a
+    /// directory.
     Export {
         /// Trace files (.json, .json.gz) or directories, one file per rank.
         #[arg(required = true)]

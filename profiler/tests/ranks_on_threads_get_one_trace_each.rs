@@ -139,10 +139,21 @@ fn run_profiled_goes_on_when_a_rank_stops_early() {
     })
     .unwrap();
     assert_eq!(run.output, vec![5, 1]);
-    assert_eq!(run.results.len(), 1, "only rank 0 recorded in the window");
+    // Rank 0 records the window's steps. Rank 1 left before the window, but its thread's
+    // last records (freeing its tensor as the thread ends, closing its step) may land
+    // after rank 0 opened the window, depending on thread scheduling: then it has a
+    // trace of its own, without the window's steps.
     assert_eq!(run.results[0].rank(), Some(0));
     assert_eq!(run.results[0].steps(), vec![2, 3]);
-    assert_eq!(run.files.len(), 1);
+    for other in &run.results[1..] {
+        assert_eq!(other.rank(), Some(1));
+        assert!(
+            other.steps().is_empty(),
+            "rank 1 recorded no step of the window"
+        );
+    }
+    assert!(run.results.len() <= 2);
+    assert_eq!(run.files.len(), run.results.len());
     let name = run.files[0].file_name().unwrap().to_str().unwrap();
     assert!(name.starts_with("rank0.") && name.ends_with(".pt.trace.json.gz"));
 }

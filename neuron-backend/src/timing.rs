@@ -17,8 +17,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use runtime_hooks::{
-    DmaDirection, DmaPayload, FlowKind, FlowPayload, InstructionPayload, KernelPayload, NameId,
-    Phase, Record, RecordKind,
+    DmaDirection, DmaPayload, FlowKind, InstructionPayload, KernelPayload, NameId,
 };
 
 use crate::DeviceProfile;
@@ -246,18 +245,7 @@ impl Timeline {
                     ..Default::default()
                 },
             );
-            let flow = FlowPayload {
-                flow_id: kernel.corr_id,
-                ..Default::default()
-            };
-            runtime_hooks::record(Record::new(
-                RecordKind::Flow,
-                Phase::End,
-                FlowKind::LaunchToKernel.raw(),
-                start_ns,
-                start_ns,
-                flow.into(),
-            ));
+            runtime_hooks::flow_end_at(FlowKind::LaunchToKernel, kernel.corr_id, start_ns);
         }
         (start_ns, end_ns)
     }

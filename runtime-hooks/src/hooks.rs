@@ -219,6 +219,24 @@ pub fn flow_end(kind: FlowKind, flow_id: u64) {
     record_now(RecordKind::Flow, Phase::End, kind.raw(), payload.into());
 }
 
+/// The end of a flow link at a modeled instant `at_ns` (a device activity placed by a
+/// timing model, not on this thread's clock).
+#[inline]
+pub fn flow_end_at(kind: FlowKind, flow_id: u64, at_ns: u64) {
+    let payload = FlowPayload {
+        flow_id,
+        ..Default::default()
+    };
+    record(Record::new(
+        RecordKind::Flow,
+        Phase::End,
+        kind.raw(),
+        at_ns,
+        at_ns,
+        payload.into(),
+    ));
+}
+
 /// Guard for a host operator: records `Begin` when created and `End` when dropped.
 ///
 /// The end is recorded whenever the begin was, even if recording was turned off in

@@ -139,10 +139,10 @@ pub use collector::{
     MAX_RING_CAPACITY,
 };
 pub use hooks::{
-    collective, collective_begin, collective_end, counter, counter_at, dma, flow_end, flow_start,
-    instruction, is_enabled, kernel, memory, next_corr_id, operator_begin, operator_end,
-    range_begin, range_end, record, record_now, record_span, runtime_call, set_enabled,
-    OperatorScope, RangeScope, RuntimeCallScope,
+    collective, collective_begin, collective_end, counter, counter_at, dma, flow_end, flow_end_at,
+    flow_start, instruction, is_enabled, kernel, memory, next_corr_id, operator_begin,
+    operator_end, range_begin, range_end, record, record_now, record_span, runtime_call,
+    set_enabled, OperatorScope, RangeScope, RuntimeCallScope,
 };
 pub use names::{intern, names_from, resolve, NameId, NameSite};
 pub use record::*;

@@ -9,10 +9,7 @@
 //! communication overlap but contend for DMA engines). The CC-cores orchestrate it; no
 //! compute engine runs an instruction for it.
 
-use runtime_hooks::{
-    CollectiveOp, CollectivePayload, DmaDirection, FlowKind, FlowPayload, KernelPayload, Phase,
-    Record, RecordKind,
-};
+use runtime_hooks::{CollectiveOp, CollectivePayload, DmaDirection, FlowKind, KernelPayload};
 
 use super::{KernelInfo, KernelRun, KernelSpan, RecordDetail, Timeline};
 
@@ -104,18 +101,7 @@ impl Timeline {
                 },
             );
             runtime_hooks::collective(op, ready_ns, end_ns, payload);
-            let flow = FlowPayload {
-                flow_id: kernel.corr_id,
-                ..Default::default()
-            };
-            runtime_hooks::record(Record::new(
-                RecordKind::Flow,
-                Phase::End,
-                FlowKind::LaunchToKernel.raw(),
-                ready_ns,
-                ready_ns,
-                flow.into(),
-            ));
+            runtime_hooks::flow_end_at(FlowKind::LaunchToKernel, kernel.corr_id, ready_ns);
         }
         span
     }

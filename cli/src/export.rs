@@ -3,11 +3,13 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use exporters::{CsvExporter, ExportStats, ParquetExporter, PerfettoExporter, TableStats};
+use exporters::{
+    CsvExporter, ExportError, ExportStats, ParquetExporter, PerfettoExporter, TableStats,
+};
 
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,39 +100,15 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
             Converted::Perfetto(stats)
         }
         ExportFormat::Csv => {
-            let mut exporter = CsvExporter::create(&request.out)
+            let exporter = CsvExporter::create(&request.out)
                 .with_context(|| format!("creating tables in {}", request.out.display()))?;
-            for file in &files {
-                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-                exporter
-                    .add_path(file)
-                    .with_context(|| format!("converting {}", file.display()))?;
-            }
-            let report = analyze(&files)?;
-            exporter
-                .add_analysis(&report)
-                .with_context(|| format!("writing analysis tables in {}", request.out.display()))?;
-            let stats = exporter
-                .finish()
-                .with_context(|| format!("writing tables in {}", request.out.display()))?;
+            let stats = export_tables(exporter, &files, &request.out, &mut input_bytes)?;
             Converted::Tables(stats, "csv")
         }
         ExportFormat::Parquet => {
-            let mut exporter = ParquetExporter::create(&request.out)
+            let exporter = ParquetExporter::create(&request.out)
                 .with_context(|| format!("creating tables in {}", request.out.display()))?;
-            for file in &files {
-                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-                exporter
-                    .add_path(file)
-                    .with_context(|| format!("converting {}", file.display()))?;
-            }
-            let report = analyze(&files)?;
-            exporter
-                .add_analysis(&report)
-                .with_context(|| format!("writing analysis tables in {}", request.out.display()))?;
-            let stats = exporter
-                .finish()
-                .with_context(|| format!("writing tables in {}", request.out.display()))?;
+            let stats = export_tables(exporter, &files, &request.out, &mut input_bytes)?;
             Converted::Tables(stats, "parquet")
         }
     };
@@ -144,6 +122,54 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
 }
 
 /// Every analysis of the traces (HTA defaults), for the analysis tables.
+/// The calls CSV and Parquet exporters share, so one loop serves both formats.
+trait TableExport: Sized {
+    fn add_path(&mut self, path: &Path) -> Result<(), ExportError>;
+    fn add_analysis(&mut self, report: &analysis::Report) -> io::Result<()>;
+    fn finish(self) -> io::Result<TableStats>;
+}
+
+macro_rules! table_export {
+    ($exporter:ty) => {
+        impl TableExport for $exporter {
+            fn add_path(&mut self, path: &Path) -> Result<(), ExportError> {
+                <$exporter>::add_path(self, path)
+            }
+            fn add_analysis(&mut self, report: &analysis::Report) -> io::Result<()> {
+                <$exporter>::add_analysis(self, report)
+            }
+            fn finish(self) -> io::Result<TableStats> {
+                <$exporter>::finish(self)
+            }
+        }
+    };
+}
+table_export!(CsvExporter);
+table_export!(ParquetExporter);
+
+/// Writes the event tables of every file, then the analysis tables, into `out`;
+/// adds the files' sizes to `input_bytes`.
+fn export_tables(
+    mut exporter: impl TableExport,
+    files: &[PathBuf],
+    out: &Path,
+    input_bytes: &mut u64,
+) -> anyhow::Result<TableStats> {
+    for file in files {
+        *input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+        exporter
+            .add_path(file)
+            .with_context(|| format!("converting {}", file.display()))?;
+    }
+    let report = analyze(files)?;
+    exporter
+        .add_analysis(&report)
+        .with_context(|| format!("writing analysis tables in {}", out.display()))?;
+    exporter
+        .finish()
+        .with_context(|| format!("writing tables in {}", out.display()))
+}
+
 fn analyze(files: &[PathBuf]) -> anyhow::Result<analysis::Report> {
     let set = analysis::load_paths(files, &analysis::LoadOptions::default())
         .context("loading the traces for the analysis tables")?;

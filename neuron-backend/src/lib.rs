@@ -29,6 +29,9 @@
 //! - [`workloads`]: `mlp`, `gpt`, `gpt-infer` and a timing-only Llama-8B-shaped preset
 //!   on N ranks (data and tensor parallelism, DDP-style gradient buckets, faults),
 //!   driven by [`workloads::run`] with a per-step callback.
+//! - [`ExternalLaunch`] and the `Device::external_*` calls: the device for a host
+//!   program that computes numerics itself (the PyTorch extension in `python/`):
+//!   allocator, launches placed by the timing model, real waits (see `external.rs`).
 //!
 //! # Ops
 //!
@@ -98,6 +101,7 @@ mod dispatch;
 pub mod dist;
 mod dtype;
 mod error;
+mod external;
 mod ops;
 pub mod optim;
 mod profile;
@@ -109,6 +113,7 @@ pub use allocator::{size_class, CategoryStats, MemoryCategory, MemoryStats};
 pub use device::{host_wait_ns, Device, Event, QueueKind, Runtime, Stream};
 pub use dtype::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, round_bf16, DType};
 pub use error::{BackendError, Result};
+pub use external::{ExternalKernel, ExternalLaunch};
 pub use ops::{BinaryOp, UnaryOp};
 pub use profile::DeviceProfile;
 pub use tensor::Tensor;

@@ -1,0 +1,324 @@
+//! The device for a host program that computes the numerics itself: a PyTorch
+//! PrivateUse1 extension (`python/`) whose tensors live in host memory and whose ops run
+//! ATen's CPU kernels, while this crate supplies what a device runtime would — the
+//! caching allocator's addresses and statistics, kernel launches placed on the
+//! execution queues by the timing model, and host waits.
+//!
+//! Differences from the crate's own ops ([`crate::Tensor`]), and why:
+//! - **No emulation time.** The caller's host clock is PyTorch's (its profiler stamps
+//!   `cpu_op` events with the wall clock), so this path never subtracts time from the
+//!   host clock: a hook thread's clock stays the monotonic clock, and host records line
+//!   up with PyTorch's own events. The CPU numerics therefore show in PyTorch's operator
+//!   durations, as any CPU work there does.
+//! - **Waits really wait.** [`Device::external_synchronize`] and blocking copies sleep
+//!   until the modeled completion instead of moving the host clock
+//!   ([`runtime_hooks::clock::advance_to`]), for the same reason.
+//! - **The kernel's shape comes from the caller** ([`ExternalKernel`]): a matmul is
+//!   lowered like [`crate::Tensor::matmul`], a copy like [`crate::Tensor::to_device`],
+//!   anything else as a flat row kernel over its elements on the engine the caller names.
+
+use runtime_hooks::{
+    DmaDirection, FlowKind, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope,
+};
+
+use crate::timing::cost::Precision;
+use crate::timing::lower::{MatmulPlan, RowPlan, Stage};
+use crate::timing::{KernelInfo, KernelRun};
+use crate::{BackendError, DType, Device, Engine, KernelSpan};
+
+/// The shape of an externally computed kernel, for the timing model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ExternalKernel {
+    /// `[batch, m, k] × [k, n]` (the RHS per batch when `batch > 1`), plus a bias row.
+    Matmul {
+        /// Batch count (1 for a plain matmul).
+        batch: u64,
+        /// Rows of the LHS and output.
+        m: u64,
+        /// Contraction depth.
+        k: u64,
+        /// Columns of the RHS and output.
+        n: u64,
+        /// Input element type.
+        dtype: DType,
+        /// Whether a bias row is added (`addmm`).
+        bias: bool,
+    },
+    /// A kernel over `elements` elements reading `inputs` streamed tensors, run on one
+    /// engine (VectorE for arithmetic and reductions, ScalarE for activations, GpSimdE
+    /// for gathers and random numbers).
+    Elementwise {
+        /// Output elements (or input elements of a reduction, the larger).
+        elements: u64,
+        /// Streamed inputs (at least 1 for the cost; 0 for a fill).
+        inputs: u32,
+        /// Element type.
+        dtype: DType,
+        /// The engine that computes it.
+        engine: Engine,
+    },
+    /// A copy of `bytes` through the DMA engines.
+    Copy {
+        /// Bytes moved.
+        bytes: u64,
+        /// Host to device, device to host, or within the device.
+        direction: DmaDirection,
+    },
+}
+
+impl ExternalKernel {
+    /// Places the kernel's instructions (the crate's own lowerings).
+    fn lower(&self, run: &mut KernelRun<'_>) {
+        match *self {
+            ExternalKernel::Matmul {
+                batch,
+                m,
+                k,
+                n,
+                dtype,
+                bias,
+            } => MatmulPlan {
+                batch: batch.max(1),
+                m: m.max(1),
+                k: k.max(1),
+                n: n.max(1),
+                elem_bytes: dtype.size_bytes(),
+                out_elem_bytes: dtype.size_bytes().max(2),
+                precision: Precision::of(dtype),
+                rhs_per_batch: batch > 1,
+                bias,
+            }
+            .lower(run),
+            ExternalKernel::Elementwise {
+                elements,
+                inputs,
+                dtype,
+                engine,
+            } => {
+                let stage = Stage::new(engine, inputs.max(1), runtime_hooks::name!("compute"));
+                let elem_bytes = dtype.size_bytes();
+                let mut plan = RowPlan::flat(elements, vec![stage], dtype == DType::BF16);
+                for _ in 0..inputs {
+                    plan = plan.load(elem_bytes);
+                }
+                plan.store(elem_bytes).lower(run)
+            }
+            ExternalKernel::Copy { bytes, direction } => {
+                crate::timing::lower::copy(run, bytes, direction)
+            }
+        }
+    }
+}
+
+/// One launch of an externally computed kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct ExternalLaunch {
+    /// The kernel's name (distinct from the operator's, e.g. `mm_f32`; copies are named
+    /// `Memcpy HtoD (Host -> Neuron)` and so on so profilers file them as copies).
+    pub name_id: NameId,
+    /// Correlation id shared by the launch, the kernel and their flow
+    /// ([`runtime_hooks::next_corr_id`]).
+    pub corr_id: u64,
+    /// FLOPs the kernel does.
+    pub flops: u64,
+    /// Bytes it reads and writes.
+    pub bytes: u64,
+    /// Its shape for the timing model.
+    pub kernel: ExternalKernel,
+}
+
+impl Device {
+    /// Launches an externally computed kernel on the current stream: records the
+    /// `nrt_execute` launch (holding the `nrt_queue_submit` and the start of the
+    /// launch→kernel flow) on the calling thread, and places the kernel with the timing
+    /// model (which records it and the flow's end). A full queue makes the caller wait
+    /// (really) for the oldest kernel in flight. Returns where the kernel was placed.
+    pub fn external_launch(&self, launch: &ExternalLaunch) -> Result<KernelSpan, BackendError> {
+        let queue = self.current_queue();
+        if self.timeline().queues[queue].released {
+            return Err(BackendError::StreamReleased {
+                op: "external launch",
+                stream: self.current_stream().to_string(),
+            });
+        }
+        let payload = RuntimeCallPayload {
+            name_id: runtime_hooks::name!("nrt_execute"),
+            device: self.shared.index,
+            queue: queue as u16,
+            corr_id: launch.corr_id,
+            bytes: launch.bytes,
+            ..Default::default()
+        };
+        let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, payload);
+        let launch_ns = {
+            let _submit = RuntimeCallScope::new(
+                RuntimeCallKind::QueueSubmit,
+                RuntimeCallPayload {
+                    name_id: runtime_hooks::name!("nrt_queue_submit"),
+                    ..payload
+                },
+            );
+            let now_ns = runtime_hooks::clock::now_ns();
+            let ready_ns = self.timeline().submit_ready_ns(queue, now_ns);
+            let submitted_ns = sleep_until(ready_ns);
+            if runtime_hooks::is_enabled() {
+                runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
+            }
+            submitted_ns
+        };
+        let kernel = KernelInfo {
+            name_id: launch.name_id,
+            corr_id: launch.corr_id,
+            flops: launch.flops,
+            bytes: launch.bytes,
+        };
+        let detail = self.detail();
+        let (start_ns, end_ns) =
+            self.timeline()
+                .run_kernel(queue, launch_ns, kernel, detail, |run| {
+                    launch.kernel.lower(run)
+                });
+        Ok(KernelSpan {
+            corr_id: launch.corr_id,
+            queue,
+            start_ns,
+            end_ns,
+        })
+    }
+
+    /// Waits (really, on the calling thread) until everything submitted to the device is
+    /// done; recorded as an `nrt_synchronize` runtime call. Returns the host clock after.
+    pub fn external_synchronize(&self) -> u64 {
+        let _call = RuntimeCallScope::new(
+            RuntimeCallKind::Synchronize,
+            RuntimeCallPayload {
+                name_id: runtime_hooks::name!("nrt_synchronize"),
+                device: self.shared.index,
+                ..Default::default()
+            },
+        );
+        let done_ns = self.timeline().all_done_ns();
+        sleep_until(done_ns)
+    }
+
+    /// Waits (really) until the kernel `span` has ended, recorded as an
+    /// `nrt_tensor_read` runtime call of `bytes` (a copy to the host the caller reads).
+    pub fn external_read_wait(&self, span: &KernelSpan, bytes: u64) -> u64 {
+        let _call = RuntimeCallScope::new(
+            RuntimeCallKind::MemoryCopy,
+            RuntimeCallPayload {
+                name_id: runtime_hooks::name!("nrt_tensor_read"),
+                device: self.shared.index,
+                queue: span.queue as u16,
+                corr_id: span.corr_id,
+                bytes,
+                ..Default::default()
+            },
+        );
+        sleep_until(span.end_ns)
+    }
+
+    /// Allocates a block for `bytes` from the device's caching allocator, tagged with
+    /// the current category (recorded with the totals after it, like every allocation).
+    /// Returns the block's device address and size.
+    pub fn external_allocate(&self, bytes: u64) -> Result<(u64, u64), BackendError> {
+        let category = self.category();
+        self.allocator().allocate(bytes, category)
+    }
+
+    /// Frees a block returned by [`external_allocate`](Self::external_allocate).
+    pub fn external_free(&self, addr: u64) {
+        self.allocator().free(addr);
+    }
+}
+
+/// Sleeps the calling thread until the host clock reaches `target_ns` (no-op when it
+/// already has); returns the host clock after.
+fn sleep_until(target_ns: u64) -> u64 {
+    loop {
+        let now_ns = runtime_hooks::clock::now_ns();
+        if now_ns >= target_ns {
+            return now_ns;
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(target_ns - now_ns));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    fn launch(kernel: ExternalKernel) -> ExternalLaunch {
+        ExternalLaunch {
+            name_id: runtime_hooks::intern("external_test_kernel"),
+            corr_id: runtime_hooks::next_corr_id(),
+            flops: 0,
+            bytes: 0,
+            kernel,
+        }
+    }
+
+    #[test]
+    fn kernels_queue_in_order_and_synchronize_waits_for_the_last() {
+        let runtime = Runtime::trn2();
+        let device = runtime.device(0).unwrap();
+        let mm = device
+            .external_launch(&launch(ExternalKernel::Matmul {
+                batch: 1,
+                m: 512,
+                k: 512,
+                n: 512,
+                dtype: DType::F32,
+                bias: true,
+            }))
+            .unwrap();
+        let add = device
+            .external_launch(&launch(ExternalKernel::Elementwise {
+                elements: 1 << 20,
+                inputs: 2,
+                dtype: DType::F32,
+                engine: Engine::Vector,
+            }))
+            .unwrap();
+        assert!(mm.dur_ns() > 1_000, "a 512^3 fp32 matmul takes µs: {mm:?}");
+        assert!(add.start_ns >= mm.end_ns, "one queue runs in order");
+        let after = device.external_synchronize();
+        assert!(after >= add.end_ns);
+        assert!(
+            runtime_hooks::clock::monotonic_ns() >= add.end_ns,
+            "a real wait"
+        );
+        assert_eq!(runtime_hooks::clock::emulation_offset_ns(), 0);
+    }
+
+    #[test]
+    fn allocations_go_through_the_caching_allocator() {
+        let runtime = Runtime::trn2();
+        let device = runtime.device(1).unwrap();
+        let (addr, bytes) = device.external_allocate(1000).unwrap();
+        assert_eq!(bytes, crate::size_class(1000));
+        assert_eq!(device.memory_stats().allocated_bytes, bytes);
+        device.external_free(addr);
+        assert_eq!(device.memory_stats().allocated_bytes, 0);
+        assert!(
+            device.memory_stats().reserved_bytes > 0,
+            "the segment stays cached"
+        );
+    }
+
+    #[test]
+    fn a_copy_is_lowered_to_dma() {
+        let runtime = Runtime::trn2();
+        let device = runtime.device(0).unwrap();
+        let span = device
+            .external_launch(&launch(ExternalKernel::Copy {
+                bytes: 1 << 20,
+                direction: DmaDirection::HostToDevice,
+            }))
+            .unwrap();
+        assert!(span.dur_ns() > 0);
+        assert!(device.engine_time().dma_bytes >= 1 << 20);
+        device.external_read_wait(&span, 1 << 20);
+    }
+}

@@ -30,6 +30,9 @@
 //!   closing lines ([`Summary`]: step time, device utilization, peak memory).
 //! - `examples/profile_emulated_ops.rs` (one device, a schedule, the table) and
 //!   `examples/overhead_gpt.rs` (the overhead figures below) are runnable end to end.
+//! - [`plugin_window`]: a window's runtime calls and device activities as
+//!   [`PluginActivity`]s, for a libkineto plugin that hands them to PyTorch's own
+//!   profiler (the `neuron` device of `python/`).
 //! - [`DeviceInfo`] and [`DistributedConfig`]: how the trace describes devices
 //!   (`deviceProperties`, process and thread names) and ranks (`distributedInfo`). The
 //!   profiler does not depend on the device crate; the caller describes the devices.
@@ -167,6 +170,7 @@ mod error;
 mod handler;
 mod key_averages;
 mod model;
+mod plugin;
 mod ranks;
 mod result;
 mod run;
@@ -184,6 +188,7 @@ pub use emit::{
 pub use error::ProfilerError;
 pub use handler::{tensorboard_trace_handler, OnTraceReady, TensorboardTraceHandler};
 pub use key_averages::{format_time, KeyAverage, KeyAverages, SortBy};
+pub use plugin::{plugin_window, PluginActivity, PluginActivityKind, PluginWindow};
 pub use ranks::{RankOf, RankSteps, SharedProfiler};
 pub use result::{ActivityCounts, ProfileResult};
 pub use run::{run_profiled, ProfiledRun, RunOptions};

@@ -99,6 +99,7 @@ pub mod classify;
 mod error;
 pub mod frame;
 pub mod insights;
+pub mod live;
 pub mod model;
 pub mod render;
 mod report;

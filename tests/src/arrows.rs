@@ -11,6 +11,9 @@ use serde_json::Value;
 /// Allowed workspace dependencies per workspace package, from DESIGN.md.
 ///
 /// `neuronprof` is the `cli` folder's package; `neuronprof-tests` is `tests`.
+/// `neuronprof-capi` (`python/capi`, the C ABI the PyTorch extension links) is a top
+/// crate like `cli`: it joins the device, the recording and the profiler's conversion,
+/// and nothing depends on it.
 pub const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime-hooks", &[]),
     ("trace-format", &[]),
@@ -31,6 +34,15 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "exporters",
             "tui",
             "gui",
+        ],
+    ),
+    (
+        "neuronprof-capi",
+        &[
+            "runtime-hooks",
+            "neuron-backend",
+            "profiler",
+            "trace-format",
         ],
     ),
     (
@@ -122,6 +134,8 @@ pub fn check(metadata: &Value) -> Result<Vec<Violation>, String> {
             };
             if in_workspace && dep_name == "neuronprof" {
                 broken("nothing depends on the cli crate".to_owned());
+            } else if in_workspace && dep_name == "neuronprof-capi" {
+                broken("nothing depends on the C ABI crate of python/".to_owned());
             } else if in_workspace && kind != "dev" && !allowed.contains(&dep_name) {
                 broken(format!(
                     "{name} may depend only on {allowed:?} in the workspace"

@@ -1,0 +1,133 @@
+/*
+ * neuronprof_capi.h - C ABI of the emulated neuron device and of the Kineto plugin's
+ * conversion (crate neuronprof-capi, python/capi). Link libneuronprof_capi.so, which
+ * also exports the nph_* recording calls of runtime-hooks/include/neuronprof_hooks.h.
+ *
+ * Calls that can fail return NPC_OK (0) or an NPC_ERR_* status and leave a message
+ * for npc_last_error (per thread). Structs are plain data; unused fields must be 0.
+ * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
+ * Unix epoch (what Kineto activities carry).
+ */
+#ifndef NEURONPROF_CAPI_H
+#define NEURONPROF_CAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NPC_OK 0
+#define NPC_ERR_NO_DEVICE 1
+#define NPC_ERR_OUT_OF_MEMORY 2
+#define NPC_ERR_ARGUMENT 3
+#define NPC_ERR_PANIC 4
+
+/* npc_launch.kind */
+#define NPC_KERNEL_MATMUL 1      /* batch, m, k, n, bias */
+#define NPC_KERNEL_ELEMENTWISE 2 /* elements, inputs, engine */
+#define NPC_KERNEL_COPY_H2D 3    /* bytes */
+#define NPC_KERNEL_COPY_D2H 4    /* bytes */
+#define NPC_KERNEL_COPY_D2D 5    /* bytes */
+
+/* npc_launch.dtype: by element size */
+#define NPC_DTYPE_F32 0
+#define NPC_DTYPE_BF16 1
+#define NPC_DTYPE_I64 2
+#define NPC_DTYPE_F8E4M3 3
+
+/* npc_launch.engine */
+#define NPC_ENGINE_TENSOR 0
+#define NPC_ENGINE_VECTOR 1 /* arithmetic, reductions */
+#define NPC_ENGINE_SCALAR 2 /* activation functions */
+#define NPC_ENGINE_GPSIMD 3 /* gathers, random numbers */
+
+/* npc_activity.kind */
+#define NPC_ACTIVITY_RUNTIME 1        /* privateuse1_runtime */
+#define NPC_ACTIVITY_RUNTIME_LAUNCH 2 /* privateuse1_runtime starting an ac2g flow */
+#define NPC_ACTIVITY_KERNEL 3         /* kernel */
+#define NPC_ACTIVITY_MEMCPY 4         /* gpu_memcpy */
+#define NPC_ACTIVITY_MEMSET 5         /* gpu_memset */
+
+typedef struct npc_launch {
+    uint32_t name_id; /* nph_intern'ed kernel name */
+    uint16_t device;
+    uint16_t kind; /* NPC_KERNEL_* */
+    uint64_t corr_id; /* nph_next_corr_id() */
+    uint64_t flops;
+    uint64_t bytes; /* read + written; for copies the bytes copied */
+    uint64_t batch;
+    uint64_t m;
+    uint64_t k;
+    uint64_t n;
+    uint64_t elements;
+    uint32_t inputs;
+    uint16_t dtype;  /* NPC_DTYPE_* */
+    uint16_t engine; /* NPC_ENGINE_* */
+    uint32_t bias;
+    uint32_t reserved;
+} npc_launch;
+
+typedef struct npc_kernel_span {
+    uint64_t corr_id;
+    uint64_t queue;
+    uint64_t start_ns;
+    uint64_t end_ns;
+} npc_kernel_span;
+
+typedef struct npc_memory_stats {
+    uint64_t allocated_bytes;
+    uint64_t reserved_bytes;
+    uint64_t peak_allocated_bytes;
+    uint64_t peak_reserved_bytes;
+    uint64_t capacity_bytes;
+    uint64_t num_allocs;
+    uint64_t num_frees;
+    uint64_t num_ooms;
+} npc_memory_stats;
+
+typedef struct npc_activity {
+    uint32_t kind; /* NPC_ACTIVITY_* */
+    uint16_t device;
+    uint16_t queue;
+    const char *name; /* owned by the window */
+    int64_t start_unix_ns;
+    int64_t end_unix_ns;
+    uint64_t os_tid; /* runtime calls: the calling OS thread */
+    uint64_t corr_id;
+    uint64_t flops;
+    uint64_t bytes;
+} npc_activity;
+
+typedef struct npc_window npc_window;
+
+/* Runtime: profile NULL = "trn2". Returns the device count, 0 on error. */
+int32_t npc_init(const char *profile);
+int32_t npc_device_count(void);
+
+/* Caching allocator of each device (recorded). */
+int32_t npc_allocate(uint16_t device, uint64_t bytes, uint64_t *addr, uint64_t *block_bytes);
+void npc_free(uint16_t device, uint64_t addr);
+int32_t npc_memory_stats(uint16_t device, npc_memory_stats *out);
+uint64_t npc_empty_cache(uint16_t device);
+
+/* Work: a launch placed by the timing model (span may be NULL); real waits. */
+int32_t npc_launch(const npc_launch *launch, npc_kernel_span *span);
+uint64_t npc_read_wait(uint16_t device, const npc_kernel_span *span, uint64_t bytes);
+uint64_t npc_synchronize(int32_t device); /* negative: every device */
+
+/* Profiling: drain and convert (runtime calls, kernels, copies); drop. */
+npc_window *npc_collect(void);
+uint64_t npc_discard(void);
+size_t npc_window_len(const npc_window *window);
+const npc_activity *npc_window_get(const npc_window *window, size_t index);
+void npc_window_free(npc_window *window);
+
+size_t npc_last_error(char *buf, size_t buf_len);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* NEURONPROF_CAPI_H */

@@ -1,0 +1,201 @@
+//! Recorded windows as Kineto activities for the plugin.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CString};
+use std::sync::Arc;
+
+use profiler::{PluginActivityKind, PluginWindow};
+
+use crate::error::{guard, NPC_OK};
+
+/// `NpcActivity::kind`: a runtime call (`privateuse1_runtime`).
+pub const NPC_ACTIVITY_RUNTIME: u32 = 1;
+/// `NpcActivity::kind`: a kernel launch runtime call (the start of an `ac2g` flow).
+pub const NPC_ACTIVITY_RUNTIME_LAUNCH: u32 = 2;
+/// `NpcActivity::kind`: a kernel (`kernel`).
+pub const NPC_ACTIVITY_KERNEL: u32 = 3;
+/// `NpcActivity::kind`: a copy (`gpu_memcpy`).
+pub const NPC_ACTIVITY_MEMCPY: u32 = 4;
+/// `NpcActivity::kind`: a memset (`gpu_memset`).
+pub const NPC_ACTIVITY_MEMSET: u32 = 5;
+
+/// One activity (see `profiler::PluginActivity`); `name` lives as long as its window.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NpcActivity {
+    /// `NPC_ACTIVITY_*`.
+    pub kind: u32,
+    /// Device (a runtime call's target device).
+    pub device: u16,
+    /// Execution queue (device activities; 0 for runtime calls).
+    pub queue: u16,
+    /// NUL-terminated name, owned by the window.
+    pub name: *const c_char,
+    /// Start, ns since the Unix epoch.
+    pub start_unix_ns: i64,
+    /// End, ns since the Unix epoch.
+    pub end_unix_ns: i64,
+    /// Runtime calls: the OS thread id. Device activities: 0.
+    pub os_tid: u64,
+    /// Correlation id shared by a launch and its kernel.
+    pub corr_id: u64,
+    /// FLOPs.
+    pub flops: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// A converted window (opaque to C).
+#[derive(Debug)]
+pub struct NpcWindow {
+    activities: Vec<NpcActivity>,
+    /// Owns the strings `activities` point to.
+    _names: HashMap<Arc<str>, CString>,
+}
+
+impl NpcWindow {
+    fn from_plugin(window: PluginWindow) -> Self {
+        let mut names: HashMap<Arc<str>, CString> = HashMap::new();
+        let activities = window
+            .activities
+            .iter()
+            .map(|a| {
+                let name = names
+                    .entry(Arc::clone(&a.name))
+                    .or_insert_with(|| CString::new(a.name.replace('\0', " ")).unwrap_or_default());
+                NpcActivity {
+                    kind: match a.kind {
+                        PluginActivityKind::Runtime { launch: true } => NPC_ACTIVITY_RUNTIME_LAUNCH,
+                        PluginActivityKind::Runtime { launch: false } => NPC_ACTIVITY_RUNTIME,
+                        PluginActivityKind::Kernel => NPC_ACTIVITY_KERNEL,
+                        PluginActivityKind::Memcpy => NPC_ACTIVITY_MEMCPY,
+                        PluginActivityKind::Memset => NPC_ACTIVITY_MEMSET,
+                    },
+                    device: a.device,
+                    queue: a.queue,
+                    name: name.as_ptr(),
+                    start_unix_ns: a.start_unix_ns,
+                    end_unix_ns: a.end_unix_ns,
+                    os_tid: a.os_tid,
+                    corr_id: a.corr_id,
+                    flops: a.flops,
+                    bytes: a.bytes,
+                }
+            })
+            .collect();
+        NpcWindow {
+            activities,
+            _names: names,
+        }
+    }
+}
+
+/// Drains every thread's records and converts them into a window (runtime calls and
+/// device activities, wall-clock times). Free it with `npc_window_free`. Null only if
+/// the conversion panicked (a bug; see `npc_last_error`).
+#[no_mangle]
+pub extern "C" fn npc_collect() -> *mut NpcWindow {
+    let mut window = std::ptr::null_mut();
+    let _ = guard(|| {
+        let mut records = Vec::new();
+        runtime_hooks::drain(&mut records);
+        let threads = runtime_hooks::thread_stats();
+        let anchor = runtime_hooks::clock::anchor();
+        let plugin = profiler::plugin_window(&records, &threads, &anchor);
+        window = Box::into_raw(Box::new(NpcWindow::from_plugin(plugin)));
+        NPC_OK
+    });
+    window
+}
+
+/// Drops every record recorded so far (before a window opens); returns how many.
+#[no_mangle]
+pub extern "C" fn npc_discard() -> u64 {
+    runtime_hooks::drain_with(usize::MAX, |_| {}) as u64
+}
+
+/// Number of activities in `window` (0 for null).
+///
+/// # Safety
+///
+/// `window` must be null or from `npc_collect` and not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn npc_window_len(window: *const NpcWindow) -> usize {
+    // SAFETY: the caller guarantees a live window or null.
+    unsafe { window.as_ref() }.map_or(0, |w| w.activities.len())
+}
+
+/// Activity `index` of `window`; null when out of range.
+///
+/// # Safety
+///
+/// `window` must be null or from `npc_collect` and not yet freed; the result lives as
+/// long as the window.
+#[no_mangle]
+pub unsafe extern "C" fn npc_window_get(
+    window: *const NpcWindow,
+    index: usize,
+) -> *const NpcActivity {
+    // SAFETY: the caller guarantees a live window or null.
+    unsafe { window.as_ref() }
+        .and_then(|w| w.activities.get(index))
+        .map_or(std::ptr::null(), |a| a as *const NpcActivity)
+}
+
+/// Frees a window from `npc_collect` (null is ignored).
+///
+/// # Safety
+///
+/// `window` must be null or from `npc_collect`, freed at most once.
+#[no_mangle]
+pub unsafe extern "C" fn npc_window_free(window: *mut NpcWindow) {
+    if !window.is_null() {
+        // SAFETY: the caller guarantees it came from Box::into_raw in npc_collect and
+        // is freed once.
+        drop(unsafe { Box::from_raw(window) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{npc_launch, NpcKernelSpan, NpcLaunch, NPC_DTYPE_F32, NPC_KERNEL_COPY_H2D};
+
+    #[test]
+    fn a_copy_comes_back_as_a_launch_and_a_memcpy_with_one_correlation() {
+        runtime_hooks::set_enabled(true);
+        npc_discard();
+        let corr_id = runtime_hooks::next_corr_id();
+        let launch = NpcLaunch {
+            name_id: runtime_hooks::intern("Memcpy HtoD (Host -> Neuron)").as_u32(),
+            kind: NPC_KERNEL_COPY_H2D,
+            corr_id,
+            bytes: 1 << 16,
+            dtype: NPC_DTYPE_F32,
+            ..Default::default()
+        };
+        let mut span = NpcKernelSpan::default();
+        // SAFETY: valid launch and span.
+        assert_eq!(unsafe { npc_launch(&launch, &mut span) }, crate::NPC_OK);
+        let window = npc_collect();
+        // SAFETY: `window` is live until freed below.
+        let activities: Vec<NpcActivity> = (0..unsafe { npc_window_len(window) })
+            .map(|i| unsafe { *npc_window_get(window, i) })
+            .filter(|a| a.corr_id == corr_id)
+            .collect();
+        let kinds: Vec<u32> = activities.iter().map(|a| a.kind).collect();
+        assert!(kinds.contains(&NPC_ACTIVITY_RUNTIME_LAUNCH), "{kinds:?}");
+        assert!(kinds.contains(&NPC_ACTIVITY_MEMCPY), "{kinds:?}");
+        let copy = activities
+            .iter()
+            .find(|a| a.kind == NPC_ACTIVITY_MEMCPY)
+            .unwrap();
+        // SAFETY: names live as long as the window.
+        let name = unsafe { std::ffi::CStr::from_ptr(copy.name) };
+        assert_eq!(name.to_str().unwrap(), "Memcpy HtoD (Host -> Neuron)");
+        assert!(copy.start_unix_ns > 1_577_836_800_000_000_000);
+        // SAFETY: freed once.
+        unsafe { npc_window_free(window) };
+        runtime_hooks::set_enabled(false);
+    }
+}

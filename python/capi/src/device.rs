@@ -1,0 +1,484 @@
+//! The emulated devices: runtime, allocator, launches and waits.
+
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
+
+use neuron_backend::{
+    DType, Device, DeviceProfile, Engine, ExternalKernel, ExternalLaunch, KernelSpan, RecordDetail,
+    Runtime,
+};
+use runtime_hooks::{DmaDirection, NameId};
+
+use crate::error::{
+    fail, guard, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_OK,
+};
+
+/// `NpcLaunch::kind`: a matmul (`batch`, `m`, `k`, `n`, `bias`).
+pub const NPC_KERNEL_MATMUL: u16 = 1;
+/// `NpcLaunch::kind`: an elementwise or reduction kernel (`elements`, `inputs`, `engine`).
+pub const NPC_KERNEL_ELEMENTWISE: u16 = 2;
+/// `NpcLaunch::kind`: a host-to-device copy of `bytes`.
+pub const NPC_KERNEL_COPY_H2D: u16 = 3;
+/// `NpcLaunch::kind`: a device-to-host copy of `bytes`.
+pub const NPC_KERNEL_COPY_D2H: u16 = 4;
+/// `NpcLaunch::kind`: a copy of `bytes` within the device.
+pub const NPC_KERNEL_COPY_D2D: u16 = 5;
+
+/// `NpcLaunch::dtype`: f32 (and every 4-byte type).
+pub const NPC_DTYPE_F32: u16 = 0;
+/// `NpcLaunch::dtype`: bf16 (and every 2-byte type).
+pub const NPC_DTYPE_BF16: u16 = 1;
+/// `NpcLaunch::dtype`: i64 (and every 8-byte type).
+pub const NPC_DTYPE_I64: u16 = 2;
+/// `NpcLaunch::dtype`: fp8 e4m3 (and every 1-byte type).
+pub const NPC_DTYPE_F8E4M3: u16 = 3;
+
+/// `NpcLaunch::engine`: TensorE.
+pub const NPC_ENGINE_TENSOR: u16 = 0;
+/// `NpcLaunch::engine`: VectorE (arithmetic, reductions).
+pub const NPC_ENGINE_VECTOR: u16 = 1;
+/// `NpcLaunch::engine`: ScalarE (activation functions).
+pub const NPC_ENGINE_SCALAR: u16 = 2;
+/// `NpcLaunch::engine`: GpSimdE (gathers, random numbers).
+pub const NPC_ENGINE_GPSIMD: u16 = 3;
+
+/// One kernel launch (`nph`-style plain struct; unused fields 0).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NpcLaunch {
+    /// Interned kernel name (`nph_intern`).
+    pub name_id: u32,
+    /// Device index.
+    pub device: u16,
+    /// `NPC_KERNEL_*`.
+    pub kind: u16,
+    /// Correlation id (`nph_next_corr_id`).
+    pub corr_id: u64,
+    /// FLOPs of the kernel.
+    pub flops: u64,
+    /// Bytes read and written (for a copy: bytes copied).
+    pub bytes: u64,
+    /// Matmul: batch count.
+    pub batch: u64,
+    /// Matmul: rows.
+    pub m: u64,
+    /// Matmul: depth.
+    pub k: u64,
+    /// Matmul: columns.
+    pub n: u64,
+    /// Elementwise: elements.
+    pub elements: u64,
+    /// Elementwise: streamed inputs.
+    pub inputs: u32,
+    /// `NPC_DTYPE_*`.
+    pub dtype: u16,
+    /// Elementwise: `NPC_ENGINE_*`.
+    pub engine: u16,
+    /// Matmul: 1 when a bias row is added.
+    pub bias: u32,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+/// Where the timing model placed a kernel (process timeline ns, as `nph_now_ns`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpcKernelSpan {
+    /// Correlation id.
+    pub corr_id: u64,
+    /// Execution queue.
+    pub queue: u64,
+    /// Modeled start.
+    pub start_ns: u64,
+    /// Modeled end.
+    pub end_ns: u64,
+}
+
+/// A device's allocator statistics.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpcMemoryStats {
+    /// Bytes in allocated blocks.
+    pub allocated_bytes: u64,
+    /// Bytes in reserved segments.
+    pub reserved_bytes: u64,
+    /// Peak of `allocated_bytes`.
+    pub peak_allocated_bytes: u64,
+    /// Peak of `reserved_bytes`.
+    pub peak_reserved_bytes: u64,
+    /// HBM capacity of the device.
+    pub capacity_bytes: u64,
+    /// Allocations so far.
+    pub num_allocs: u64,
+    /// Frees so far.
+    pub num_frees: u64,
+    /// Out-of-memory failures so far.
+    pub num_ooms: u64,
+}
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
+    let name = profile.unwrap_or("trn2");
+    let profile = DeviceProfile::builtin(name)
+        .ok_or_else(|| format!("unknown device profile {name:?} (trn2, trn2-lnc1, trn3, ...)"))?;
+    let runtime = Runtime::new(profile).map_err(|e| e.to_string())?;
+    // The Kineto plugin shows kernels and copies; instructions would only cost time.
+    runtime.set_detail(RecordDetail::Kernels);
+    Ok(runtime)
+}
+
+fn runtime() -> Result<&'static Runtime, String> {
+    RUNTIME
+        .get_or_init(|| start_runtime(None))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn device(index: u16) -> Result<Device, (i32, String)> {
+    let runtime = runtime().map_err(|e| (NPC_ERR_NO_DEVICE, e))?;
+    runtime
+        .device(usize::from(index))
+        .map_err(|e| (NPC_ERR_NO_DEVICE, e.to_string()))
+}
+
+/// Starts the process's runtime with the built-in device `profile` (null: `trn2`) and
+/// returns its device count; 0 on error (see `npc_last_error`). Later calls return the
+/// first runtime's count, whatever they name.
+///
+/// # Safety
+///
+/// `profile` must be null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn npc_init(profile: *const c_char) -> i32 {
+    let name = if profile.is_null() {
+        None
+    } else {
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        Some(
+            unsafe { CStr::from_ptr(profile) }
+                .to_string_lossy()
+                .into_owned(),
+        )
+    };
+    let mut count = 0;
+    let status = guard(|| {
+        match RUNTIME
+            .get_or_init(|| start_runtime(name.as_deref()))
+            .as_ref()
+        {
+            Ok(runtime) => {
+                count = runtime.device_count() as i32;
+                NPC_OK
+            }
+            Err(e) => fail(NPC_ERR_NO_DEVICE, e.clone()),
+        }
+    });
+    if status == NPC_OK {
+        count
+    } else {
+        0
+    }
+}
+
+/// Number of devices (logical NeuronCores); 0 when the runtime failed to start.
+#[no_mangle]
+pub extern "C" fn npc_device_count() -> i32 {
+    runtime().map_or(0, |r| r.device_count() as i32)
+}
+
+fn stats_of(device: &Device) -> NpcMemoryStats {
+    let s = device.memory_stats();
+    NpcMemoryStats {
+        allocated_bytes: s.allocated_bytes,
+        reserved_bytes: s.reserved_bytes,
+        peak_allocated_bytes: s.peak_allocated_bytes,
+        peak_reserved_bytes: s.peak_reserved_bytes,
+        capacity_bytes: device.memory_capacity_bytes(),
+        num_allocs: s.num_allocs,
+        num_frees: s.num_frees,
+        num_ooms: s.num_ooms,
+    }
+}
+
+/// Allocates a block for `bytes` on `device` from its caching allocator (recorded, with
+/// the totals after it). Writes the block's device address and size.
+///
+/// # Safety
+///
+/// `addr` and `block_bytes` must be valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn npc_allocate(
+    device_index: u16,
+    bytes: u64,
+    addr: *mut u64,
+    block_bytes: *mut u64,
+) -> i32 {
+    if addr.is_null() || block_bytes.is_null() {
+        return fail(NPC_ERR_ARGUMENT, "npc_allocate: null out-pointer");
+    }
+    guard(|| match device(device_index) {
+        Err((status, message)) => fail(status, message),
+        Ok(device) => match device.external_allocate(bytes) {
+            Ok((block_addr, size)) => {
+                // SAFETY: both pointers were checked non-null; the caller guarantees
+                // they are valid for writes.
+                unsafe {
+                    addr.write(block_addr);
+                    block_bytes.write(size);
+                }
+                NPC_OK
+            }
+            Err(e) => fail(NPC_ERR_OUT_OF_MEMORY, e.to_string()),
+        },
+    })
+}
+
+/// Frees the block at `addr` of `device` (from `npc_allocate`); unknown addresses are
+/// ignored.
+#[no_mangle]
+pub extern "C" fn npc_free(device_index: u16, addr: u64) {
+    let _ = guard(|| {
+        if let Ok(device) = device(device_index) {
+            device.external_free(addr);
+        }
+        NPC_OK
+    });
+}
+
+/// Writes `device`'s allocator statistics to `out`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn npc_memory_stats(device_index: u16, out: *mut NpcMemoryStats) -> i32 {
+    if out.is_null() {
+        return fail(NPC_ERR_ARGUMENT, "npc_memory_stats: null out-pointer");
+    }
+    guard(|| match device(device_index) {
+        Err((status, message)) => fail(status, message),
+        Ok(device) => {
+            // SAFETY: checked non-null; the caller guarantees it is valid for writes.
+            unsafe { out.write(stats_of(&device)) };
+            NPC_OK
+        }
+    })
+}
+
+/// Releases `device`'s cached, fully free segments; returns the bytes released.
+#[no_mangle]
+pub extern "C" fn npc_empty_cache(device_index: u16) -> u64 {
+    let mut released = 0;
+    let _ = guard(|| {
+        if let Ok(device) = device(device_index) {
+            released = device.empty_cache();
+        }
+        NPC_OK
+    });
+    released
+}
+
+fn dtype(code: u16) -> Option<DType> {
+    Some(match code {
+        NPC_DTYPE_F32 => DType::F32,
+        NPC_DTYPE_BF16 => DType::BF16,
+        NPC_DTYPE_I64 => DType::I64,
+        NPC_DTYPE_F8E4M3 => DType::F8E4M3,
+        _ => return None,
+    })
+}
+
+fn engine(code: u16) -> Option<Engine> {
+    Engine::ALL.get(usize::from(code)).copied()
+}
+
+fn kernel_of(launch: &NpcLaunch) -> Result<ExternalKernel, String> {
+    let dtype = dtype(launch.dtype).ok_or_else(|| format!("unknown dtype {}", launch.dtype))?;
+    let copy = |direction| ExternalKernel::Copy {
+        bytes: launch.bytes,
+        direction,
+    };
+    Ok(match launch.kind {
+        NPC_KERNEL_MATMUL => ExternalKernel::Matmul {
+            batch: launch.batch,
+            m: launch.m,
+            k: launch.k,
+            n: launch.n,
+            dtype,
+            bias: launch.bias != 0,
+        },
+        NPC_KERNEL_ELEMENTWISE => ExternalKernel::Elementwise {
+            elements: launch.elements,
+            inputs: launch.inputs,
+            dtype,
+            engine: engine(launch.engine)
+                .ok_or_else(|| format!("unknown engine {}", launch.engine))?,
+        },
+        NPC_KERNEL_COPY_H2D => copy(DmaDirection::HostToDevice),
+        NPC_KERNEL_COPY_D2H => copy(DmaDirection::DeviceToHost),
+        NPC_KERNEL_COPY_D2D => copy(DmaDirection::DeviceToDevice),
+        other => return Err(format!("unknown kernel kind {other}")),
+    })
+}
+
+/// Launches a kernel: records the launch on the calling thread and places the kernel
+/// with the timing model; writes where it was placed to `span` (may be null).
+///
+/// # Safety
+///
+/// `launch` must point to a valid `NpcLaunch`; `span` must be null or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn npc_launch(launch: *const NpcLaunch, span: *mut NpcKernelSpan) -> i32 {
+    if launch.is_null() {
+        return fail(NPC_ERR_ARGUMENT, "npc_launch: null launch");
+    }
+    // SAFETY: checked non-null; the caller guarantees it points to an NpcLaunch.
+    let launch = unsafe { *launch };
+    guard(|| {
+        let device = match device(launch.device) {
+            Ok(device) => device,
+            Err((status, message)) => return fail(status, message),
+        };
+        let kernel = match kernel_of(&launch) {
+            Ok(kernel) => kernel,
+            Err(message) => return fail(NPC_ERR_ARGUMENT, format!("npc_launch: {message}")),
+        };
+        let placed = device.external_launch(&ExternalLaunch {
+            name_id: NameId::from_u32(launch.name_id),
+            corr_id: launch.corr_id,
+            flops: launch.flops,
+            bytes: launch.bytes,
+            kernel,
+        });
+        match placed {
+            Ok(placed) => {
+                if !span.is_null() {
+                    // SAFETY: non-null; the caller guarantees it is valid for writes.
+                    unsafe { span.write(span_of(&placed)) };
+                }
+                NPC_OK
+            }
+            Err(e) => fail(NPC_ERR_ARGUMENT, e.to_string()),
+        }
+    })
+}
+
+fn span_of(span: &KernelSpan) -> NpcKernelSpan {
+    NpcKernelSpan {
+        corr_id: span.corr_id,
+        queue: span.queue as u64,
+        start_ns: span.start_ns,
+        end_ns: span.end_ns,
+    }
+}
+
+/// Waits (really) until the kernel `span` of `device` has ended, recorded as an
+/// `nrt_tensor_read` of `bytes`; returns the host clock after (0 on a bad device).
+///
+/// # Safety
+///
+/// `span` must point to a valid `NpcKernelSpan`.
+#[no_mangle]
+pub unsafe extern "C" fn npc_read_wait(
+    device_index: u16,
+    span: *const NpcKernelSpan,
+    bytes: u64,
+) -> u64 {
+    if span.is_null() {
+        return 0;
+    }
+    // SAFETY: checked non-null; the caller guarantees it points to an NpcKernelSpan.
+    let span = unsafe { *span };
+    let mut after = 0;
+    let _ = guard(|| {
+        if let Ok(device) = device(device_index) {
+            let span = KernelSpan {
+                corr_id: span.corr_id,
+                queue: span.queue as usize,
+                start_ns: span.start_ns,
+                end_ns: span.end_ns,
+            };
+            after = device.external_read_wait(&span, bytes);
+        }
+        NPC_OK
+    });
+    after
+}
+
+/// Waits (really) until all work on `device` (every device when negative) is done,
+/// recorded as `nrt_synchronize`; returns the host clock after (0 on a bad device).
+#[no_mangle]
+pub extern "C" fn npc_synchronize(device_index: i32) -> u64 {
+    let mut after = 0;
+    let _ = guard(|| {
+        let Ok(runtime) = runtime() else {
+            return NPC_OK;
+        };
+        let devices: Vec<Device> = match u16::try_from(device_index) {
+            Ok(index) => runtime.device(usize::from(index)).into_iter().collect(),
+            Err(_) => (0..runtime.device_count())
+                .filter_map(|i| runtime.device(i).ok())
+                .collect(),
+        };
+        for device in devices {
+            after = after.max(device.external_synchronize());
+        }
+        NPC_OK
+    });
+    after
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_launch_is_an_argument_error_with_a_message() {
+        let launch = NpcLaunch {
+            kind: 99,
+            ..Default::default()
+        };
+        // SAFETY: `launch` is a valid NpcLaunch; the span pointer may be null.
+        let status = unsafe { npc_launch(&launch, std::ptr::null_mut()) };
+        assert_eq!(status, NPC_ERR_ARGUMENT);
+        // SAFETY: null buffer with length 0 asks for the length only.
+        let len = unsafe { crate::npc_last_error(std::ptr::null_mut(), 0) };
+        assert!(len > 0);
+    }
+
+    #[test]
+    fn a_device_out_of_range_is_reported() {
+        let (mut addr, mut bytes) = (0, 0);
+        // SAFETY: both out-pointers are valid.
+        let status = unsafe { npc_allocate(u16::MAX, 16, &mut addr, &mut bytes) };
+        assert_eq!(status, NPC_ERR_NO_DEVICE);
+    }
+
+    #[test]
+    fn a_matmul_launch_is_placed_and_synchronize_waits_for_it() {
+        let launch = NpcLaunch {
+            name_id: runtime_hooks::intern("mm_f32").as_u32(),
+            device: 0,
+            kind: NPC_KERNEL_MATMUL,
+            corr_id: runtime_hooks::next_corr_id(),
+            flops: 2 * 256 * 256 * 256,
+            batch: 1,
+            m: 256,
+            k: 256,
+            n: 256,
+            dtype: NPC_DTYPE_F32,
+            ..Default::default()
+        };
+        let mut span = NpcKernelSpan::default();
+        // SAFETY: valid launch and span.
+        assert_eq!(unsafe { npc_launch(&launch, &mut span) }, NPC_OK);
+        assert_eq!(span.corr_id, launch.corr_id);
+        assert!(span.end_ns > span.start_ns);
+        assert!(npc_synchronize(-1) >= span.end_ns);
+        let mut stats = NpcMemoryStats::default();
+        // SAFETY: valid out-pointer.
+        assert_eq!(unsafe { npc_memory_stats(0, &mut stats) }, NPC_OK);
+        assert!(stats.capacity_bytes > 0);
+    }
+}

@@ -1,0 +1,84 @@
+//! Status codes and the per-thread last error message.
+
+use std::cell::RefCell;
+use std::ffi::c_char;
+
+/// Success.
+pub const NPC_OK: i32 = 0;
+/// A device index out of range (or the runtime failed to start).
+pub const NPC_ERR_NO_DEVICE: i32 = 1;
+/// The device's HBM cannot hold the request.
+pub const NPC_ERR_OUT_OF_MEMORY: i32 = 2;
+/// A malformed argument (unknown kernel kind, dtype or engine; null pointer).
+pub const NPC_ERR_ARGUMENT: i32 = 3;
+/// A bug: the call panicked (caught at the boundary).
+pub const NPC_ERR_PANIC: i32 = 4;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Stores `message` as this thread's last error and returns `status`.
+pub(crate) fn fail(status: i32, message: impl Into<String>) -> i32 {
+    LAST_ERROR.with(|last| *last.borrow_mut() = message.into());
+    status
+}
+
+/// Runs `body`, turning a panic into [`NPC_ERR_PANIC`] with its message.
+pub(crate) fn guard(body: impl FnOnce() -> i32) -> i32 {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(status) => status,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            fail(
+                NPC_ERR_PANIC,
+                format!("neuronprof_capi panicked: {message}"),
+            )
+        }
+    }
+}
+
+/// Copies this thread's last error message into `buf` (at most `buf_len - 1` bytes and a
+/// NUL) and returns its full length; 0 when there is none.
+///
+/// # Safety
+///
+/// `buf` must be null with `buf_len == 0`, or point to `buf_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn npc_last_error(buf: *mut c_char, buf_len: usize) -> usize {
+    LAST_ERROR.with(|last| {
+        let last = last.borrow();
+        if !buf.is_null() && buf_len > 0 {
+            let copied = last.len().min(buf_len - 1);
+            // SAFETY: the caller guarantees `buf_len` writable bytes; we write
+            // `copied + 1 <= buf_len` bytes from a separate allocation.
+            unsafe {
+                std::ptr::copy_nonoverlapping(last.as_ptr(), buf.cast::<u8>(), copied);
+                buf.add(copied).write(0);
+            }
+        }
+        last.len()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_status_and_a_message() {
+        let status = guard(|| panic!("boom"));
+        assert_eq!(status, NPC_ERR_PANIC);
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: `buf` has 64 writable bytes.
+        let len = unsafe { npc_last_error(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: npc_last_error wrote a NUL-terminated string into `buf`.
+        let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+        assert_eq!(text.to_str().unwrap().len(), len);
+        assert!(text.to_str().unwrap().ends_with("boom"));
+    }
+}

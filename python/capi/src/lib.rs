@@ -1,0 +1,65 @@
+//! The C ABI that the PyTorch extension in `python/` links (`include/neuronprof_capi.h`):
+//! the emulated neuron device (`neuron-backend`) and the conversion of recorded windows
+//! into Kineto activities (`profiler`). It is a top crate like `cli`: it may depend on
+//! `runtime-hooks`, `neuron-backend`, `profiler` and `trace-format`, and nothing depends
+//! on it.
+//!
+//! The library builds as `libneuronprof_capi.so`; it also carries the `nph_*` recording
+//! calls of `runtime-hooks` (`runtime-hooks/include/neuronprof_hooks.h`), which the
+//! extension uses to switch recording on and off.
+//!
+//! # Calls (`npc_*`)
+//!
+//! - [`npc_init`]: the process's runtime (a built-in device profile, `trn2` by default);
+//!   [`npc_device_count`].
+//! - Memory: [`npc_allocate`], [`npc_free`], [`npc_memory_stats`], [`npc_empty_cache`]:
+//!   the device's caching allocator. The extension keeps tensors in host memory (the
+//!   emulator's device memory *is* host memory) and takes each block's device address,
+//!   size and the device totals from here, so HBM statistics and `[memory]` events are
+//!   the allocator's.
+//! - Work: [`npc_launch`] (a kernel launch placed by the timing model, its shape in a
+//!   [`NpcLaunch`]), [`npc_read_wait`], [`npc_synchronize`]. Work goes to each device's
+//!   default (compute) queue.
+//! - Profiling: [`npc_collect`] drains every thread's records and converts them with
+//!   [`profiler::plugin_window`] into [`NpcActivity`]s held by an [`NpcWindow`]
+//!   ([`npc_window_len`], [`npc_window_get`], [`npc_window_free`]); [`npc_discard`] drops
+//!   what was recorded so far.
+//! - Errors: calls that can fail return a non-zero status and leave a message for
+//!   [`npc_last_error`] (per thread). No call panics across the boundary: a panic is
+//!   caught and reported as status [`NPC_ERR_PANIC`].
+//!
+//! # Example
+//!
+//! ```
+//! use neuronprof_capi::*;
+//!
+//! // SAFETY: a null profile name selects trn2.
+//! assert!(unsafe { npc_init(std::ptr::null()) } > 0);
+//! let (mut addr, mut bytes) = (0u64, 0u64);
+//! // SAFETY: both out-pointers are valid.
+//! let status = unsafe { npc_allocate(0, 4096, &mut addr, &mut bytes) };
+//! assert_eq!(status, NPC_OK);
+//! assert_eq!(bytes, 4096);
+//! npc_free(0, addr);
+//! ```
+
+mod activity;
+mod device;
+mod error;
+
+pub use activity::{
+    npc_collect, npc_discard, npc_window_free, npc_window_get, npc_window_len, NpcActivity,
+    NpcWindow, NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET, NPC_ACTIVITY_RUNTIME,
+    NPC_ACTIVITY_RUNTIME_LAUNCH,
+};
+pub use device::{
+    npc_allocate, npc_device_count, npc_empty_cache, npc_free, npc_init, npc_launch,
+    npc_memory_stats, npc_read_wait, npc_synchronize, NpcKernelSpan, NpcLaunch, NpcMemoryStats,
+    NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3, NPC_DTYPE_I64, NPC_ENGINE_GPSIMD,
+    NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR, NPC_KERNEL_COPY_D2D,
+    NPC_KERNEL_COPY_D2H, NPC_KERNEL_COPY_H2D, NPC_KERNEL_ELEMENTWISE, NPC_KERNEL_MATMUL,
+};
+pub use error::{
+    npc_last_error, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_ERR_PANIC,
+    NPC_OK,
+};

@@ -33,7 +33,8 @@ impl Runtime {
         let profile = Arc::new(profile);
         let devices = (0..profile.logical_cores())
             .map(|index| Device::new(Arc::clone(&profile), index as u16))
-            .collect();
+            .collect::<Vec<_>>();
+        crate::monitor::register_runtime(&devices);
         Ok(Runtime { profile, devices })
     }
 
@@ -99,6 +100,7 @@ pub(crate) struct DeviceShared {
     current_queue: AtomicU8,
     pub(crate) allocator: Mutex<Allocator>,
     pub(crate) timeline: Mutex<Timeline>,
+    pub(crate) live: crate::monitor::DeviceLive,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -120,6 +122,7 @@ impl Device {
                 current_queue: AtomicU8::new(0),
                 allocator: Mutex::new(Allocator::new(index, capacity)),
                 timeline: Mutex::new(Timeline::new(Arc::clone(&profile), index)),
+                live: crate::monitor::DeviceLive::default(),
                 profile,
             }),
         }

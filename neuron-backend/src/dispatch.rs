@@ -199,6 +199,18 @@ pub(crate) fn dispatch_checked(
     call: OpCall<'_>,
     numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
 ) -> Result<Vec<Tensor>, BackendError> {
+    let result = dispatch_on_device(device, call, numerics);
+    if let Err(err) = &result {
+        device.shared.live.note_error(err);
+    }
+    result
+}
+
+fn dispatch_on_device(
+    device: &Device,
+    call: OpCall<'_>,
+    numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
+) -> Result<Vec<Tensor>, BackendError> {
     let queue = device.current_queue();
     if device.timeline().queues[queue].released {
         return Err(BackendError::StreamReleased {
@@ -241,13 +253,14 @@ pub(crate) fn dispatch_checked(
         flops: call.flops,
         bytes,
     };
-    launch(device, queue, kernel, &call.lowering, || {
+    let (start_ns, end_ns) = launch(device, queue, kernel, &call.lowering, || {
         if device.numerics() {
             compute(call.op, call.inputs, &outputs, numerics)
         } else {
             Ok(())
         }
     })?;
+    device.shared.live.note_op(call.op, end_ns - start_ns);
     Ok(outputs)
 }
 
@@ -293,6 +306,7 @@ pub(crate) fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) 
     let now_ns = clock::now_ns();
     let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
     let submitted_ns = crate::device::wait_until(ready_ns);
+    device.shared.live.note_host();
     if runtime_hooks::is_enabled() {
         runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
     }

@@ -202,7 +202,8 @@ impl World {
                 device.set_detail(config.detail);
                 device
             })
-            .collect();
+            .collect::<Vec<_>>();
+        crate::monitor::register_world(&devices);
         let world = World {
             shared: Arc::new(WorldShared {
                 config,
@@ -309,7 +310,10 @@ impl World {
                         .name(format!("neuron-rank-{rank}"))
                         .spawn_scoped(scope, move || {
                             let rank = Rank::enter(world, rank);
-                            body(&rank)
+                            crate::monitor::rank_started(&rank.device);
+                            let result = body(&rank);
+                            crate::monitor::rank_finished(&rank.device);
+                            result
                         })
                         .expect("spawning a rank thread")
                 })

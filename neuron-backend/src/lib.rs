@@ -29,6 +29,9 @@
 //! - [`workloads`]: `mlp`, `gpt`, `gpt-infer` and a timing-only Llama-8B-shaped preset
 //!   on N ranks (data and tensor parallelism, DDP-style gradient buckets, faults),
 //!   driven by [`workloads::run`] with a per-step callback.
+//! - [`monitor`]: the live endpoint every process publishes on (a private Unix socket
+//!   answering neuron-monitor's JSON, one entry per rank), read by `neuronprof monitor`
+//!   and `neuron-top`.
 //! - [`ExternalLaunch`] and the `Device::external_*` calls: the device for a host
 //!   program that computes numerics itself (the PyTorch extension in `python/`):
 //!   allocator, launches placed by the timing model, real waits (see `external.rs`).
@@ -102,6 +105,7 @@ pub mod dist;
 mod dtype;
 mod error;
 mod external;
+pub mod monitor;
 mod ops;
 pub mod optim;
 mod profile;

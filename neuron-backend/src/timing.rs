@@ -111,6 +111,8 @@ pub(crate) struct Timeline {
     pub(crate) queues: Vec<QueueState>,
     time: EngineTime,
     last_kernel: Option<KernelSpan>,
+    /// Counters for the live endpoint (`crate::monitor`).
+    pub(crate) live: crate::monitor::TimelineLive,
 }
 
 /// Where the model placed a kernel.
@@ -156,6 +158,7 @@ impl Timeline {
             queues,
             time: EngineTime::default(),
             last_kernel: None,
+            live: Default::default(),
         }
     }
 
@@ -224,6 +227,8 @@ impl Timeline {
         q.last_end_ns = end_ns;
         q.in_flight_end_ns.push_back(end_ns);
         self.time.kernels += 1;
+        self.live
+            .note_kernel(launch_ns, start_ns, end_ns, kernel.flops);
         self.last_kernel = Some(KernelSpan {
             corr_id: kernel.corr_id,
             queue,

@@ -343,8 +343,13 @@ pub fn run_with_hooks(
     world_config.timeout = config.timeout;
     world_config.straggler = config.straggler;
     world_config.topology = config.topology.clone();
+    crate::monitor::set_workload(config.workload.name());
     let world = World::new(world_config)?;
     world.tp_dp_groups(config.tp)?;
+    let hooks = &LiveSteps {
+        hooks,
+        world: &world,
+    };
     let results = world.run(|rank| -> Result<(RankResult, u64), BackendError> {
         let result = match config.workload {
             Workload::Mlp => mlp::train(config, rank, hooks),
@@ -364,6 +369,25 @@ pub fn run_with_hooks(
         report.rank_end_ns.push(end_ns);
     }
     Ok(report)
+}
+
+/// Passes each finished step to the live monitor, then to the caller's hooks.
+struct LiveSteps<'a, H: ?Sized> {
+    hooks: &'a H,
+    world: &'a World,
+}
+
+impl<H: WorkloadHooks + ?Sized> WorkloadHooks for LiveSteps<'_, H> {
+    fn on_start(&self, rank: usize) {
+        self.hooks.on_start(rank);
+    }
+
+    fn on_step(&self, step: &StepReport) {
+        if let Ok(device) = self.world.device(step.rank) {
+            crate::monitor::note_step(&device, step.step as u64);
+        }
+        self.hooks.on_step(step);
+    }
 }
 
 /// Host-side start of a step: jitter, and the stop fault.

@@ -48,6 +48,8 @@ pub(crate) struct Contribution {
 #[derive(Debug)]
 pub(crate) struct Outcome {
     pub(crate) start_ns: u64,
+    /// The participant whose device was ready last (the one the others waited for).
+    pub(crate) last: usize,
     pub(crate) end_ns: u64,
     /// Output values per participant (in participant order), `None` without numerics.
     pub(crate) outputs: Vec<Option<Values>>,

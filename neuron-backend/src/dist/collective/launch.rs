@@ -6,7 +6,7 @@ use runtime_hooks::{
     RuntimeCallPayload, RuntimeCallScope,
 };
 
-use super::super::group::{Contribution, Outcome};
+use super::super::group::{Contribution, Outcome, SlotKey};
 use super::super::ProcessGroup;
 use super::{Call, Resolve, Work};
 use crate::dispatch;
@@ -17,6 +17,14 @@ use crate::{BackendError, Tensor};
 impl ProcessGroup {
     /// Records, meets the other ranks, places the collective and fills the output.
     pub(super) fn run(&self, call: Call<'_>, numerics: Box<Resolve>) -> Result<Work, BackendError> {
+        let result = self.run_on_device(call, numerics);
+        if let Err(err) = &result {
+            self.device.shared.live.note_error(err);
+        }
+        result
+    }
+
+    fn run_on_device(&self, call: Call<'_>, numerics: Box<Resolve>) -> Result<Work, BackendError> {
         let device = &self.device;
         let shared = &self.shared;
         let global: Vec<usize> = call.participants.iter().map(|&p| shared.ranks[p]).collect();
@@ -103,6 +111,22 @@ impl ProcessGroup {
         };
         let (collective, group) = (call.collective, shared.name.clone());
         let dur_ns = cost.dur_ns;
+        let meeting = (shared.queue_slot, format!("{:?}", call.key));
+        let seq = match call.key {
+            SlotKey::Collective(n) | SlotKey::PointToPoint { n, .. } => n,
+        };
+        device
+            .shared
+            .live
+            .collective_begin(crate::monitor::InFlight {
+                op: call.collective,
+                group: shared.name.clone(),
+                meeting: meeting.clone(),
+                seq,
+                bytes: call.message_bytes,
+                since: std::time::Instant::now(),
+                participants: global.clone(),
+            });
         // Every participant waits (in emulation time) for the others; a send meets its
         // receive the same way, so both ends of a transfer end at the same instant.
         let met = shared.meet(
@@ -112,7 +136,9 @@ impl ProcessGroup {
             call.me,
             contribution,
             move |all| resolve(collective, group, all, dur_ns, numerics),
-        )?;
+        );
+        device.shared.live.collective_left(&meeting);
+        let met = met?;
         let outcome: &Outcome = match met.as_ref() {
             Ok(outcome) => outcome,
             Err(err) => return Err(err.clone()),
@@ -128,6 +154,12 @@ impl ProcessGroup {
             call.op,
             payload,
         );
+        device.shared.live.collective_done(
+            span.dur_ns(),
+            global.get(outcome.last).copied().unwrap_or(0),
+            outcome.start_ns.saturating_sub(ready_ns),
+        );
+        device.shared.live.note_op(call.host_op, span.dur_ns());
         if let (Some(out), Some(Some(values))) = (&output, outcome.outputs.get(call.me)) {
             *out.storage.data.write().unwrap_or_else(|p| p.into_inner()) =
                 Data::from_values(out.dtype, values.clone());
@@ -186,7 +218,12 @@ fn resolve(
             });
         }
     }
-    let start_ns = all.iter().map(|c| c.ready_ns).max().unwrap_or(0);
+    let (last, start_ns) = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i, c.ready_ns))
+        .max_by_key(|&(i, ready_ns)| (ready_ns, std::cmp::Reverse(i)))
+        .unwrap_or((0, 0));
     // Receives bring no values; every other contribution must have them.
     let with_values = all.iter().filter(|c| c.values.is_some()).count();
     let needed = if collective == "send" || collective == "recv" {
@@ -201,6 +238,7 @@ fn resolve(
     };
     Ok(Outcome {
         start_ns,
+        last,
         end_ns: start_ns + dur_ns,
         outputs,
     })

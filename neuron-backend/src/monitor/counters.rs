@@ -1,0 +1,339 @@
+//! What the recording paths accumulate for the live endpoint.
+//!
+//! Two places, chosen so that the recording path adds no lock of its own:
+//! - [`TimelineLive`] lives inside a device's timeline and is updated under the lock the
+//!   timing model already holds while it places a kernel: busy time of the union of
+//!   kernel spans, FLOPs, executions and a ring of their latencies.
+//! - [`DeviceLive`] sits beside it on the device: relaxed atomics (the submitting
+//!   thread's clock offset, the step, error counts) and two small mutexes taken once
+//!   per op (the per-operator table) and once per collective (the latency histogram
+//!   and the collective in flight), never contended except by a report.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+use crate::BackendError;
+
+/// Executions whose latencies are kept for the percentiles of a report.
+pub(crate) const LATENCY_RING: usize = 4096;
+
+/// Per-timeline counters, updated under the timeline's lock.
+#[derive(Debug, Default)]
+pub(crate) struct TimelineLive {
+    /// Busy ns of the union of kernel spans on every queue.
+    pub(crate) kernel_busy_ns: u64,
+    covered_until_ns: u64,
+    /// FLOPs of the kernels placed.
+    pub(crate) flops: u64,
+    /// Kernels (and collectives) placed.
+    pub(crate) executions: u64,
+    /// `(total latency, device latency)` ns of the last [`LATENCY_RING`] executions;
+    /// execution `n` (0-based) is at `n % LATENCY_RING`.
+    latencies: Vec<(u64, u64)>,
+}
+
+impl TimelineLive {
+    /// One kernel launched by the host at `launch_ns`, run by the model from
+    /// `start_ns` to `end_ns`.
+    ///
+    /// The union of kernel spans grows incrementally: a kernel that starts before the
+    /// union's end adds only its part past that end. Kernels of one queue start in
+    /// order, so this is exact for one queue; a kernel of another queue that fills an
+    /// earlier gap is undercounted by that gap (rare: collective and copy queues start
+    /// behind the compute work they wait for).
+    #[inline]
+    pub(crate) fn note_kernel(&mut self, launch_ns: u64, start_ns: u64, end_ns: u64, flops: u64) {
+        let from_ns = start_ns.max(self.covered_until_ns);
+        if end_ns > from_ns {
+            self.kernel_busy_ns += end_ns - from_ns;
+            self.covered_until_ns = end_ns;
+        }
+        self.flops += flops;
+        let total_ns = end_ns.saturating_sub(launch_ns);
+        let device_ns = end_ns.saturating_sub(start_ns);
+        let slot = (self.executions % LATENCY_RING as u64) as usize;
+        if self.latencies.len() <= slot {
+            self.latencies.push((total_ns, device_ns));
+        } else {
+            self.latencies[slot] = (total_ns, device_ns);
+        }
+        self.executions += 1;
+    }
+
+    /// Latencies of the executions numbered `from..self.executions` still in the ring
+    /// (the latest [`LATENCY_RING`] when more ran).
+    pub(crate) fn latencies_since(&self, from: u64) -> Vec<(u64, u64)> {
+        let first = from.max(self.executions.saturating_sub(LATENCY_RING as u64));
+        (first..self.executions)
+            .map(|n| self.latencies[(n % LATENCY_RING as u64) as usize])
+            .collect()
+    }
+}
+
+/// Error classes counted per device, as neuron-monitor's `execution_summary` names
+/// them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorClass {
+    /// A collective timed out waiting for a rank.
+    TimedOut = 0,
+    /// Work submitted to a released stream.
+    FailedToQueue = 1,
+    /// Bad input: shapes, dtypes, devices, indices, arguments.
+    IncorrectInput = 2,
+    /// Anything else (out of memory, ...).
+    CompletedWithErr = 3,
+}
+
+impl ErrorClass {
+    pub(crate) fn of(err: &BackendError) -> Self {
+        match err {
+            BackendError::CollectiveTimeout { .. } => ErrorClass::TimedOut,
+            BackendError::StreamReleased { .. } => ErrorClass::FailedToQueue,
+            BackendError::ShapeMismatch { .. }
+            | BackendError::DTypeMismatch { .. }
+            | BackendError::DeviceMismatch { .. }
+            | BackendError::UseAfterFree { .. }
+            | BackendError::IndexOutOfRange { .. }
+            | BackendError::NumericsOff { .. }
+            | BackendError::InvalidArgument { .. }
+            | BackendError::CollectiveMismatch { .. } => ErrorClass::IncorrectInput,
+            _ => ErrorClass::CompletedWithErr,
+        }
+    }
+}
+
+/// One operator's totals.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpCount {
+    pub(crate) calls: u64,
+    pub(crate) device_ns: u64,
+}
+
+/// Operators by name, in first-seen order.
+#[derive(Debug, Default)]
+pub(crate) struct OpTable {
+    index: HashMap<&'static str, usize>,
+    pub(crate) names: Vec<&'static str>,
+    pub(crate) counts: Vec<OpCount>,
+}
+
+impl OpTable {
+    fn note(&mut self, name: &'static str, device_ns: u64) {
+        let i = *self.index.entry(name).or_insert_with(|| {
+            self.names.push(name);
+            self.counts.push(OpCount {
+                calls: 0,
+                device_ns: 0,
+            });
+            self.names.len() - 1
+        });
+        let count = &mut self.counts[i];
+        count.calls += 1;
+        count.device_ns += device_ns;
+    }
+}
+
+/// A collective this rank's host is inside of (from the call until the ranks met).
+#[derive(Debug, Clone)]
+pub(crate) struct InFlight {
+    pub(crate) op: &'static str,
+    pub(crate) group: String,
+    /// The group's identity within its world and the meeting's key, to find the other
+    /// participants' entries.
+    pub(crate) meeting: (usize, String),
+    pub(crate) seq: u64,
+    pub(crate) bytes: u64,
+    pub(crate) since: Instant,
+    /// Global ranks taking part.
+    pub(crate) participants: Vec<usize>,
+}
+
+/// Collective statistics of one rank.
+#[derive(Debug)]
+pub(crate) struct CollectiveStats {
+    /// Modeled latency (this rank's kernel span: waiting for the peers included), ns.
+    pub(crate) latency_ns: Histogram<u64>,
+    pub(crate) completed: u64,
+    /// Modeled ns this rank's collectives waited for each global rank (the last to be
+    /// ready), indexed by global rank.
+    pub(crate) waited_for_ns: Vec<u64>,
+    pub(crate) in_flight: Vec<InFlight>,
+}
+
+impl Default for CollectiveStats {
+    fn default() -> Self {
+        CollectiveStats {
+            // 1 ns to one hour at 3 significant digits (~190 KiB of buckets would be
+            // needed at 5; 3 keeps the error under 0.1 %).
+            latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+                .expect("valid histogram bounds"),
+            completed: 0,
+            waited_for_ns: Vec::new(),
+            in_flight: Vec::new(),
+        }
+    }
+}
+
+/// Per-device live state outside the timeline.
+#[derive(Debug)]
+pub(crate) struct DeviceLive {
+    /// `monotonic - host clock` of the thread that last submitted work here, so a
+    /// reader can tell that thread's host clock now; `i64::MIN` before any submission.
+    host_offset_ns: AtomicI64,
+    /// Last completed step + 1 (0: none yet).
+    step_plus_one: AtomicU64,
+    /// The rank's thread has left its body.
+    pub(crate) finished: AtomicBool,
+    /// OS thread id of the rank thread (0: not a rank).
+    pub(crate) os_tid: AtomicI64,
+    /// `runtime_hooks` thread index of the rank thread (`u32::MAX`: none).
+    pub(crate) hooks_thread: AtomicU32,
+    errors: [AtomicU64; 4],
+    pub(crate) ops: Mutex<OpTable>,
+    pub(crate) collectives: Mutex<CollectiveStats>,
+}
+
+impl Default for DeviceLive {
+    fn default() -> Self {
+        DeviceLive {
+            host_offset_ns: AtomicI64::new(i64::MIN),
+            step_plus_one: AtomicU64::new(0),
+            finished: AtomicBool::new(false),
+            os_tid: AtomicI64::new(0),
+            hooks_thread: AtomicU32::new(u32::MAX),
+            errors: Default::default(),
+            ops: Mutex::new(OpTable::default()),
+            collectives: Mutex::new(CollectiveStats::default()),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Each update is one step; a panicking thread leaves the counters usable.
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl DeviceLive {
+    /// The submitting thread's clock offset (one relaxed store; the emulation offset
+    /// is a thread-local read, no clock read).
+    #[inline]
+    pub(crate) fn note_host(&self) {
+        self.host_offset_ns.store(
+            runtime_hooks::clock::emulation_offset_ns(),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The host clock of the thread that last submitted here, estimated at monotonic
+    /// instant `mono_ns` (exact while that thread is outside emulation and waits).
+    pub(crate) fn host_now_ns(&self, mono_ns: u64) -> Option<u64> {
+        match self.host_offset_ns.load(Ordering::Relaxed) {
+            i64::MIN => None,
+            offset => Some((mono_ns as i64).wrapping_sub(offset).max(0) as u64),
+        }
+    }
+
+    /// A step finished.
+    pub(crate) fn note_step(&self, step: u64) {
+        self.step_plus_one.store(step + 1, Ordering::Relaxed);
+    }
+
+    /// The last finished step.
+    pub(crate) fn step(&self) -> Option<u64> {
+        self.step_plus_one.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// An op on this device failed with `err`.
+    pub(crate) fn note_error(&self, err: &BackendError) {
+        self.errors[ErrorClass::of(err) as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Error counts by [`ErrorClass`] index.
+    pub(crate) fn errors(&self) -> [u64; 4] {
+        std::array::from_fn(|i| self.errors[i].load(Ordering::Relaxed))
+    }
+
+    /// One operator ran for `device_ns` of modeled device time.
+    #[inline]
+    pub(crate) fn note_op(&self, name: &'static str, device_ns: u64) {
+        lock(&self.ops).note(name, device_ns);
+    }
+
+    /// A collective call entered its meeting.
+    pub(crate) fn collective_begin(&self, in_flight: InFlight) {
+        lock(&self.collectives).in_flight.push(in_flight);
+    }
+
+    /// The collective of `seq` on `group` left its meeting (met, failed or timed out).
+    pub(crate) fn collective_left(&self, meeting: &(usize, String)) {
+        let mut stats = lock(&self.collectives);
+        if let Some(i) = stats.in_flight.iter().position(|f| &f.meeting == meeting) {
+            stats.in_flight.swap_remove(i);
+        }
+    }
+
+    /// A collective completed on the model: this rank's kernel ran `latency_ns`, and
+    /// `waited_ns` of it waited for global rank `last_rank`.
+    pub(crate) fn collective_done(&self, latency_ns: u64, last_rank: usize, waited_ns: u64) {
+        let mut stats = lock(&self.collectives);
+        stats.latency_ns.saturating_record(latency_ns.max(1));
+        stats.completed += 1;
+        if stats.waited_for_ns.len() <= last_rank {
+            stats.waited_for_ns.resize(last_rank + 1, 0);
+        }
+        stats.waited_for_ns[last_rank] += waited_ns;
+    }
+
+    pub(crate) fn lock_collectives(&self) -> std::sync::MutexGuard<'_, CollectiveStats> {
+        lock(&self.collectives)
+    }
+
+    pub(crate) fn lock_ops(&self) -> std::sync::MutexGuard<'_, OpTable> {
+        lock(&self.ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_union_counts_overlap_once() {
+        let mut live = TimelineLive::default();
+        live.note_kernel(0, 10, 20, 5);
+        live.note_kernel(0, 15, 30, 5); // overlaps 15..20
+        live.note_kernel(0, 40, 50, 0);
+        assert_eq!(live.kernel_busy_ns, 10 + 10 + 10);
+        assert_eq!(live.flops, 10);
+        assert_eq!(live.executions, 3);
+        assert_eq!(live.latencies_since(1), vec![(30, 15), (50, 10)]);
+    }
+
+    #[test]
+    fn latency_ring_keeps_the_latest() {
+        let mut live = TimelineLive::default();
+        let n = LATENCY_RING as u64 + 10;
+        for i in 0..n {
+            live.note_kernel(0, 0, i + 1, 0);
+        }
+        let all = live.latencies_since(0);
+        assert_eq!(all.len(), LATENCY_RING);
+        assert_eq!(all.last(), Some(&(n, n)));
+        assert_eq!(all[0], (11, 11));
+    }
+
+    #[test]
+    fn op_table_sums_per_name() {
+        let live = DeviceLive::default();
+        live.note_op("aten::mm", 10);
+        live.note_op("aten::add", 1);
+        live.note_op("aten::mm", 5);
+        let ops = live.lock_ops();
+        assert_eq!(ops.names, vec!["aten::mm", "aten::add"]);
+        assert_eq!((ops.counts[0].calls, ops.counts[0].device_ns), (2, 15));
+    }
+}

@@ -1,0 +1,272 @@
+//! The publishers of this process (one per rank, or one per [`Runtime`](crate::Runtime)),
+//! and their short history of samples.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use runtime_hooks::clock::monotonic_ns;
+
+use super::cpu;
+use crate::Device;
+
+/// Sampling interval while a client is attached, ns.
+pub(crate) const SAMPLE_INTERVAL_NS: u64 = 100_000_000;
+/// Samples kept: [`SAMPLE_INTERVAL_NS`] × this is the longest period answered.
+pub(crate) const HISTORY_SAMPLES: usize = 300;
+/// A finished publisher is still reported (as `finished`) this long, ns.
+pub(crate) const FINISHED_LINGER_NS: u64 = 30_000_000_000;
+
+/// Which part of the process a publisher stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    /// Every logical core of a [`Runtime`](crate::Runtime).
+    Runtime,
+    /// One rank of a [`World`](crate::dist::World) (`world` numbers worlds in this
+    /// process).
+    Rank {
+        world: u64,
+        rank: usize,
+        world_size: usize,
+    },
+}
+
+/// One publisher: one `neuron_runtime_data` element.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) kind: EntryKind,
+    pub(crate) devices: Vec<Device>,
+    pub(crate) workload: String,
+    /// Monotonic ns when it was first seen finished (0: running).
+    finished_at_ns: AtomicU64,
+    history: Mutex<VecDeque<Sample>>,
+}
+
+/// Cumulative counters of one logical core at one instant.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CoreSample {
+    /// The submitting thread's host clock (the device timeline) at the sample.
+    pub(crate) timeline_ns: u64,
+    pub(crate) kernel_busy_ns: u64,
+    /// TensorE, VectorE, ScalarE, GpSimdE, then all DMA engines; summed over the
+    /// physical cores.
+    pub(crate) engine_busy_ns: [u64; 5],
+    pub(crate) flops: u64,
+    pub(crate) executions: u64,
+    pub(crate) errors: [u64; 4],
+    /// `(operator index in the device's table, calls, device ns)`.
+    pub(crate) ops: Vec<(u32, u64, u64)>,
+    pub(crate) collectives_completed: u64,
+    pub(crate) waited_for_ns: Vec<u64>,
+}
+
+/// Every core of a publisher, and its CPU time, at one instant.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sample {
+    pub(crate) mono_ns: u64,
+    pub(crate) cores: Vec<CoreSample>,
+    /// User and system CPU ns of the rank's thread (or of the process).
+    pub(crate) cpu_ns: Option<(u64, u64)>,
+}
+
+impl Entry {
+    fn new(kind: EntryKind, devices: Vec<Device>, workload: String) -> Self {
+        Entry {
+            kind,
+            devices,
+            workload,
+            finished_at_ns: AtomicU64::new(0),
+            history: Mutex::new(VecDeque::with_capacity(HISTORY_SAMPLES)),
+        }
+    }
+
+    /// Whether it is finished: its rank left its body, or nothing but the registry
+    /// holds its devices any more.
+    pub(crate) fn finished(&self) -> bool {
+        if self.finished_at_ns.load(Ordering::Relaxed) != 0 {
+            return true;
+        }
+        let done = match self.kind {
+            EntryKind::Rank { .. } => self.devices.iter().all(|d| {
+                d.shared.live.finished.load(Ordering::Relaxed) || Arc::strong_count(&d.shared) == 1
+            }),
+            EntryKind::Runtime => self
+                .devices
+                .iter()
+                .all(|d| Arc::strong_count(&d.shared) == 1),
+        };
+        if done {
+            self.finished_at_ns
+                .store(monotonic_ns().max(1), Ordering::Relaxed);
+        }
+        done
+    }
+
+    fn expired(&self, now_ns: u64) -> bool {
+        self.finished()
+            && now_ns.saturating_sub(self.finished_at_ns.load(Ordering::Relaxed))
+                > FINISHED_LINGER_NS
+    }
+
+    /// Takes a sample of every core now.
+    pub(crate) fn sample(&self) -> Sample {
+        let mono_ns = monotonic_ns();
+        let cores = self
+            .devices
+            .iter()
+            .map(|device| {
+                let live = &device.shared.live;
+                let mut core = {
+                    let timeline = device.timeline();
+                    let time = timeline.engine_time();
+                    let c = &timeline.live;
+                    CoreSample {
+                        kernel_busy_ns: c.kernel_busy_ns,
+                        engine_busy_ns: [
+                            time.compute_busy_ns[0],
+                            time.compute_busy_ns[1],
+                            time.compute_busy_ns[2],
+                            time.compute_busy_ns[3],
+                            time.dma_busy_ns,
+                        ],
+                        flops: c.flops,
+                        executions: c.executions,
+                        ..Default::default()
+                    }
+                };
+                core.timeline_ns = live.host_now_ns(mono_ns).unwrap_or(0);
+                core.errors = live.errors();
+                {
+                    let ops = live.lock_ops();
+                    core.ops = ops
+                        .counts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (i as u32, c.calls, c.device_ns))
+                        .collect();
+                }
+                let collectives = live.lock_collectives();
+                core.collectives_completed = collectives.completed;
+                core.waited_for_ns = collectives.waited_for_ns.clone();
+                core
+            })
+            .collect();
+        let cpu_ns = match self.kind {
+            EntryKind::Rank { .. } => {
+                let tid = self
+                    .devices
+                    .first()
+                    .map_or(0, |d| d.shared.live.os_tid.load(Ordering::Relaxed));
+                if tid > 0 {
+                    // A thread that has exited uses no more CPU: no reading.
+                    cpu::thread_cpu_ns(tid)
+                } else {
+                    cpu::process_cpu_ns()
+                }
+            }
+            EntryKind::Runtime => cpu::process_cpu_ns(),
+        };
+        Sample {
+            mono_ns,
+            cores,
+            cpu_ns,
+        }
+    }
+
+    /// Adds a sample to the history (dropping the oldest beyond its length).
+    pub(crate) fn push_sample(&self, sample: Sample) {
+        let mut history = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        if history.len() == HISTORY_SAMPLES {
+            history.pop_front();
+        }
+        history.push_back(sample);
+    }
+
+    /// The newest sample taken at or before `mono_ns`, else the oldest one.
+    pub(crate) fn sample_at_or_before(&self, mono_ns: u64) -> Option<Sample> {
+        let history = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        history
+            .iter()
+            .rev()
+            .find(|s| s.mono_ns <= mono_ns)
+            .or_else(|| history.front())
+            .cloned()
+    }
+
+    /// Forgets the history (when no client has been attached for a while, old samples
+    /// would make a new client's first window wrong).
+    pub(crate) fn clear_history(&self) {
+        self.history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    entries: Vec<Arc<Entry>>,
+    next_world: u64,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    entries: Vec::new(),
+    next_world: 0,
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+static WORKLOAD: Mutex<String> = Mutex::new(String::new());
+
+/// Names the workload that publishers registered from now on run.
+pub(crate) fn set_workload(name: &str) {
+    *WORKLOAD.lock().unwrap_or_else(|p| p.into_inner()) = name.to_owned();
+}
+
+fn workload() -> String {
+    WORKLOAD.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn add(entries: impl IntoIterator<Item = Entry>) {
+    let now_ns = monotonic_ns();
+    let mut registry = registry();
+    registry.entries.retain(|e| !e.expired(now_ns));
+    registry.entries.extend(entries.into_iter().map(Arc::new));
+}
+
+/// Publishes a runtime's logical cores as one entry.
+pub(crate) fn register_runtime(devices: &[Device]) {
+    add([Entry::new(EntryKind::Runtime, devices.to_vec(), workload())]);
+}
+
+/// Publishes each rank of a new world as an entry of its own.
+pub(crate) fn register_world(devices: &[Device]) {
+    let world = {
+        let mut registry = registry();
+        registry.next_world += 1;
+        registry.next_world
+    };
+    let workload = workload();
+    add(devices.iter().enumerate().map(|(rank, device)| {
+        Entry::new(
+            EntryKind::Rank {
+                world,
+                rank,
+                world_size: devices.len(),
+            },
+            vec![device.clone()],
+            workload.clone(),
+        )
+    }));
+}
+
+/// Every publisher not yet expired (finished ones linger for
+/// [`FINISHED_LINGER_NS`]).
+pub(crate) fn entries() -> Vec<Arc<Entry>> {
+    let now_ns = monotonic_ns();
+    let mut registry = registry();
+    registry.entries.retain(|e| !e.expired(now_ns));
+    registry.entries.clone()
+}

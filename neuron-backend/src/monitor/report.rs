@@ -1,0 +1,638 @@
+//! One report: a publisher's `neuron_runtime_data` element over a window between two
+//! samples, in neuron-monitor's layout plus the `neuronprof` extension.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use runtime_hooks::clock::monotonic_ns;
+use serde::Serialize;
+
+use super::registry::{Entry, EntryKind, Sample};
+use crate::{DeviceProfile, MemoryCategory};
+
+/// The extension's schema version (`neuronprof.schema`).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Percentiles neuron-monitor reports for latencies.
+const LATENCY_PERCENTILES: [(&str, f64); 7] = [
+    ("p0", 0.0),
+    ("p1", 1.0),
+    ("p25", 25.0),
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p99", 99.0),
+    ("p100", 100.0),
+];
+
+/// Engine names in `engine_utilization`, in the order the samples keep them.
+pub const ENGINE_NAMES: [&str; 5] = ["tensor", "vector", "scalar", "gpsimd", "dma"];
+
+/// The whole answer of one process.
+#[derive(Debug, Serialize)]
+pub(crate) struct ProcessReport {
+    pub(crate) neuron_runtime_data: Vec<RuntimeData>,
+    pub(crate) neuron_hardware_info: HardwareInfo,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct RuntimeData {
+    pid: u32,
+    address: String,
+    neuron_runtime_tag: String,
+    error: String,
+    report: Report,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    neuroncore_counters: NeuroncoreCounters,
+    execution_stats: ExecutionStats,
+    memory_used: MemoryUsed,
+    neuron_runtime_vcpu_usage: VcpuUsage,
+    neuronprof: Extension,
+}
+
+#[derive(Debug, Serialize)]
+struct NeuroncoreCounters {
+    period: f64,
+    neuroncores_in_use: BTreeMap<String, CoreCounters>,
+    error: String,
+}
+
+#[derive(Debug, Serialize)]
+struct CoreCounters {
+    neuroncore_utilization: f64,
+    flops: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct ExecutionStats {
+    period: f64,
+    error_summary: BTreeMap<&'static str, u64>,
+    execution_summary: BTreeMap<&'static str, u64>,
+    latency_stats: LatencyStats,
+    error: String,
+}
+
+#[derive(Debug, Serialize)]
+struct LatencyStats {
+    total_latency: BTreeMap<&'static str, Option<f64>>,
+    device_latency: BTreeMap<&'static str, Option<f64>>,
+}
+
+#[derive(Debug, Serialize)]
+struct MemoryUsed {
+    period: f64,
+    neuron_runtime_used_bytes: RuntimeUsedBytes,
+    loaded_models: Vec<()>,
+    error: String,
+}
+
+#[derive(Debug, Serialize)]
+struct RuntimeUsedBytes {
+    host: u64,
+    neuron_device: u64,
+    usage_breakdown: UsageBreakdown,
+}
+
+#[derive(Debug, Serialize)]
+struct UsageBreakdown {
+    host: BTreeMap<&'static str, u64>,
+    neuroncore_memory_usage: BTreeMap<String, BTreeMap<&'static str, u64>>,
+}
+
+#[derive(Debug, Serialize)]
+struct VcpuUsage {
+    period: f64,
+    vcpu_usage: BTreeMap<&'static str, f64>,
+    error: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Extension {
+    schema: u32,
+    rank: Option<u32>,
+    world_size: Option<u32>,
+    workload: String,
+    device: &'static str,
+    lnc: u32,
+    topology: String,
+    state: &'static str,
+    period: f64,
+    uptime_s: f64,
+    step: Option<u64>,
+    engine_utilization: BTreeMap<String, BTreeMap<&'static str, f64>>,
+    hbm: Hbm,
+    memory_categories: BTreeMap<String, BTreeMap<&'static str, u64>>,
+    collectives: Collectives,
+    top_operators: Vec<TopOperator>,
+    dropped_records: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Hbm {
+    used_bytes: u64,
+    peak_bytes: u64,
+    capacity_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Collectives {
+    in_flight: Vec<InFlightReport>,
+    completed: u64,
+    latency_s: CollectiveLatency,
+    histogram: Vec<(f64, u64)>,
+    slowest_rank: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct InFlightReport {
+    op: &'static str,
+    group: String,
+    seq: u64,
+    bytes: u64,
+    age_s: f64,
+    waiting_for_ranks: Vec<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct CollectiveLatency {
+    count: u64,
+    p50: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
+    p100: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct TopOperator {
+    name: String,
+    calls: u64,
+    device_time_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub(crate) struct HardwareInfo {
+    neuron_device_type: &'static str,
+    neuron_device_version: &'static str,
+    neuroncore_version: String,
+    neuron_device_count: u32,
+    neuron_device_memory_size: u64,
+    neuroncore_per_device_count: u32,
+    logical_neuroncore_config: u32,
+    error: String,
+}
+
+fn is_trn3(profile: &DeviceProfile) -> bool {
+    profile.name.starts_with("trn3")
+}
+
+/// `neuron_hardware_info` for `profile` on its default instance.
+///
+/// From reference/neuron-monitor.md: a trn2.48xlarge at LNC=2 reports `trainium2`,
+/// device version `v4`, core version `v3d` (the `d` marks LNC=2), 16 devices of 96 GiB
+/// with 4 logical cores each. For Trainium3 the core is NeuronCore-v4
+/// (reference/hardware.md), written `v4d` at LNC=2 by the same rule; its device
+/// version is not in our references, so it is left empty.
+pub(crate) fn hardware_info(profile: &DeviceProfile) -> HardwareInfo {
+    let topology = crate::dist::Topology::for_profile(profile);
+    let trn3 = is_trn3(profile);
+    HardwareInfo {
+        neuron_device_type: if trn3 { "trainium3" } else { "trainium2" },
+        neuron_device_version: if trn3 { "" } else { "v4" },
+        neuroncore_version: format!(
+            "{}{}",
+            if trn3 { "v4" } else { "v3" },
+            if profile.lnc >= 2 { "d" } else { "" }
+        ),
+        neuron_device_count: topology.chips_per_instance,
+        neuron_device_memory_size: profile.hbm_bytes_per_chip,
+        neuroncore_per_device_count: profile.physical_cores_per_chip / profile.lnc.max(1),
+        logical_neuroncore_config: profile.lnc,
+        error: String::new(),
+    }
+}
+
+/// Nearest-rank percentile of sorted `values` (ns) in seconds.
+fn percentile_s(sorted: &[u64], pct: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((pct / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1] as f64 / 1e9)
+}
+
+fn latency_map(mut values: Vec<u64>) -> BTreeMap<&'static str, Option<f64>> {
+    values.sort_unstable();
+    LATENCY_PERCENTILES
+        .iter()
+        .map(|&(name, pct)| (name, percentile_s(&values, pct)))
+        .collect()
+}
+
+fn percent(busy_ns: u64, capacity_ns: f64) -> f64 {
+    if capacity_ns <= 0.0 {
+        0.0
+    } else {
+        (busy_ns as f64 / capacity_ns * 100.0).clamp(0.0, 100.0)
+    }
+}
+
+/// What a report needs to know about every publisher's collectives in flight, to name
+/// the ranks a collective still waits for.
+pub(crate) struct InFlightIndex {
+    /// `(world, group slot, meeting key, global rank)` of every rank inside a meeting.
+    arrived: HashSet<(u64, usize, String, usize)>,
+}
+
+impl InFlightIndex {
+    pub(crate) fn new(entries: &[Arc<Entry>]) -> Self {
+        let mut arrived = HashSet::new();
+        for entry in entries {
+            if let EntryKind::Rank { world, rank, .. } = entry.kind {
+                for device in &entry.devices {
+                    let stats = device.shared.live.lock_collectives();
+                    for f in &stats.in_flight {
+                        arrived.insert((world, f.meeting.0, f.meeting.1.clone(), rank));
+                    }
+                }
+            }
+        }
+        InFlightIndex { arrived }
+    }
+}
+
+/// Everything a report is built from besides the entry and its two samples.
+pub(crate) struct ReportContext<'a> {
+    pub(crate) pid: u32,
+    pub(crate) address: &'a str,
+    pub(crate) tag: String,
+    pub(crate) started_ns: u64,
+    pub(crate) in_flight: &'a InFlightIndex,
+    pub(crate) thread_dropped: &'a [(u32, u64)],
+    pub(crate) dropped_total: u64,
+    pub(crate) online_cpus: u64,
+}
+
+/// The report of `entry` over the window from `before` to `now`.
+pub(crate) fn build(
+    entry: &Entry,
+    before: &Sample,
+    now: &Sample,
+    ctx: &ReportContext<'_>,
+) -> RuntimeData {
+    let period = now.mono_ns.saturating_sub(before.mono_ns) as f64 / 1e9;
+    let mut cores = BTreeMap::new();
+    let mut engines = BTreeMap::new();
+    let mut memory = BTreeMap::new();
+    let mut categories = BTreeMap::new();
+    let mut total_latencies = Vec::new();
+    let mut device_latencies = Vec::new();
+    let mut errors = [0u64; 4];
+    let mut completed = 0u64;
+    let mut hbm = Hbm {
+        used_bytes: 0,
+        peak_bytes: 0,
+        capacity_bytes: 0,
+    };
+    let mut reserved_total = 0u64;
+    let mut ops: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+    let mut waited: Vec<u64> = Vec::new();
+    let mut collectives_completed = 0u64;
+    let mut in_flight = Vec::new();
+    let mut histogram = None::<hdrhistogram::Histogram<u64>>;
+
+    for (i, device) in entry.devices.iter().enumerate() {
+        let (Some(a), Some(b)) = (before.cores.get(i), now.cores.get(i)) else {
+            continue;
+        };
+        let profile = device.profile();
+        let key = device.index().to_string();
+        let window_ns = b.timeline_ns.saturating_sub(a.timeline_ns) as f64;
+        let lnc = f64::from(profile.lnc.max(1));
+        let flops_per_sec = if window_ns > 0.0 {
+            (b.flops - a.flops) as f64 / (window_ns / 1e9)
+        } else {
+            0.0
+        };
+        cores.insert(
+            key.clone(),
+            CoreCounters {
+                neuroncore_utilization: percent(b.kernel_busy_ns - a.kernel_busy_ns, window_ns),
+                flops: flops_per_sec,
+            },
+        );
+        let dma_capacity = f64::from(profile.dma_engines.max(1));
+        engines.insert(
+            key.clone(),
+            ENGINE_NAMES
+                .iter()
+                .enumerate()
+                .map(|(e, &name)| {
+                    let units = if e == 4 { lnc * dma_capacity } else { lnc };
+                    let busy = b.engine_busy_ns[e] - a.engine_busy_ns[e];
+                    (name, percent(busy, window_ns * units))
+                })
+                .collect(),
+        );
+        for (slot, err) in errors.iter_mut().enumerate() {
+            *err += b.errors[slot] - a.errors[slot];
+        }
+        completed += b.executions - a.executions;
+        {
+            let timeline = device.timeline();
+            for (total, dev) in timeline.live.latencies_since(a.executions) {
+                total_latencies.push(total);
+                device_latencies.push(dev);
+            }
+        }
+        let stats = device.memory_stats();
+        let capacity = device.memory_capacity_bytes();
+        reserved_total += stats.reserved_bytes;
+        hbm.used_bytes += stats.allocated_bytes;
+        hbm.peak_bytes += stats.peak_allocated_bytes;
+        hbm.capacity_bytes += capacity;
+        memory.insert(
+            key.clone(),
+            BTreeMap::from([
+                ("constants", 0),
+                ("model_code", 0),
+                ("model_shared_scratchpad", 0),
+                (
+                    "runtime_memory",
+                    stats.reserved_bytes.saturating_sub(stats.allocated_bytes),
+                ),
+                ("tensors", stats.allocated_bytes),
+            ]),
+        );
+        categories.insert(
+            key,
+            MemoryCategory::ALL
+                .iter()
+                .map(|c| (c.name(), stats.category(*c).allocated_bytes))
+                .collect(),
+        );
+        {
+            let table = device.shared.live.lock_ops();
+            for &(op, calls, ns) in &b.ops {
+                let (calls0, ns0) = a.ops.get(op as usize).map_or((0, 0), |&(_, c, n)| (c, n));
+                if calls > calls0 {
+                    let slot = ops.entry(table.names[op as usize]).or_default();
+                    slot.0 += calls - calls0;
+                    slot.1 += ns - ns0;
+                }
+            }
+        }
+        collectives_completed += b.collectives_completed;
+        if waited.len() < b.waited_for_ns.len() {
+            waited.resize(b.waited_for_ns.len(), 0);
+        }
+        for (r, &ns) in b.waited_for_ns.iter().enumerate() {
+            waited[r] += ns - a.waited_for_ns.get(r).copied().unwrap_or(0);
+        }
+        let stats = device.shared.live.lock_collectives();
+        match &mut histogram {
+            Some(h) => {
+                let _ = h.add(&stats.latency_ns);
+            }
+            None => histogram = Some(stats.latency_ns.clone()),
+        }
+        let world = match entry.kind {
+            EntryKind::Rank { world, .. } => Some(world),
+            EntryKind::Runtime => None,
+        };
+        for f in &stats.in_flight {
+            let waiting_for_ranks = f
+                .participants
+                .iter()
+                .filter(|&&r| {
+                    world.is_some_and(|w| {
+                        !ctx.in_flight
+                            .arrived
+                            .contains(&(w, f.meeting.0, f.meeting.1.clone(), r))
+                    })
+                })
+                .map(|&r| r as u32)
+                .collect();
+            in_flight.push(InFlightReport {
+                op: f.op,
+                group: f.group.clone(),
+                seq: f.seq,
+                bytes: f.bytes,
+                age_s: f.since.elapsed().as_secs_f64(),
+                waiting_for_ranks,
+            });
+        }
+    }
+
+    let cpu = match (before.cpu_ns, now.cpu_ns) {
+        (Some((u0, s0)), Some((u1, s1))) if period > 0.0 => {
+            let capacity_ns = period * 1e9 * ctx.online_cpus.max(1) as f64;
+            (
+                percent(u1.saturating_sub(u0), capacity_ns),
+                percent(s1.saturating_sub(s0), capacity_ns),
+            )
+        }
+        _ => (0.0, 0.0),
+    };
+
+    let [timed_out, failed_to_queue, incorrect_input, completed_with_err] = errors;
+    let mut top: Vec<TopOperator> = ops
+        .into_iter()
+        .map(|(name, (calls, ns))| TopOperator {
+            name: name.to_owned(),
+            calls,
+            device_time_s: ns as f64 / 1e9,
+        })
+        .collect();
+    top.sort_by(|x, y| {
+        y.device_time_s
+            .total_cmp(&x.device_time_s)
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    top.truncate(10);
+
+    let histogram = histogram
+        .unwrap_or_else(|| hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"));
+    let quantile =
+        |q: f64| (!histogram.is_empty()).then(|| histogram.value_at_quantile(q) as f64 / 1e9);
+    let buckets = if histogram.is_empty() {
+        Vec::new()
+    } else {
+        histogram
+            .iter_log(1_000, 2.0)
+            .filter(|v| v.count_since_last_iteration() > 0)
+            .map(|v| {
+                (
+                    v.value_iterated_to() as f64 / 1e9,
+                    v.count_since_last_iteration(),
+                )
+            })
+            .collect()
+    };
+    let slowest_rank = waited
+        .iter()
+        .enumerate()
+        .filter(|(_, &ns)| ns > 0)
+        .max_by_key(|(_, &ns)| ns)
+        .map(|(r, _)| r as u32);
+
+    let (rank, world_size) = match entry.kind {
+        EntryKind::Rank {
+            rank, world_size, ..
+        } => (Some(rank as u32), Some(world_size as u32)),
+        EntryKind::Runtime => (None, None),
+    };
+    let dropped_records = match entry
+        .devices
+        .first()
+        .map(|d| d.shared.live.hooks_thread.load(Ordering::Relaxed))
+    {
+        Some(thread) if thread != u32::MAX => ctx
+            .thread_dropped
+            .iter()
+            .find(|(t, _)| *t == thread)
+            .map_or(0, |(_, d)| *d),
+        _ => ctx.dropped_total,
+    };
+    let profile = entry.devices.first().map(|d| d.profile().clone());
+    let (device, lnc, topology) = profile.as_ref().map_or(("trn2", 2, String::new()), |p| {
+        (
+            if is_trn3(p) { "trn3" } else { "trn2" },
+            p.lnc,
+            crate::dist::Topology::for_profile(p).name,
+        )
+    });
+
+    RuntimeData {
+        pid: ctx.pid,
+        address: ctx.address.to_owned(),
+        neuron_runtime_tag: ctx.tag.clone(),
+        error: String::new(),
+        report: Report {
+            neuroncore_counters: NeuroncoreCounters {
+                period,
+                neuroncores_in_use: cores,
+                error: String::new(),
+            },
+            execution_stats: ExecutionStats {
+                period,
+                error_summary: BTreeMap::from([
+                    ("generic", 0),
+                    ("numerical", 0),
+                    ("transient", timed_out),
+                    ("model", incorrect_input),
+                    ("runtime", failed_to_queue + completed_with_err),
+                    ("hardware", 0),
+                ]),
+                execution_summary: BTreeMap::from([
+                    ("completed", completed),
+                    ("completed_with_err", completed_with_err),
+                    ("completed_with_num_err", 0),
+                    ("timed_out", timed_out),
+                    ("incorrect_input", incorrect_input),
+                    ("failed_to_queue", failed_to_queue),
+                ]),
+                latency_stats: LatencyStats {
+                    total_latency: latency_map(total_latencies),
+                    device_latency: latency_map(device_latencies),
+                },
+                error: String::new(),
+            },
+            memory_used: MemoryUsed {
+                period,
+                neuron_runtime_used_bytes: RuntimeUsedBytes {
+                    host: 0,
+                    neuron_device: reserved_total,
+                    usage_breakdown: UsageBreakdown {
+                        host: BTreeMap::from([
+                            ("application_memory", 0),
+                            ("constants", 0),
+                            ("dma_buffers", 0),
+                            ("tensors", 0),
+                        ]),
+                        neuroncore_memory_usage: memory,
+                    },
+                },
+                loaded_models: Vec::new(),
+                error: String::new(),
+            },
+            neuron_runtime_vcpu_usage: VcpuUsage {
+                period,
+                vcpu_usage: BTreeMap::from([("user", cpu.0), ("system", cpu.1)]),
+                error: String::new(),
+            },
+            neuronprof: Extension {
+                schema: SCHEMA_VERSION,
+                rank,
+                world_size,
+                workload: entry.workload.clone(),
+                device,
+                lnc,
+                topology,
+                state: if entry.finished() {
+                    "finished"
+                } else {
+                    "running"
+                },
+                period,
+                uptime_s: monotonic_ns().saturating_sub(ctx.started_ns) as f64 / 1e9,
+                step: entry.devices.first().and_then(|d| d.shared.live.step()),
+                engine_utilization: engines,
+                hbm,
+                memory_categories: categories,
+                collectives: Collectives {
+                    in_flight,
+                    completed: collectives_completed,
+                    latency_s: CollectiveLatency {
+                        count: histogram.len(),
+                        p50: quantile(0.5),
+                        p90: quantile(0.9),
+                        p99: quantile(0.99),
+                        p100: quantile(1.0),
+                    },
+                    histogram: buckets,
+                    slowest_rank,
+                },
+                top_operators: top,
+                dropped_records,
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v = [1_000_000_000, 2_000_000_000, 3_000_000_000, 4_000_000_000];
+        assert_eq!(percentile_s(&v, 0.0), Some(1.0));
+        assert_eq!(percentile_s(&v, 50.0), Some(2.0));
+        assert_eq!(percentile_s(&v, 75.0), Some(3.0));
+        assert_eq!(percentile_s(&v, 100.0), Some(4.0));
+        assert_eq!(percentile_s(&[], 50.0), None);
+    }
+
+    #[test]
+    fn hardware_info_follows_the_reference_for_trn2() {
+        let info = hardware_info(&DeviceProfile::trn2());
+        assert_eq!(info.neuron_device_type, "trainium2");
+        assert_eq!(info.neuron_device_version, "v4");
+        assert_eq!(info.neuroncore_version, "v3d");
+        assert_eq!(info.neuron_device_count, 16);
+        assert_eq!(info.neuron_device_memory_size, 103_079_215_104);
+        assert_eq!(info.neuroncore_per_device_count, 4);
+        assert_eq!(info.logical_neuroncore_config, 2);
+        let lnc1 = hardware_info(&DeviceProfile::trn2_lnc1());
+        assert_eq!(
+            (
+                lnc1.neuroncore_version.as_str(),
+                lnc1.neuroncore_per_device_count
+            ),
+            ("v3", 8)
+        );
+    }
+}

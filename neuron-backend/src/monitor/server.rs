@@ -1,0 +1,294 @@
+//! The endpoint's thread: accepts clients, answers each with one report, and samples
+//! the publishers while clients are attached.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::os::fd::AsRawFd as _;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use runtime_hooks::clock::monotonic_ns;
+use serde::Deserialize;
+
+use super::cpu;
+use super::endpoint::{self, EndpointError};
+use super::registry::{self, Entry, EntryKind, HISTORY_SAMPLES, SAMPLE_INTERVAL_NS};
+use super::report::{self, InFlightIndex, ProcessReport, ReportContext};
+use crate::DeviceProfile;
+
+/// After this long without a client the sampler stops (and forgets its history).
+const CLIENT_IDLE_NS: u64 = 60_000_000_000;
+/// The longest request line accepted.
+const MAX_REQUEST_BYTES: u64 = 4096;
+/// A client that sends nothing (or reads nothing) for this long is dropped.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The longest period a report can cover, s.
+pub const MAX_PERIOD_S: f64 = (SAMPLE_INTERVAL_NS as f64 * HISTORY_SAMPLES as f64) / 1e9;
+
+#[derive(Debug)]
+struct Server {
+    path: PathBuf,
+}
+
+static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
+static STARTED_NS: OnceLock<u64> = OnceLock::new();
+static LAST_CLIENT_NS: AtomicU64 = AtomicU64::new(0);
+
+fn started_ns() -> u64 {
+    *STARTED_NS.get_or_init(monotonic_ns)
+}
+
+extern "C" fn remove_socket_at_exit() {
+    if let Some(Ok(server)) = SERVER.get() {
+        let _ = std::fs::remove_file(&server.path);
+    }
+}
+
+/// Starts the endpoint thread once per process; later calls return the first
+/// outcome.
+pub(crate) fn ensure_started() -> Result<PathBuf, String> {
+    SERVER
+        .get_or_init(|| {
+            let _ = started_ns();
+            bind()
+                .map_err(|e| e.to_string())
+                .and_then(|(path, listener)| {
+                    std::thread::Builder::new()
+                        .name("neuronprof-monitor".into())
+                        .spawn(move || serve(listener))
+                        .map_err(|e| format!("starting the live-monitor thread: {e}"))?;
+                    // SAFETY: registering a plain extern "C" function with no captured state.
+                    unsafe { libc::atexit(remove_socket_at_exit) };
+                    Ok(Server { path })
+                })
+        })
+        .as_ref()
+        .map(|s| s.path.clone())
+        .map_err(Clone::clone)
+}
+
+fn bind() -> Result<(PathBuf, UnixListener), EndpointError> {
+    let dir = endpoint::endpoint_dir();
+    endpoint::ensure_private_dir(&dir, endpoint::current_uid())?;
+    let path = endpoint::socket_path_in(&dir, std::process::id());
+    let listener = endpoint::bind_private_socket(&path)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| EndpointError::Io {
+            what: format!("configuring {}", path.display()),
+            source,
+        })?;
+    Ok((path, listener))
+}
+
+/// The socket this process publishes on, once started.
+pub(crate) fn socket_path() -> Option<&'static Path> {
+    match SERVER.get() {
+        Some(Ok(server)) => Some(&server.path),
+        _ => None,
+    }
+}
+
+fn client_active(now_ns: u64) -> bool {
+    let last = LAST_CLIENT_NS.load(Ordering::Relaxed);
+    last != 0 && now_ns.saturating_sub(last) < CLIENT_IDLE_NS
+}
+
+fn serve(listener: UnixListener) {
+    let mut next_sample_ns = 0u64;
+    let mut sampling = false;
+    loop {
+        let now_ns = monotonic_ns();
+        let active = client_active(now_ns);
+        if sampling && !active {
+            registry::entries().iter().for_each(|e| e.clear_history());
+        }
+        sampling = active;
+        if active && now_ns >= next_sample_ns {
+            for entry in registry::entries() {
+                entry.push_sample(entry.sample());
+            }
+            next_sample_ns = now_ns + SAMPLE_INTERVAL_NS;
+        }
+        let timeout_ms = if active {
+            (next_sample_ns.saturating_sub(monotonic_ns()) / 1_000_000).max(1) as i32
+        } else {
+            -1
+        };
+        let mut fds = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `fds` is one valid pollfd for the listener, which outlives the call.
+        unsafe { libc::poll(&mut fds, 1, timeout_ms) };
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if !client_active(monotonic_ns()) {
+                        // The first client after a quiet spell: start the history now.
+                        LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
+                        for entry in registry::entries() {
+                            entry.push_sample(entry.sample());
+                        }
+                        next_sample_ns = monotonic_ns() + SAMPLE_INTERVAL_NS;
+                        sampling = true;
+                    }
+                    LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
+                    let _ = answer(stream);
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// A client's request: one JSON object on one line.
+#[derive(Debug, Deserialize)]
+struct Request {
+    /// The window the rates and percentiles cover, s (default 1).
+    #[serde(default = "default_period")]
+    period_s: f64,
+}
+
+fn default_period() -> f64 {
+    1.0
+}
+
+/// Parses a request line; the error says what is wrong and where.
+fn parse_request(line: &str) -> Result<f64, String> {
+    let request: Request = serde_json::from_str(line.trim()).map_err(|e| {
+        format!(
+            "bad request (line 1, column {}): {e}; expected one JSON object such as \
+             {{\"period_s\": 1.0}}",
+            e.column()
+        )
+    })?;
+    let period = request.period_s;
+    if !(period.is_finite() && period >= 0.0) {
+        return Err(format!(
+            "bad request: period_s {period} must be a number of seconds ≥ 0"
+        ));
+    }
+    Ok(period.min(MAX_PERIOD_S))
+}
+
+fn answer(stream: UnixStream) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut line = String::new();
+    let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
+    let body = match read {
+        Err(err) => error_document(&format!("bad request: could not read it: {err}")),
+        Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => error_document(
+            &format!("bad request: longer than {MAX_REQUEST_BYTES} bytes without a newline"),
+        ),
+        Ok(_) => match parse_request(&line) {
+            Ok(period_s) => report_json(period_s),
+            Err(message) => error_document(&message),
+        },
+    };
+    let mut writer = &stream;
+    writer.write_all(body.as_bytes())?;
+    writer.write_all(b"\n")?;
+    writer.flush()
+}
+
+fn error_document(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
+/// The tags of `entries`: `<pid>/rank<N>` for ranks of a multi-rank world, `<pid>`
+/// otherwise; a tag that would repeat (two worlds alive at once, or a runtime beside
+/// a single-rank world) gets `/<n>` (the entry's position) on all but the newest.
+fn tags(pid: u32, entries: &[Arc<Entry>]) -> Vec<String> {
+    let base: Vec<String> = entries
+        .iter()
+        .map(|e| match e.kind {
+            EntryKind::Rank {
+                rank, world_size, ..
+            } if world_size > 1 => format!("{pid}/rank{rank}"),
+            _ => pid.to_string(),
+        })
+        .collect();
+    base.iter()
+        .enumerate()
+        .map(|(i, tag)| {
+            if base[i + 1..].contains(tag) {
+                format!("{tag}/{i}")
+            } else {
+                tag.clone()
+            }
+        })
+        .collect()
+}
+
+/// The document this process answers for a window of `period_s` seconds ending now.
+pub(crate) fn report_json(period_s: f64) -> String {
+    let entries = registry::entries();
+    let pid = std::process::id();
+    let address = socket_path().map_or(String::new(), |p| p.display().to_string());
+    let tags = tags(pid, &entries);
+    let in_flight = InFlightIndex::new(&entries);
+    let thread_dropped: Vec<(u32, u64)> = runtime_hooks::thread_stats()
+        .iter()
+        .map(|s| (s.thread_id, s.dropped))
+        .collect();
+    let dropped_total = runtime_hooks::dropped_total();
+    let online_cpus = cpu::online_cpus();
+    let period_ns = (period_s.min(MAX_PERIOD_S) * 1e9) as u64;
+    let neuron_runtime_data = entries
+        .iter()
+        .zip(tags)
+        .map(|(entry, tag)| {
+            let now = entry.sample();
+            let before = entry
+                .sample_at_or_before(now.mono_ns.saturating_sub(period_ns))
+                .filter(|s| s.mono_ns <= now.mono_ns)
+                .unwrap_or_else(|| now.clone());
+            let ctx = ReportContext {
+                pid,
+                address: &address,
+                tag,
+                started_ns: started_ns(),
+                in_flight: &in_flight,
+                thread_dropped: &thread_dropped,
+                dropped_total,
+                online_cpus,
+            };
+            report::build(entry, &before, &now, &ctx)
+        })
+        .collect();
+    let profile = entries
+        .first()
+        .and_then(|e| e.devices.first())
+        .map_or_else(DeviceProfile::trn2, |d| d.profile().clone());
+    let document = ProcessReport {
+        neuron_runtime_data,
+        neuron_hardware_info: report::hardware_info(&profile),
+    };
+    serde_json::to_string(&document).unwrap_or_else(|e| error_document(&e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_checked() {
+        assert_eq!(parse_request("{\"period_s\": 0.5}\n"), Ok(0.5));
+        assert_eq!(parse_request("{}"), Ok(1.0));
+        assert_eq!(parse_request("{\"period_s\": 1e9}"), Ok(MAX_PERIOD_S));
+        let err = parse_request("{\"period_s\": -1}").unwrap_err();
+        assert!(err.contains("≥ 0"), "{err}");
+        let err = parse_request("period please").unwrap_err();
+        assert!(err.contains("column 1"), "{err}");
+        let err = parse_request("{\"period_s\": \"1s\"}").unwrap_err();
+        assert!(err.contains("bad request"), "{err}");
+    }
+}

@@ -6,7 +6,8 @@
  * Calls that can fail return NPC_OK (0) or an NPC_ERR_* status and leave a message
  * for npc_last_error (per thread). Structs are plain data; unused fields must be 0.
  * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
- * Unix epoch (what Kineto activities carry).
+ * Unix epoch (what Kineto activities carry). Types end in _t; the Rust names are
+ * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow.
  */
 #ifndef NEURONPROF_CAPI_H
 #define NEURONPROF_CAPI_H
@@ -67,14 +68,14 @@ typedef struct npc_launch {
     uint16_t engine; /* NPC_ENGINE_* */
     uint32_t bias;
     uint32_t reserved;
-} npc_launch;
+} npc_launch_t;
 
 typedef struct npc_kernel_span {
     uint64_t corr_id;
     uint64_t queue;
     uint64_t start_ns;
     uint64_t end_ns;
-} npc_kernel_span;
+} npc_kernel_span_t;
 
 typedef struct npc_memory_stats {
     uint64_t allocated_bytes;
@@ -85,7 +86,7 @@ typedef struct npc_memory_stats {
     uint64_t num_allocs;
     uint64_t num_frees;
     uint64_t num_ooms;
-} npc_memory_stats;
+} npc_memory_stats_t;
 
 typedef struct npc_activity {
     uint32_t kind; /* NPC_ACTIVITY_* */
@@ -98,9 +99,9 @@ typedef struct npc_activity {
     uint64_t corr_id;
     uint64_t flops;
     uint64_t bytes;
-} npc_activity;
+} npc_activity_t;
 
-typedef struct npc_window npc_window;
+typedef struct npc_window npc_window_t;
 
 /* Runtime: profile NULL = "trn2". Returns the device count, 0 on error. */
 int32_t npc_init(const char *profile);
@@ -109,20 +110,20 @@ int32_t npc_device_count(void);
 /* Caching allocator of each device (recorded). */
 int32_t npc_allocate(uint16_t device, uint64_t bytes, uint64_t *addr, uint64_t *block_bytes);
 void npc_free(uint16_t device, uint64_t addr);
-int32_t npc_memory_stats(uint16_t device, npc_memory_stats *out);
+int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
 uint64_t npc_empty_cache(uint16_t device);
 
 /* Work: a launch placed by the timing model (span may be NULL); real waits. */
-int32_t npc_launch(const npc_launch *launch, npc_kernel_span *span);
-uint64_t npc_read_wait(uint16_t device, const npc_kernel_span *span, uint64_t bytes);
+int32_t npc_launch(const npc_launch_t *launch, npc_kernel_span_t *span);
+uint64_t npc_read_wait(uint16_t device, const npc_kernel_span_t *span, uint64_t bytes);
 uint64_t npc_synchronize(int32_t device); /* negative: every device */
 
 /* Profiling: drain and convert (runtime calls, kernels, copies); drop. */
-npc_window *npc_collect(void);
+npc_window_t *npc_collect(void);
 uint64_t npc_discard(void);
-size_t npc_window_len(const npc_window *window);
-const npc_activity *npc_window_get(const npc_window *window, size_t index);
-void npc_window_free(npc_window *window);
+size_t npc_window_len(const npc_window_t *window);
+const npc_activity_t *npc_window_get(const npc_window_t *window, size_t index);
+void npc_window_free(npc_window_t *window);
 
 size_t npc_last_error(char *buf, size_t buf_len);
 

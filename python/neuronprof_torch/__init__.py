@@ -1,0 +1,40 @@
+"""The emulated Trainium device ``neuron`` for PyTorch, with a Kineto plugin.
+
+``import neuronprof_torch`` is all a script adds (or nothing, with PyTorch's backend
+autoloading, once the package is installed: it registers a ``torch.backends`` entry
+point). Then ``device="neuron"`` works like any accelerator, ``torch.neuron`` and
+``torch.accelerator`` know the device, and ``torch.profiler`` with
+``ProfilerActivity.PrivateUse1`` records the device's kernels, copies, runtime calls
+and memory. See python/README.md for the design.
+
+Environment: ``NEURONPROF_DEVICE_PROFILE`` (``trn2`` by default; ``trn2-lnc1``,
+``trn3``, ...) picks the emulated device; the build's variables are in ``_build``.
+"""
+
+import os
+
+import torch
+
+from . import _build
+
+_C = _build.load(verbose=bool(os.environ.get("NEURONPROF_TORCH_VERBOSE")))
+_device_count = _C._init(os.environ.get("NEURONPROF_DEVICE_PROFILE", ""))
+
+from . import device as _device_module  # noqa: E402  (needs _C)
+
+if torch._C._get_privateuse1_backend_name() != "neuron":
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch._register_device_module("neuron", _device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+
+
+def _autoload():
+    """Entry point of PyTorch's backend autoloading (importing is all it takes)."""
+
+
+__all__ = ["device_count"]
+
+
+def device_count() -> int:
+    """Number of emulated devices (logical NeuronCores)."""
+    return _device_count

@@ -1,0 +1,262 @@
+// The neuron device for PyTorch: allocator, device guard and PrivateUse1 hooks
+// (registration points from shared/reference/torch-privateuse1.md).
+#include "neuron.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+
+namespace neuronprof {
+
+[[noreturn]] void throw_last_error(const char* what, int32_t status) {
+  char buf[1024];
+  npc_last_error(buf, sizeof buf);
+  TORCH_CHECK(false, "neuron: ", what, " failed (status ", status, "): ", buf);
+}
+
+uint32_t intern(const std::string& name) {
+  thread_local std::unordered_map<std::string, uint32_t> ids;
+  auto it = ids.find(name);
+  if (it != ids.end()) return it->second;
+  uint32_t id = nph_intern(name.data(), name.size());
+  ids.emplace(name, id);
+  return id;
+}
+
+uint16_t npc_dtype(c10::ScalarType type) {
+  switch (c10::elementSize(type)) {
+    case 1: return NPC_DTYPE_F8E4M3;
+    case 2: return NPC_DTYPE_BF16;
+    case 8: return NPC_DTYPE_I64;
+    default: return NPC_DTYPE_F32;
+  }
+}
+
+const char* dtype_tag(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return "f32";
+    case c10::ScalarType::BFloat16: return "bf16";
+    case c10::ScalarType::Half: return "f16";
+    case c10::ScalarType::Double: return "f64";
+    case c10::ScalarType::Long: return "i64";
+    case c10::ScalarType::Int: return "i32";
+    case c10::ScalarType::Bool: return "bool";
+    case c10::ScalarType::Byte: return "u8";
+    case c10::ScalarType::Char: return "i8";
+    default: return "other";
+  }
+}
+
+npc_kernel_span_t launch(npc_launch_t& launch) {
+  npc_kernel_span_t span{};
+  int32_t status = npc_launch(&launch, &span);
+  if (status != NPC_OK) throw_last_error("kernel launch", status);
+  if (nph_is_enabled()) link_correlation(launch.corr_id, torch_correlation_id());
+  return span;
+}
+
+// ---------------------------------------------------------------------------------
+// Allocator: host memory for the values, a block of the device's caching allocator for
+// the address, size and totals; both reported to PyTorch's profiler as CUDA's caching
+// allocator does (c10::reportMemoryUsageToProfiler), so `profile_memory=True` gives
+// `[memory]` events for the neuron device.
+
+namespace {
+
+struct Block {
+  void* host;
+  uint64_t addr;
+  uint64_t bytes;
+  c10::DeviceIndex device;
+};
+
+void report(void* ptr, int64_t bytes, c10::DeviceIndex device) {
+  npc_memory_stats_t stats{};
+  if (npc_memory_stats(static_cast<uint16_t>(device), &stats) != NPC_OK) return;
+  c10::reportMemoryUsageToProfiler(ptr, bytes, stats.allocated_bytes, stats.reserved_bytes,
+                                   c10::Device(c10::DeviceType::PrivateUse1, device));
+}
+
+void free_block(void* ctx) {
+  auto* block = static_cast<Block*>(ctx);
+  npc_free(static_cast<uint16_t>(block->device), block->addr);
+  report(block->host, -static_cast<int64_t>(block->bytes), block->device);
+  std::free(block->host);
+  delete block;
+}
+
+struct NeuronAllocator final : c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    c10::DeviceIndex device = current_device();
+    c10::Device where(c10::DeviceType::PrivateUse1, device);
+    if (nbytes == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, where};
+    uint64_t addr = 0, bytes = 0;
+    int32_t status = npc_allocate(static_cast<uint16_t>(device), nbytes, &addr, &bytes);
+    if (status == NPC_ERR_OUT_OF_MEMORY) {
+      char buf[1024];
+      npc_last_error(buf, sizeof buf);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: ", buf);
+    }
+    if (status != NPC_OK) throw_last_error("allocation", status);
+    // 64-byte alignment like c10's CPU allocator; aligned_alloc wants a multiple.
+    size_t host_bytes = (nbytes + 63) / 64 * 64;
+    void* host = std::aligned_alloc(64, host_bytes);
+    if (host == nullptr) {
+      npc_free(static_cast<uint16_t>(device), addr);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: host memory for ", nbytes,
+                       " bytes of device memory could not be allocated");
+    }
+    auto* block = new Block{host, addr, bytes, device};
+    report(host, static_cast<int64_t>(bytes), device);
+    return {host, block, &free_block, where};
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+NeuronAllocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+thread_local c10::DeviceIndex t_device = 0;
+
+}  // namespace
+
+c10::Allocator* neuron_allocator() { return &g_allocator; }
+
+c10::DeviceIndex current_device() { return t_device; }
+
+void set_current_device(c10::DeviceIndex index) {
+  TORCH_CHECK(index >= 0 && index < npc_device_count(), "neuron: no device ", int(index),
+              " (", npc_device_count(), " devices)");
+  t_device = index;
+}
+
+// ---------------------------------------------------------------------------------
+// Device guard: one thread-local current device; one stream per device (the default
+// compute queue); synchronization waits for the modeled completion.
+
+namespace {
+
+struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
+  static constexpr c10::DeviceType static_type = c10::DeviceType::PrivateUse1;
+
+  c10::DeviceType type() const override { return c10::DeviceType::PrivateUse1; }
+
+  c10::Device exchangeDevice(c10::Device device) const override {
+    c10::Device old = getDevice();
+    if (device.index() >= 0) set_current_device(device.index());
+    return old;
+  }
+
+  c10::Device getDevice() const override {
+    return c10::Device(c10::DeviceType::PrivateUse1, current_device());
+  }
+
+  void setDevice(c10::Device device) const override {
+    if (device.index() >= 0) set_current_device(device.index());
+  }
+
+  void uncheckedSetDevice(c10::Device device) const noexcept override {
+    if (device.index() >= 0 && device.index() < npc_device_count()) t_device = device.index();
+  }
+
+  c10::Stream getStream(c10::Device device) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+
+  c10::Stream getDefaultStream(c10::Device device) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+
+  c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
+    return c10::Stream(c10::Stream::DEFAULT, device);
+  }
+
+  c10::Stream exchangeStream(c10::Stream stream) const override {
+    return c10::Stream(c10::Stream::DEFAULT, stream.device());
+  }
+
+  c10::DeviceIndex deviceCount() const noexcept override {
+    return static_cast<c10::DeviceIndex>(npc_device_count());
+  }
+
+  // Events: the one queue runs in order and host waits are complete, so an event is
+  // done once recorded; PyTorch needs these for its stream bookkeeping.
+  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device*/,
+              const c10::EventFlag /*flag*/) const override {}
+  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
+  bool queryEvent(void* /*event*/) const override { return true; }
+  void synchronizeEvent(void* /*event*/) const override {}
+  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device*/) const noexcept override {}
+
+  bool queryStream(const c10::Stream& /*stream*/) const override { return true; }
+
+  void synchronizeStream(const c10::Stream& stream) const override {
+    npc_synchronize(stream.device_index());
+  }
+
+  void synchronizeDevice(const c10::DeviceIndex device) const override {
+    npc_synchronize(device);
+  }
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl);
+
+// ---------------------------------------------------------------------------------
+// PrivateUse1 hooks (torch.accelerator, generators, storage resizing).
+
+struct NeuronHooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return npc_device_count() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex /*device*/) const override { return true; }
+  c10::DeviceIndex deviceCount() const override {
+    return static_cast<c10::DeviceIndex>(npc_device_count());
+  }
+  void setCurrentDevice(c10::DeviceIndex device) const override { set_current_device(device); }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    c10::DeviceIndex old = current_device();
+    set_current_device(device);
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchangeDevice(device);
+  }
+  // Ops run on the CPU (the fallback), so random numbers come from the CPU generator,
+  // which torch.manual_seed seeds.
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex /*device*/) const override {
+    return at::detail::getDefaultCPUGenerator();
+  }
+  c10::Device getDeviceFromPtr(void* /*data*/) const override {
+    return c10::Device(c10::DeviceType::PrivateUse1, current_device());
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
+    auto* impl = storage.unsafeGetStorageImpl();
+    size_t old_bytes = impl->nbytes();
+    c10::DataPtr fresh = g_allocator.allocate(new_bytes);
+    if (old_bytes > 0 && new_bytes > 0) {
+      std::memcpy(fresh.get(), impl->data(), std::min(old_bytes, new_bytes));
+    }
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(new_bytes);
+  }
+};
+
+NeuronHooks g_hooks;
+
+struct RegisterHooks {
+  RegisterHooks() { at::RegisterPrivateUse1HooksInterface(&g_hooks); }
+} g_register_hooks;
+
+}  // namespace
+
+}  // namespace neuronprof

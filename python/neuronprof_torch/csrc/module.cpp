@@ -1,0 +1,46 @@
+// Python bindings of the neuron device (torch.neuron's functions).
+#include "neuron.h"
+
+#include <torch/extension.h>
+
+namespace {
+
+int init(const std::string& profile) {
+  int32_t count = npc_init(profile.empty() ? nullptr : profile.c_str());
+  if (count <= 0) neuronprof::throw_last_error("runtime start", NPC_ERR_NO_DEVICE);
+  return count;
+}
+
+void synchronize(int device) { npc_synchronize(device); }
+
+py::dict memory_stats(int device) {
+  npc_memory_stats_t stats{};
+  int32_t status = npc_memory_stats(static_cast<uint16_t>(device), &stats);
+  if (status != NPC_OK) neuronprof::throw_last_error("memory_stats", status);
+  py::dict out;
+  out["allocated_bytes.all.current"] = stats.allocated_bytes;
+  out["allocated_bytes.all.peak"] = stats.peak_allocated_bytes;
+  out["reserved_bytes.all.current"] = stats.reserved_bytes;
+  out["reserved_bytes.all.peak"] = stats.peak_reserved_bytes;
+  out["num_alloc_retries"] = 0;
+  out["num_ooms"] = stats.num_ooms;
+  out["allocation.all.allocated"] = stats.num_allocs;
+  out["allocation.all.freed"] = stats.num_frees;
+  out["capacity_bytes"] = stats.capacity_bytes;
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "The emulated neuron device (neuronprof) for PyTorch";
+  m.def("_init", &init, "Starts the runtime with a built-in device profile; returns the device count");
+  m.def("device_count", [] { return npc_device_count(); });
+  m.def("current_device", [] { return static_cast<int>(neuronprof::current_device()); });
+  m.def("set_device", [](int index) {
+    neuronprof::set_current_device(static_cast<c10::DeviceIndex>(index));
+  });
+  m.def("synchronize", &synchronize, "Waits for the device's work (-1: every device)");
+  m.def("memory_stats", &memory_stats);
+  m.def("empty_cache", [](int device) { return npc_empty_cache(static_cast<uint16_t>(device)); });
+}

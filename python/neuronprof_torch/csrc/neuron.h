@@ -1,0 +1,45 @@
+// Shared declarations of the neuron PrivateUse1 extension (python/README.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ATen/ATen.h>
+
+extern "C" {
+#include "neuronprof_capi.h"
+#include "neuronprof_hooks.h"
+}
+
+namespace neuronprof {
+
+// The allocator of neuron tensors (device memory is host memory in the emulator; each
+// block also holds a block of the device's caching allocator).
+c10::Allocator* neuron_allocator();
+
+// This thread's current device (the device guard's).
+c10::DeviceIndex current_device();
+void set_current_device(c10::DeviceIndex index);
+
+// PyTorch's correlation id of the innermost operator on this thread (the Kineto
+// plugin's push/popCorrelationId), 0 when none.
+uint64_t torch_correlation_id();
+// Notes that our launch `corr_id` ran inside PyTorch's operator `torch_corr_id` (only
+// while a profiling session records).
+void link_correlation(uint64_t corr_id, uint64_t torch_corr_id);
+
+// Launches a kernel (recorded launch + kernel placed by the timing model) and links
+// it to PyTorch's current operator. Throws on a runtime error.
+npc_kernel_span_t launch(npc_launch_t& launch);
+
+// Interns a name once per thread.
+uint32_t intern(const std::string& name);
+
+// Throws a c10::Error with the capi's last error message.
+[[noreturn]] void throw_last_error(const char* what, int32_t status);
+
+// The `NPC_DTYPE_*` of a scalar type (by element size) and its short name.
+uint16_t npc_dtype(c10::ScalarType type);
+const char* dtype_tag(c10::ScalarType type);
+
+}  // namespace neuronprof

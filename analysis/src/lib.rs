@@ -100,6 +100,7 @@ mod error;
 pub mod frame;
 pub mod insights;
 pub mod live;
+pub mod live_client;
 pub mod model;
 pub mod render;
 mod report;

@@ -44,10 +44,12 @@
 
 mod error;
 pub mod model;
+pub mod replay;
 mod stream;
 
 pub use error::LiveError;
 pub use model::*;
+pub use replay::{replay_dir, ReplayOptions, ReplaySeries};
 pub use stream::{parse_document, DocumentReader, MAX_DOCUMENT_BYTES};
 
 /// Example documents for tests and docs.

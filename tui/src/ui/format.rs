@@ -1,0 +1,130 @@
+//! Number formatting for the panes.
+
+/// Bytes in binary units with three significant digits: `512 B`, `3.50 MiB`, `23.6 GiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let text = if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    };
+    format!("{text} {}", UNITS[unit])
+}
+
+/// Seconds in a readable unit (`12.0 µs`, `2.40 ms`, `1.20 s`); `-` for `None`.
+pub fn format_seconds(seconds: Option<f64>) -> String {
+    let Some(s) = seconds else {
+        return "-".to_string();
+    };
+    let (value, unit) = if s == 0.0 {
+        (0.0, "s")
+    } else if s.abs() < 1e-6 {
+        (s * 1e9, "ns")
+    } else if s.abs() < 1e-3 {
+        (s * 1e6, "µs")
+    } else if s.abs() < 1.0 {
+        (s * 1e3, "ms")
+    } else {
+        (s, "s")
+    };
+    if value.abs() >= 100.0 {
+        format!("{value:.0} {unit}")
+    } else if value.abs() >= 10.0 {
+        format!("{value:.1} {unit}")
+    } else {
+        format!("{value:.2} {unit}")
+    }
+}
+
+/// Joins `parts` with spaces, leaving out the parts (after the first) that would not
+/// fit in `width` columns.
+pub fn fit(parts: &[String], width: usize) -> String {
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let extra = if i == 0 { 0 } else { 1 } + part.chars().count();
+        if i > 0 && out.chars().count() + extra > width {
+            continue;
+        }
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// `rank<N>` for a `<pid>/rank<N>` tag, the tag otherwise.
+pub fn short_tag(tag: &str) -> &str {
+    match tag.find("/rank") {
+        Some(i) => &tag[i + 1..],
+        None => tag,
+    }
+}
+
+/// A text bar of `width` cells for a percentage (eighth-cell resolution).
+pub fn bar(percent: f64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = ((percent.clamp(0.0, 100.0) / 100.0) * (width * 8) as f64).round() as usize;
+    let mut s = String::with_capacity(width * 3);
+    for cell in 0..width {
+        let filled = eighths.saturating_sub(cell * 8).min(8);
+        s.push(if filled == 8 { '█' } else { PARTS[filled] });
+    }
+    s
+}
+
+/// A one-line sparkline of `values` scaled to `max` (the last `width` values).
+pub fn sparkline(values: &[f64], max: f64, width: usize) -> String {
+    const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let start = values.len().saturating_sub(width);
+    let mut s: String = values[start..]
+        .iter()
+        .map(|v| {
+            if max <= 0.0 {
+                return LEVELS[0];
+            }
+            let level = ((v / max).clamp(0.0, 1.0) * 8.0).round() as usize;
+            LEVELS[level]
+        })
+        .collect();
+    let pad = width.saturating_sub(values.len() - start);
+    s.insert_str(0, &" ".repeat(pad));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_and_seconds() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(3 * 1024 * 1024 + 512 * 1024), "3.50 MiB");
+        assert_eq!(format_bytes(25_300_303_872), "23.6 GiB");
+        assert_eq!(format_seconds(Some(0.0024)), "2.40 ms");
+        assert_eq!(format_seconds(Some(0.000012)), "12.0 µs");
+        assert_eq!(format_seconds(None), "-");
+    }
+
+    #[test]
+    fn bars_and_sparklines() {
+        assert_eq!(bar(50.0, 4), "██  ");
+        assert_eq!(bar(100.0, 2), "██");
+        assert_eq!(bar(0.0, 2), "  ");
+        assert_eq!(sparkline(&[0.0, 50.0, 100.0], 100.0, 4), "  ▄█");
+        let parts = ["a".to_string(), "bbbb".to_string(), "cc".to_string()];
+        assert_eq!(fit(&parts, 5), "a cc");
+        assert_eq!(short_tag("9001/rank3"), "rank3");
+    }
+}

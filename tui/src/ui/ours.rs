@@ -1,0 +1,251 @@
+//! neuronprof's panes: engines with history, HBM history, collectives, top operators,
+//! execution latency and dropped records.
+
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Sparkline};
+use ratatui::Frame;
+
+use super::format::{fit, format_bytes, format_seconds, short_tag, sparkline};
+use super::panes::block;
+use crate::app::{App, TabView};
+
+const NO_EXTENSION: &str = "not in these reports (neuronprof extension)";
+
+pub(super) fn engines_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    if !view.has_extension {
+        lines.push(Line::from(NO_EXTENSION));
+    } else if view.engines.is_empty() {
+        lines.push(Line::from("no engine activity reported"));
+    }
+    let label_w = view
+        .engines
+        .iter()
+        .map(|e| e.label.chars().count())
+        .max()
+        .unwrap_or(8);
+    let spark_w = inner_w.saturating_sub(label_w + 9);
+    let shown = if view.engines.len() > inner_h {
+        inner_h.saturating_sub(1)
+    } else {
+        view.engines.len()
+    };
+    for e in view.engines.iter().take(shown) {
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:<label_w$} {:>6.1}% ", e.label, e.utilization)),
+            Span::styled(
+                sparkline(&e.history, 100.0, spark_w),
+                Style::default().fg(Color::Cyan),
+            ),
+        ]));
+    }
+    if shown < view.engines.len() {
+        lines.push(Line::from(format!(
+            "… {} more engines",
+            view.engines.len() - shown
+        )));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).block(block(" Engine Utilization (history) ".into())),
+        area,
+    );
+}
+
+pub(super) fn hbm_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
+    let outer = block(" HBM Usage ".into());
+    let inner = outer.inner(area);
+    frame.render_widget(outer, area);
+    if inner.height == 0 {
+        return;
+    }
+    let rows = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Length(1), Constraint::Min(0)])
+        .split(inner);
+    let summary = match view.hbm {
+        Some((used, peak, capacity)) => {
+            let pct = if capacity > 0 {
+                format!(" ({:.1}%)", used as f64 * 100.0 / capacity as f64)
+            } else {
+                String::new()
+            };
+            format!(
+                "used {}{pct}  peak {}  of {}",
+                format_bytes(used),
+                format_bytes(peak),
+                format_bytes(capacity)
+            )
+        }
+        None if view.has_memory => format!(
+            "device {} (no HBM capacity reported)",
+            format_bytes(view.device_total)
+        ),
+        None => "no device memory reported".to_string(),
+    };
+    frame.render_widget(Paragraph::new(summary), rows[0]);
+    let data: Vec<u64> = view.hbm_history.iter().map(|b| *b as u64).collect();
+    let max = view
+        .hbm
+        .map(|(_, peak, _)| peak)
+        .filter(|p| *p > 0)
+        .unwrap_or_else(|| data.iter().copied().max().unwrap_or(0))
+        .max(1);
+    let start = data.len().saturating_sub(rows[1].width as usize);
+    frame.render_widget(
+        Sparkline::default()
+            .data(&data[start..])
+            .max(max)
+            .style(Style::default().fg(Color::Magenta)),
+        rows[1],
+    );
+}
+
+pub(super) fn collectives_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
+    let width = area.width.saturating_sub(2) as usize;
+    let many = view.collectives.len() > 1;
+    let mut lines = Vec::new();
+    if !view.has_extension {
+        lines.push(Line::from(NO_EXTENSION));
+    } else {
+        if let Some(rank) = view.waited_for_rank {
+            lines.push(Line::from(Span::styled(
+                format!("waiting for rank {rank}"),
+                Style::default()
+                    .fg(Color::Yellow)
+                    .add_modifier(Modifier::BOLD),
+            )));
+        }
+        for c in &view.collectives {
+            let l = &c.latency;
+            let mut parts = Vec::new();
+            if many {
+                parts.push(short_tag(&c.tag).to_string());
+            }
+            parts.push(format!("{} done", c.completed));
+            parts.push(format!("p50 {}", format_seconds(l.p50)));
+            parts.push(format!("p99 {}", format_seconds(l.p99)));
+            parts.push(format!("p90 {}", format_seconds(l.p90)));
+            parts.push(format!("max {}", format_seconds(l.p100)));
+            lines.push(Line::from(fit(&parts, width)));
+        }
+        lines.push(Line::from(Span::styled(
+            format!("in flight: {}", view.in_flight.len()),
+            Style::default().add_modifier(Modifier::BOLD),
+        )));
+        for (tag, f) in &view.in_flight {
+            let waiting = if f.waiting_for_ranks.is_empty() {
+                String::new()
+            } else {
+                let ranks: Vec<String> = f.waiting_for_ranks.iter().map(u32::to_string).collect();
+                format!(" waits {}", ranks.join(","))
+            };
+            let mut parts = Vec::new();
+            if many {
+                parts.push(short_tag(tag).to_string());
+            }
+            parts.push(format!("{}#{}", f.op, f.seq));
+            parts.push(format_seconds(Some(f.age_s)));
+            if !waiting.is_empty() {
+                parts.push(waiting.trim_start().to_string());
+            }
+            parts.push(format_bytes(f.bytes));
+            parts.push(f.group.clone());
+            lines.push(Line::from(fit(&parts, width)));
+        }
+    }
+    frame.render_widget(
+        Paragraph::new(lines).block(block(" Collectives ".into())),
+        area,
+    );
+}
+
+pub(super) fn operators_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &TabView) {
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let title = format!(" Top Operators by {} ", app.op_sort.label());
+    let mut lines = Vec::new();
+    if !view.has_extension {
+        lines.push(Line::from(NO_EXTENSION));
+    } else {
+        let name_w = inner_w.saturating_sub(20).max(4);
+        lines.push(Line::from(Span::styled(
+            format!("{:<name_w$} {:>7} {:>11}", "operator", "calls", "device"),
+            Style::default().add_modifier(Modifier::BOLD),
+        )));
+        if view.operators.is_empty() {
+            lines.push(Line::from("none over the period"));
+        }
+        for op in view.operators.iter().take(inner_h.saturating_sub(1)) {
+            let name: String = if op.name.chars().count() > name_w {
+                let mut s: String = op.name.chars().take(name_w.saturating_sub(1)).collect();
+                s.push('…');
+                s
+            } else {
+                op.name.clone()
+            };
+            lines.push(Line::from(format!(
+                "{name:<name_w$} {:>7} {:>11}",
+                op.calls,
+                format_seconds(Some(op.device_time_s))
+            )));
+        }
+    }
+    frame.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
+
+pub(super) fn latency_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
+    let width = area.width.saturating_sub(2) as usize;
+    let mut lines = Vec::new();
+    if view.latencies.is_empty() {
+        lines.push(Line::from("no execution stats in the reports"));
+    }
+    let single = view.latencies.len() == 1;
+    for row in &view.latencies {
+        let done = format!("{} done, {} failed", row.completed, row.failed);
+        if single {
+            lines.push(Line::from(done));
+            for (label, p) in [("total", &row.total), ("device", &row.device)] {
+                let get = |f: fn(&analysis::live::LatencyPercentiles) -> Option<f64>| {
+                    format_seconds(p.as_ref().and_then(f))
+                };
+                let parts = [
+                    format!("{label:<6}"),
+                    format!("p50 {}", get(|p| p.p50)),
+                    format!("p99 {}", get(|p| p.p99)),
+                    format!("max {}", get(|p| p.p100)),
+                    format!("p0 {}", get(|p| p.p0)),
+                ];
+                lines.push(Line::from(fit(&parts, width)));
+            }
+        } else {
+            let d = row.device.as_ref();
+            let parts = [
+                short_tag(&row.tag).to_string(),
+                format!("p50 {}", format_seconds(d.and_then(|p| p.p50))),
+                format!("p99 {}", format_seconds(d.and_then(|p| p.p99))),
+                format!("{} done", row.completed),
+                format!("{} failed", row.failed),
+            ];
+            lines.push(Line::from(fit(&parts, width)));
+        }
+    }
+    if view.has_extension {
+        let style = if view.dropped_records > 0 {
+            Style::default().fg(Color::Red)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::from(Span::styled(
+            format!("dropped records: {}", view.dropped_records),
+            style,
+        )));
+    }
+    frame.render_widget(
+        Paragraph::new(lines).block(block(" Execution Latency ".into())),
+        area,
+    );
+}

@@ -140,6 +140,7 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
         ++buffer_->gpuOpCount;
       }
       act.addTypedMetadata("device", static_cast<int64_t>(a->device));
+      act.addTypedMetadata("correlation", static_cast<int64_t>(a->corr_id));
       if (a->kind == NPC_ACTIVITY_RUNTIME_LAUNCH || !host) {
         act.flow.id = static_cast<uint32_t>(a->corr_id);
         act.flow.type = libkineto::kLinkAsyncCpuGpu;

@@ -17,9 +17,9 @@
 //! - `neuronprof.engine_utilization`: union of each engine's instructions
 //!   (`neuron_instruction`, `semaphore_wait` excluded: the engine waits), or the kernels'
 //!   `<Engine> busy (ns)` args prorated when the trace has no instructions.
-//! - `neuronprof.collectives`: collective kernels (`Collective name` args, e.g.
-//!   `ncclDevKernel_*`) matched across ranks by process group and `Seq` (else occurrence
-//!   order): those running at the period's end are in flight, waiting for the ranks whose
+//! - `neuronprof.collectives`: collective kernels (with PyTorch's `Collective name` args,
+//!   or named `ncclDevKernel_*` / `ncclKernel_*`) matched across ranks by process group
+//!   and `Seq` (else occurrence order in the group): those running at the period's end are in flight, waiting for the ranks whose
 //!   copy has not started yet; latency percentiles and histogram since the start; the
 //!   slowest rank is the one that started last, most often, among collectives finishing
 //!   in the period.
@@ -196,7 +196,9 @@ pub fn replay_dir(path: &Path, options: &ReplayOptions) -> Result<ReplaySeries, 
     }
     Ok(ReplaySeries {
         documents,
-        times_s: (1..=count).map(|b| b as f64 * period_s).collect(),
+        times_s: (1..=count)
+            .map(|b| (b as i64 * period_ns) as f64 / 1e9)
+            .collect(),
         period_s,
         files,
     })
@@ -230,6 +232,12 @@ impl Grid {
 
     fn bucket_of(&self, t: i64) -> usize {
         (((t - self.t0).max(0) / self.period_ns) as usize).min(self.count - 1)
+    }
+
+    /// The period in which something ending at `t` ended (an end on a period's boundary
+    /// belongs to the period before it).
+    fn bucket_of_end(&self, t: i64) -> usize {
+        self.bucket_of(t - 1)
     }
 
     /// Calls `f(bucket, overlap ns)` for each period `[start, end)` overlaps.
@@ -287,15 +295,14 @@ fn latency_percentiles(mut values: Vec<f64>) -> Option<LatencyPercentiles> {
     })
 }
 
-/// Upper bounds of the collective latency histogram: 1-2-5 steps from 1 µs to 10 s.
+/// Upper bounds of the collective latency histogram: 1-2-5 steps from 1 µs to 10 s
+/// (parsed from decimal text, so they print as written: `5e-6`, not `4.9999…e-6`).
 fn histogram_bounds() -> Vec<f64> {
     let mut out = Vec::new();
-    let mut decade = 1e-6;
-    while decade < 10.0 {
-        for m in [1.0, 2.0, 5.0] {
-            out.push(m * decade);
+    for exponent in -6..=0 {
+        for m in [1, 2, 5] {
+            out.push(format!("{m}e{exponent}").parse().expect("a decimal number"));
         }
-        decade *= 10.0;
     }
     out.push(10.0);
     out
@@ -354,7 +361,7 @@ impl CollectiveIndex {
             let Some(last) = copies.iter().max_by_key(|c| (c.1, c.0)) else {
                 continue;
             };
-            *counts[grid.bucket_of(end)].entry(last.0).or_default() += 1;
+            *counts[grid.bucket_of_end(end)].entry(last.0).or_default() += 1;
         }
         counts
             .into_iter()
@@ -434,7 +441,7 @@ impl RankSeries {
                     f[k] += w.flops * ns as f64 / dur
                 });
             }
-            let end_bucket = grid.bucket_of(w.end_ns);
+            let end_bucket = grid.bucket_of_end(w.end_ns.max(w.start_ns + 1));
             s.device_latency[end_bucket].push((w.end_ns - w.start_ns) as f64 / 1e9);
             if let Some(launch) = r.launches.get(&w.correlation) {
                 s.total_latency[end_bucket].push((w.end_ns - launch).max(0) as f64 / 1e9);
@@ -749,3 +756,6 @@ fn hardware_info(ranks: &[RankData]) -> Option<HardwareInfo> {
         error: "replayed from traces: device counts and sizes not recorded".to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests;

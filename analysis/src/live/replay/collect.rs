@@ -153,10 +153,13 @@ impl TraceSink for RankData {
             let device = arg_i64("device")
                 .or_else(|| ident_i64(event.pid.as_ref()))
                 .unwrap_or(0);
-            if let Some(op) = event
+            // A collective: PyTorch's collective args, else an NCCL-style kernel name
+            // (`ncclDevKernel_AllReduce_…`, `ncclKernel_SendRecv_…` in older traces).
+            let op = event
                 .arg("Collective name")
                 .and_then(|v| v.as_str().map(str::to_string))
-            {
+                .or_else(|| nccl_op(event.name()));
+            if let Some(op) = op {
                 let group = event
                     .arg("Process Group Name")
                     .and_then(|v| v.as_str().map(str::to_string))
@@ -288,6 +291,19 @@ impl TraceSink for RankData {
             });
         }
     }
+}
+
+/// The operation of an NCCL-style kernel name: `ncclDevKernel_AllReduce_Sum_f32` →
+/// `AllReduce`.
+fn nccl_op(name: &str) -> Option<String> {
+    let rest = name
+        .strip_prefix("ncclDevKernel_")
+        .or_else(|| name.strip_prefix("ncclKernel_"))?;
+    let op: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    (!op.is_empty()).then_some(op)
 }
 
 /// Reads one trace file. `position` is its rank when the trace does not state one.

@@ -1,0 +1,444 @@
+//! Real PyTorch end to end: `python/examples/train_mlp.py` trains on the emulated
+//! `neuron` device under `torch.profiler` (CPU + PrivateUse1 activities, a schedule,
+//! `tensorboard_trace_handler`), and the trace PyTorch itself writes is checked: neuron
+//! kernels, copies and runtime calls, `ac2g` flows pairing launches with kernels,
+//! `[memory]` events of device type PrivateUse1, timestamps on PyTorch's host timeline,
+//! the loss falling exactly as on the CPU; then the trace goes through our reader,
+//! `analysis`, the Perfetto exporter and HTA.
+//!
+//! Needs a Python with torch 2.15: `NEURONPROF_TORCH_PYTHON`, else `target/torch-venv`
+//! (`bash scripts/torch-venv`, which `.ci/run` runs). Without either it is skipped with
+//! a message — except in CI (`CI` set), where it fails. The C++ extension is built by
+//! torch's `cpp_extension` into `<target>/torch-ext` (ninja; about a minute the first
+//! time, cached after) and linked to the `libneuronprof_capi.so` cargo built for this
+//! test. One Python process runs every PyTorch check (`tests/torch_driver.py`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const PRIVATEUSE1_DEVICE_TYPE: i64 = 20;
+
+fn repo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `NEURONPROF_TORCH_PYTHON`, else the repository's `target/torch-venv` python.
+fn torch_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("NEURONPROF_TORCH_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let venv = repo_dir().join("target/torch-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// `NEURONPROF_HTA_PYTHON`, else the repository's `target/hta-venv` python.
+fn hta_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("NEURONPROF_HTA_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let venv = repo_dir().join("target/hta-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// The `libneuronprof_capi.so` cargo built for this run (next to the test binary) and
+/// the Cargo target folder it is in.
+fn capi_library() -> (PathBuf, PathBuf) {
+    let exe = std::env::current_exe().expect("path of the test binary");
+    let deps = exe.parent().expect("test binary has a folder");
+    let target = deps
+        .parent()
+        .and_then(Path::parent)
+        .expect("deps sits in <target>/<profile>");
+    for candidate in [
+        deps.join("libneuronprof_capi.so"),
+        deps.join("../libneuronprof_capi.so"),
+    ] {
+        if candidate.exists() {
+            return (candidate, target.to_path_buf());
+        }
+    }
+    panic!(
+        "libneuronprof_capi.so not found near {}: the crate must keep crate-type cdylib",
+        deps.display()
+    );
+}
+
+struct Run {
+    result: Value,
+    trace: Value,
+    trace_path: PathBuf,
+    cpu_only: Value,
+}
+
+fn run_pytorch(python: &Path) -> Run {
+    let (capi, target) = capi_library();
+    let work = target.join(format!("torch-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let trace_dir = work.join("neuron");
+    let cpu_only = work.join("cpu_only.json");
+    let output = Command::new(python)
+        .arg(repo_dir().join("python/capi/tests/torch_driver.py"))
+        .arg(&trace_dir)
+        .arg(&cpu_only)
+        .env("PYTHONPATH", repo_dir().join("python"))
+        .env("NEURONPROF_CAPI_LIB", &capi)
+        .env("NEURONPROF_TORCH_BUILD_DIR", target.join("torch-ext"))
+        .output()
+        .expect("run the PyTorch driver");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "driver failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("no RESULT line:\n{stdout}\n{stderr}"));
+    let result: Value = serde_json::from_str(line).unwrap();
+    let traces: Vec<PathBuf> = std::fs::read_dir(&trace_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".pt.trace.json"))
+        .collect();
+    assert_eq!(traces.len(), 1, "one profiled window: {traces:?}");
+    let read = |p: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    };
+    Run {
+        result,
+        trace: read(&traces[0]),
+        trace_path: traces[0].clone(),
+        cpu_only: read(&cpu_only),
+    }
+}
+
+fn events(trace: &Value) -> &[Value] {
+    trace["traceEvents"].as_array().expect("traceEvents")
+}
+
+fn cat<'a>(trace: &'a Value, category: &str) -> Vec<&'a Value> {
+    events(trace)
+        .iter()
+        .filter(|e| e["cat"] == category)
+        .collect()
+}
+
+fn arg_i64(event: &Value, key: &str) -> i64 {
+    event["args"][key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no integer arg {key:?} in {event}"))
+}
+
+fn ts(event: &Value) -> f64 {
+    event["ts"].as_f64().expect("ts")
+}
+
+fn end(event: &Value) -> f64 {
+    ts(event) + event["dur"].as_f64().expect("dur")
+}
+
+fn check_device_activity(trace: &Value) {
+    let pid = events(trace)
+        .iter()
+        .find(|e| e["cat"] == "cpu_op")
+        .map(|e| e["pid"].as_i64().unwrap())
+        .expect("PyTorch's operators");
+    let kernels = cat(trace, "kernel");
+    let copies = cat(trace, "gpu_memcpy");
+    let runtime = cat(trace, "privateuse1_runtime");
+    let names: HashSet<&str> = kernels
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    for expected in ["addmm_f32", "mm_f32", "gelu_f32", "relu_f32"] {
+        assert!(
+            names.contains(expected),
+            "no {expected} kernel in {names:?}"
+        );
+    }
+    assert!(
+        copies
+            .iter()
+            .any(|c| c["name"] == "Memcpy HtoD (Host -> Neuron)"),
+        "no host-to-device copy"
+    );
+    assert!(
+        copies
+            .iter()
+            .any(|c| c["name"] == "Memcpy DtoH (Neuron -> Host)"),
+        "no device-to-host copy (loss.item())"
+    );
+    // Device rows: pid = device, tid = queue, with device/stream/correlation args and the
+    // External id of the PyTorch operator that launched them.
+    let mut device_rows: Vec<&Value> = kernels.iter().chain(copies.iter()).copied().collect();
+    device_rows.sort_by(|a, b| ts(a).total_cmp(&ts(b)));
+    for row in &device_rows {
+        assert_eq!(row["pid"], 0, "{row}");
+        assert_eq!(row["tid"].as_i64(), Some(arg_i64(row, "stream")), "{row}");
+        assert_eq!(arg_i64(row, "device"), 0);
+        assert!(arg_i64(row, "correlation") > 0);
+        assert!(arg_i64(row, "External id") > 0, "{row}");
+    }
+    for pair in device_rows.windows(2) {
+        assert!(
+            end(pair[0]) <= ts(pair[1]) + 1e-3,
+            "one queue runs in order"
+        );
+    }
+    let launches: Vec<&Value> = runtime
+        .iter()
+        .filter(|r| r["name"] == "nrt_execute")
+        .copied()
+        .collect();
+    assert_eq!(
+        launches.len(),
+        device_rows.len(),
+        "one launch per device row"
+    );
+    for launch in &launches {
+        assert_eq!(
+            launch["pid"].as_i64(),
+            Some(pid),
+            "runtime calls on the host"
+        );
+    }
+    // Flows: each launch's ac2g start pairs with its kernel's finish, same correlation.
+    let launch_by_corr: HashMap<i64, &Value> = launches
+        .iter()
+        .map(|l| (arg_i64(l, "correlation"), *l))
+        .collect();
+    let row_by_corr: HashMap<i64, &Value> = device_rows
+        .iter()
+        .map(|r| (arg_i64(r, "correlation"), *r))
+        .collect();
+    let flows = cat(trace, "ac2g");
+    let starts: Vec<&Value> = flows.iter().filter(|f| f["ph"] == "s").copied().collect();
+    let finishes: HashMap<i64, &Value> = flows
+        .iter()
+        .filter(|f| f["ph"] == "f")
+        .map(|f| (f["id"].as_i64().unwrap(), *f))
+        .collect();
+    assert_eq!(starts.len(), device_rows.len(), "one ac2g flow per launch");
+    for start in &starts {
+        let id = start["id"].as_i64().unwrap();
+        let launch = launch_by_corr[&id];
+        let row = row_by_corr[&id];
+        let finish = finishes[&id];
+        assert_eq!(start["tid"], launch["tid"]);
+        assert!(
+            (ts(start) - ts(launch)).abs() < 1e-3,
+            "flow starts at its launch"
+        );
+        assert_eq!(finish["pid"], 0);
+        assert!(
+            (ts(finish) - ts(row)).abs() < 1e-3,
+            "flow ends at its kernel"
+        );
+        assert!(ts(row) >= ts(launch), "a kernel starts after its launch");
+        assert_eq!(arg_i64(launch, "External id"), arg_i64(row, "External id"));
+    }
+    // Timestamps on PyTorch's host timeline: every launch lies inside the operator
+    // (same thread) whose External id it carries.
+    let ops: HashMap<i64, &Value> = cat(trace, "cpu_op")
+        .into_iter()
+        .map(|o| (arg_i64(o, "External id"), o))
+        .collect();
+    for launch in &launches {
+        let op = ops[&arg_i64(launch, "External id")];
+        assert_eq!(op["tid"], launch["tid"], "{launch} in {op}");
+        assert!(
+            ts(op) <= ts(launch) + 1e-3 && end(launch) <= end(op) + 1e-3,
+            "{launch} outside {op}"
+        );
+    }
+    let steps: Vec<&str> = cat(trace, "user_annotation")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .filter(|n| n.starts_with("ProfilerStep#"))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "ProfilerStep#4",
+            "ProfilerStep#5",
+            "ProfilerStep#6",
+            "ProfilerStep#7"
+        ],
+        "wait 2, warm-up 2, active 4"
+    );
+}
+
+fn check_memory(trace: &Value) {
+    let memory: Vec<&Value> = events(trace)
+        .iter()
+        .filter(|e| e["name"] == "[memory]" && e["args"]["Device Type"] == PRIVATEUSE1_DEVICE_TYPE)
+        .collect();
+    assert!(
+        memory.len() > 20,
+        "[memory] events of the neuron device: {}",
+        memory.len()
+    );
+    let allocations = memory.iter().filter(|m| arg_i64(m, "Bytes") > 0).count();
+    let frees = memory.iter().filter(|m| arg_i64(m, "Bytes") < 0).count();
+    assert!(
+        allocations > 0 && frees > 0,
+        "{allocations} allocations, {frees} frees"
+    );
+    for m in &memory {
+        assert_eq!(arg_i64(m, "Device Id"), 0);
+        // Sizes and totals are the caching allocator's: blocks of 256-byte multiples
+        // inside 2 MiB (small pool) or larger segments.
+        assert_eq!(arg_i64(m, "Bytes").abs() % 256, 0, "{m}");
+        assert!(
+            arg_i64(m, "Total Reserved") >= arg_i64(m, "Total Allocated"),
+            "{m}"
+        );
+        assert_eq!(arg_i64(m, "Total Reserved") % (2 << 20), 0, "{m}");
+    }
+}
+
+fn check_losses(result: &Value) {
+    let losses = |key: &str| -> Vec<f64> {
+        result[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (neuron, cpu) = (losses("neuron_losses"), losses("cpu_losses"));
+    assert_eq!(neuron.len(), 12);
+    let first = neuron[..3].iter().sum::<f64>() / 3.0;
+    let last = neuron[neuron.len() - 3..].iter().sum::<f64>() / 3.0;
+    assert!(last < first - 0.05, "the loss falls: {neuron:?}");
+    for (n, c) in neuron.iter().zip(&cpu) {
+        assert!(
+            (n - c).abs() <= 1e-5 * c.abs().max(1.0),
+            "neuron {n} vs cpu {c}"
+        );
+    }
+}
+
+fn check_reader_analysis_perfetto(path: &Path) {
+    let mut counts = trace_format::CountingSink::default();
+    let report = trace_format::read_path(path, &mut counts).expect("our reader reads it");
+    assert!(report.damage.is_none());
+    let by_category = counts.by_category();
+    for category in [
+        "kernel",
+        "gpu_memcpy",
+        "privateuse1_runtime",
+        "ac2g",
+        "cpu_op",
+    ] {
+        assert!(
+            by_category.get(category).copied().unwrap_or(0) > 0,
+            "{category}: {by_category:?}"
+        );
+    }
+    let set = analysis::load_paths(&[path], &analysis::LoadOptions::default()).unwrap();
+    let analyzed = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let temporal = analyzed
+        .temporal_breakdown
+        .expect("temporal breakdown runs");
+    assert!(temporal.ranks[0].compute_time_us > 0.0);
+    let rank = &analyzed.per_rank[0];
+    assert!(
+        rank.launch_stats.correlation.count > 0,
+        "launches paired with kernels"
+    );
+    let neuron_memory = rank
+        .memory
+        .devices
+        .iter()
+        .find(|d| d.device.starts_with("privateuse1"))
+        .expect("memory timeline of the neuron device");
+    assert!(neuron_memory.peak_allocated_bytes > 0);
+    let mut exporter = exporters::PerfettoExporter::new(Vec::new());
+    exporter.add_path(path).expect("converts to Perfetto");
+    let (bytes, stats) = exporter.finish().unwrap();
+    assert!(!bytes.is_empty() && stats.slices > 0 && stats.flow_events > 0);
+}
+
+fn check_hta(trace_dir: &Path) {
+    let Some(python) = hta_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the HTA part: `bash scripts/hta-venv` makes the HTA venv"
+        );
+        eprintln!("HTA part skipped: no HTA venv (bash scripts/hta-venv)");
+        return;
+    };
+    let script = r#"
+import sys
+from hta.trace_analysis import TraceAnalysis
+analysis = TraceAnalysis(trace_dir=sys.argv[1])
+breakdown = analysis.get_temporal_breakdown(visualize=False)
+print("compute", [float(x) for x in breakdown["compute_time(us)"]])
+kernels = analysis.get_gpu_kernel_breakdown(visualize=False)[0]
+print("kernel types", sorted(kernels["kernel_type"]))
+"#;
+    let output = Command::new(python)
+        .args(["-c", script])
+        .arg(trace_dir)
+        .current_dir(trace_dir)
+        .output()
+        .expect("run HTA");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "HTA failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("'COMPUTATION'") && stdout.contains("'MEMORY'"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn torch_training_profiles_neuron() {
+    let Some(python) = torch_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: `bash scripts/torch-venv` makes the torch venv"
+        );
+        eprintln!(
+            "skipped: no PyTorch; run `bash scripts/torch-venv` or set NEURONPROF_TORCH_PYTHON \
+             to a python with torch 2.15"
+        );
+        return;
+    };
+    let run = run_pytorch(&python);
+    let result = &run.result;
+    assert_eq!(result["backend"], "neuron");
+    assert_eq!(
+        result["accelerator"], "neuron",
+        "torch.accelerator knows the device"
+    );
+    assert!(result["accelerator_count"].as_i64().unwrap() >= 1);
+    assert_eq!(result["accelerator_count"], result["neuron_count"]);
+    assert!(result["max_memory_allocated"].as_i64().unwrap() > 0);
+    let table = result["table"].as_str().unwrap();
+    assert!(
+        table.contains("Self NEURON"),
+        "key_averages has device columns:\n{table}"
+    );
+    assert!(
+        cat(&run.cpu_only, "kernel").is_empty() && cat(&run.cpu_only, "gpu_memcpy").is_empty(),
+        "a CPU-only profile holds no device activity"
+    );
+    check_losses(result);
+    check_device_activity(&run.trace);
+    check_memory(&run.trace);
+    check_reader_analysis_perfetto(&run.trace_path);
+    check_hta(run.trace_path.parent().unwrap());
+    let _ = std::fs::remove_dir_all(run.trace_path.parent().unwrap().parent().unwrap());
+}

@@ -1,5 +1,6 @@
 //! Exporters of Kineto traces into other formats: Perfetto's protobuf, and tables as CSV
-//! or Parquet.
+//! or Parquet; and of live neuron-monitor documents as Prometheus metrics
+//! ([`prometheus`]: the metric names of neuron-monitor's Prometheus companion plus ours).
 //!
 //! Kineto JSON opens in Perfetto on a best-effort basis: it cannot name tracks, and
 //! Perfetto drops `X` events that overlap on one thread without nesting
@@ -116,6 +117,7 @@
 #![warn(missing_docs)]
 
 pub mod perfetto;
+pub mod prometheus;
 pub mod tables;
 
 pub use perfetto::{ExportError, ExportStats, PerfettoExporter, SplitTrack};

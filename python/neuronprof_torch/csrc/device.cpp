@@ -241,8 +241,11 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
   }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
     auto* impl = storage.unsafeGetStorageImpl();
+    const c10::DeviceIndex saved = current_device();
+    if (storage.device().has_index()) set_current_device(storage.device().index());
     size_t old_bytes = impl->nbytes();
     c10::DataPtr fresh = g_allocator.allocate(new_bytes);
+    set_current_device(saved);
     if (old_bytes > 0 && new_bytes > 0) {
       std::memcpy(fresh.get(), impl->data(), std::min(old_bytes, new_bytes));
     }

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -52,7 +53,8 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
                                std::optional<c10::Device> device,
                                std::optional<bool> /*pin_memory*/,
                                std::optional<c10::MemoryFormat> memory_format) {
-  if (device && device->has_index()) set_current_device(device->index());
+  // The allocator serves the current device: make it the requested one meanwhile.
+  c10::OptionalDeviceGuard guard(device);
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, neuron_allocator(), keys,
                                    c10::dtype_or_default(dtype), memory_format);
@@ -62,7 +64,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype,
                          std::optional<c10::Layout> /*layout*/, std::optional<c10::Device> device,
                          std::optional<bool> /*pin_memory*/) {
-  if (device && device->has_index()) set_current_device(device->index());
+  c10::OptionalDeviceGuard guard(device);
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_strided_generic(size, stride, neuron_allocator(), keys,
                                            c10::dtype_or_default(dtype));
@@ -126,6 +128,7 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
+  c10::DeviceGuard guard(self.device());  // new memory belongs to the tensor's device
   return at::native::resize_(self, size, memory_format);
 }
 

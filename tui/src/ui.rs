@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Tabs};
 use ratatui::Frame;
 
-use crate::app::{App, TabView, Units, View};
+use crate::app::{App, CoreSort, TabView, Units, View};
 
 pub use format::{format_bytes, format_seconds};
 
@@ -168,22 +168,30 @@ fn title_ui(frame: &mut Frame<'_>, area: Rect, app: &App) {
         " {} │ reports {}",
         app.source_label, app.documents_applied
     ));
-    if let Some(r) = &app.replay {
-        let t = r.times_s.get(r.index).copied().unwrap_or(0.0);
-        let state = if r.playing { "▶" } else { "⏸" };
-        text.push_str(&format!(
-            " │ {state} {}/{} t={}",
-            r.index + 1,
-            r.documents.len(),
-            format_seconds(Some(t))
-        ));
-    }
     if area.width < WIDE_WIDTH {
         text.push_str(&format!(" │ {}", app.view.label()));
     }
-    spans.push(Span::raw(text));
+    if let Some(r) = &app.replay {
+        let t = r.times_s.get(r.index).copied().unwrap_or(0.0);
+        let state = if r.playing { "▶" } else { "⏸" };
+        spans.push(Span::styled(
+            format!(
+                " {state} {}/{} t={}",
+                r.index + 1,
+                r.documents.len(),
+                format_seconds(Some(t))
+            ),
+            Style::default().fg(Color::Green),
+        ));
+    }
     if app.units == Units::Tflops {
         spans.push(Span::styled(" TFLOPS", Style::default().fg(Color::Cyan)));
+    }
+    if app.core_sort == CoreSort::Utilization {
+        spans.push(Span::styled(
+            " cores:busiest",
+            Style::default().fg(Color::Cyan),
+        ));
     }
     if !app.filter.is_empty() {
         spans.push(Span::styled(
@@ -200,6 +208,8 @@ fn title_ui(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 .add_modifier(Modifier::BOLD),
         ));
     }
+    // Flags first: the information after them is what a narrow terminal cuts.
+    spans.push(Span::raw(text));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -215,7 +225,7 @@ fn status_ui(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ])
     } else if let Some(err) = &app.last_error {
         Line::from(Span::styled(
-            format!("error ({} so far): {err}", app.errors),
+            format!("error #{}: {err}", app.errors),
             Style::default().fg(Color::Red),
         ))
     } else if let Some(note) = &app.input_ended {

@@ -11,7 +11,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("1-9", "select tab (1 = all)"),
     ("a / d", "previous / next tab"),
     ("Tab / S-Tab", "next / previous view (narrow terminals)"),
-    ("F", "utilization in % / TFLOPS"),
+    ("F", "utilization in % / TFLOPS (a/b% = physical cores)"),
     ("f", "freeze / unfreeze the display"),
     ("/", "filter operators, collectives, memory tree"),
     ("s", "sort operators: device time, calls, name"),

@@ -73,12 +73,12 @@ pub(super) fn hbm_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
             } else {
                 String::new()
             };
-            format!(
-                "used {}{pct}  peak {}  of {}",
-                format_bytes(used),
-                format_bytes(peak),
-                format_bytes(capacity)
-            )
+            let parts = [
+                format!("used {}{pct}", format_bytes(used)),
+                format!("of {}", format_bytes(capacity)),
+                format!("peak {}", format_bytes(peak)),
+            ];
+            fit(&parts, inner.width as usize)
         }
         None if view.has_memory => format!(
             "device {} (no HBM capacity reported)",

@@ -7,7 +7,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::format::{bar, format_bytes};
-use crate::app::{App, CoreSort, TabView, Units};
+use crate::app::{App, TabView, Units};
 
 pub(super) fn block(title: String) -> Block<'static> {
     Block::default().borders(Borders::ALL).title(Span::styled(
@@ -34,12 +34,7 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
     } else {
         format!(" {}", view.core_version)
     };
-    let sort = if app.core_sort == CoreSort::Utilization {
-        " (busiest first)"
-    } else {
-        ""
-    };
-    let title = format!(" NeuronCore{version} Utilization{sort} ");
+    let title = format!(" NeuronCore{version} Utilization ");
     let inner_w = area.width.saturating_sub(2) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
     let label_w = view
@@ -59,6 +54,12 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
     } else {
         view.cores.len()
     };
+    let extra_w = view
+        .cores
+        .iter()
+        .map(|c| physical_text(c).chars().count())
+        .max()
+        .unwrap_or(0);
     for core in view.cores.iter().take(shown) {
         let value = match app.units {
             Units::Percent => format!("{:>6.1}%", core.utilization),
@@ -67,24 +68,23 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
                 None => format!("{:>8}", "-"),
             },
         };
-        let mut spans = vec![
+        // Physical cores at LNC=2 (`85/90%`) when the bar can stay 10 cells wide.
+        let extra = format!("{:>extra_w$}", physical_text(core));
+        let room = inner_w.saturating_sub(label_w + value_w + 2);
+        let (bar_w, extra) = if !extra.is_empty() && room >= extra.chars().count() + 10 {
+            ((room - extra.chars().count()).min(40), extra)
+        } else {
+            (bar_w, String::new())
+        };
+        lines.push(Line::from(vec![
             Span::raw(format!("{:<label_w$} ", core.label)),
             Span::styled(
                 bar(core.utilization, bar_w),
                 Style::default().fg(util_color(core.utilization)),
             ),
             Span::raw(format!(" {value:>8}")),
-        ];
-        // Physical halves at LNC=2 when there is room.
-        let used = label_w + 1 + bar_w + 9;
-        let mut extra = String::new();
-        for (name, pct) in &core.physical {
-            extra.push_str(&format!("  {name} {pct:.0}%"));
-        }
-        if !extra.is_empty() && used + extra.chars().count() <= inner_w {
-            spans.push(Span::styled(extra, Style::default().fg(Color::DarkGray)));
-        }
-        lines.push(Line::from(spans));
+            Span::styled(extra, Style::default().fg(Color::DarkGray)),
+        ]));
     }
     if shown < view.cores.len() {
         lines.push(Line::from(format!(
@@ -93,6 +93,19 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
         )));
     }
     frame.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
+
+/// The physical cores' utilization of a logical core, ` 85/90%`, or empty.
+fn physical_text(core: &crate::app::CoreRow) -> String {
+    if core.physical.is_empty() {
+        return String::new();
+    }
+    let pcts: Vec<String> = core
+        .physical
+        .iter()
+        .map(|(_, p)| format!("{p:.0}"))
+        .collect();
+    format!(" {}%", pcts.join("/"))
 }
 
 pub(super) fn vcpu_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {

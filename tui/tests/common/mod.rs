@@ -50,3 +50,33 @@ pub fn chars(app: &mut App, s: &str) {
         key(app, KeyCode::Char(c));
     }
 }
+
+/// Compares the screen with `tests/golden/<name>.txt`; `UPDATE_GOLDEN=1` rewrites it.
+pub fn assert_golden(name: &str, lines: &[String]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.txt"));
+    let actual = lines.join("\n") + "\n";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "screen differs from {}\n--- expected\n{expected}--- actual\n{actual}",
+            path.display()
+        );
+    }
+}
+
+/// The row of `lines` containing `needle`, if any.
+pub fn row_of(lines: &[String], needle: &str) -> Option<usize> {
+    lines.iter().position(|l| l.contains(needle))
+}

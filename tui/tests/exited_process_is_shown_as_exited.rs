@@ -1,0 +1,68 @@
+//! A runtime that leaves the reports, or whose process exits, is shown as exited; one
+//! whose publisher says its workload finished is shown as finished. Nothing crashes.
+
+mod common;
+
+use common::*;
+use tui::Event;
+
+#[test]
+fn runtime_missing_from_the_next_report_is_exited() {
+    let two = ours();
+    let mut one = ours();
+    one.neuron_runtime_data.truncate(1);
+    let mut app = app_with(&[two, one]);
+    assert_eq!(
+        app.tab_labels(),
+        ["all", "9001/rank0", "9001/rank1 (exited)"]
+    );
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("3:9001/rank1 (exited)"), "{s}");
+    // Its tab still shows its last figures.
+    ratatui_key(&mut app, '3');
+    let s = text(&screen(&app, 80, 24));
+    assert!(s.contains("NC2") && s.contains("45.8%"), "{s}");
+    // "all" leaves an exited process's memory out.
+    ratatui_key(&mut app, '1');
+    let view = app.tab_view(10);
+    assert_eq!(
+        view.device_total, 17179869184,
+        "rank 0's device memory only"
+    );
+    // It comes back when reported again.
+    app.handle(Event::Document(Box::new(ours())));
+    assert_eq!(app.tab_labels()[2], "9001/rank1");
+}
+
+#[test]
+fn exit_event_marks_every_rank_of_the_process() {
+    let mut app = app_with(&[ours()]);
+    assert!(app.handle(Event::Exited {
+        pid: 9001,
+        reason: "endpoint closed".into()
+    }));
+    assert_eq!(
+        app.tab_labels(),
+        ["all", "9001/rank0 (exited)", "9001/rank1 (exited)"]
+    );
+    assert!(!app.handle(Event::Exited {
+        pid: 4242,
+        reason: "unknown pid".into()
+    }));
+    let s = text(&screen(&app, 120, 40));
+    assert!(s.contains("2:9001/rank0 (exited)"), "{s}");
+}
+
+#[test]
+fn finished_workload_is_labelled_finished() {
+    let mut doc = ours();
+    for e in &mut doc.neuron_runtime_data {
+        e.report.neuronprof.as_mut().unwrap().state = "finished".into();
+    }
+    let app = app_with(&[doc]);
+    assert_eq!(app.tab_labels()[1], "9001/rank0 (finished)");
+}
+
+fn ratatui_key(app: &mut tui::App, c: char) {
+    key(app, ratatui::crossterm::event::KeyCode::Char(c));
+}

@@ -1,0 +1,532 @@
+//! Turns trace events into a [`Timeline`]: one [`FileSink`] per file (run in parallel),
+//! then [`merge`] puts the files on one time axis.
+//!
+//! Nesting depth is computed per track after sorting by (start, longer first): a slice
+//! goes one row below the deepest slice still open at its start. A slice that overlaps
+//! another without nesting in it (a damaged or unusual trace) still gets a row where
+//! nothing else is open, so no event is ever hidden behind another.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::ops::ControlFlow;
+
+use trace_format::{ArgValue, Args, Category, Event, Ident, Phase, TraceMeta, TraceSink};
+
+use super::{FileInfo, Flow, Group, NameId, Names, Row, Timeline, Track, TrackKind};
+
+/// A pid or tid: numeric, or a string interned in the file's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    Num(i64),
+    Str(NameId),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RawSlice {
+    start_ns: i64,
+    end_ns: i64,
+    name: NameId,
+    category: NameId,
+    event_index: u64,
+    args_at: u64,
+}
+
+#[derive(Debug, Default)]
+struct RawTrack {
+    slices: Vec<RawSlice>,
+    args: String,
+    device_like: bool,
+    engine_like: bool,
+    dma_like: bool,
+    flow_points: Vec<(i64, u32)>,
+}
+
+/// A matched flow: category, (track, time) of its start and of its end.
+type RawFlow = (NameId, (usize, i64), (usize, i64));
+
+#[derive(Debug, Default)]
+struct RawCounter {
+    ts_ns: Vec<i64>,
+    value: Vec<f64>,
+}
+
+/// Receives one file's events (see [`trace_format::TraceSink`]).
+#[derive(Debug, Default)]
+pub struct FileSink {
+    names: Names,
+    tracks: Vec<((Key, Key), RawTrack)>,
+    track_ids: HashMap<(Key, Key), usize>,
+    last_track: Option<((Key, Key), usize)>,
+    counters: Vec<((Key, String), RawCounter)>,
+    counter_ids: HashMap<(Key, String), usize>,
+    process_names: HashMap<Key, String>,
+    thread_names: HashMap<(Key, Key), String>,
+    process_sort: HashMap<Key, i64>,
+    thread_sort: HashMap<(Key, Key), i64>,
+    open_flows: HashMap<(NameId, Key), (usize, i64)>,
+    flows: Vec<RawFlow>,
+    rank: Option<i64>,
+    events: u64,
+}
+
+impl FileSink {
+    fn key(&mut self, ident: Option<&Ident<'_>>) -> Key {
+        match ident {
+            Some(Ident::Num(n)) => Key::Num(*n),
+            Some(Ident::Str(s)) => Key::Str(self.names.intern(s)),
+            None => Key::Num(-1),
+        }
+    }
+
+    fn track(&mut self, key: (Key, Key)) -> usize {
+        if let Some((last, id)) = self.last_track {
+            if last == key {
+                return id;
+            }
+        }
+        let next = self.tracks.len();
+        let id = *self.track_ids.entry(key).or_insert(next);
+        if id == next {
+            self.tracks.push((key, RawTrack::default()));
+        }
+        self.last_track = Some((key, id));
+        id
+    }
+
+    fn counter(&mut self, pid: Key, label: String, ts_ns: i64, value: f64) {
+        let next = self.counters.len();
+        let id = *self.counter_ids.entry((pid, label.clone())).or_insert(next);
+        if id == next {
+            self.counters.push(((pid, label), RawCounter::default()));
+        }
+        let counter = &mut self.counters[id].1;
+        counter.ts_ns.push(ts_ns);
+        counter.value.push(value);
+    }
+
+    fn on_metadata(&mut self, event: &Event<'_>, pid: Key, tid: Key) {
+        let Some(args) = &event.args else { return };
+        match event.name() {
+            "process_name" => {
+                if let Some(name) = args.get("name").and_then(|v| v.as_str().map(str::to_owned)) {
+                    self.process_names.insert(pid, name);
+                }
+            }
+            "thread_name" => {
+                if let Some(name) = args.get("name").and_then(|v| v.as_str().map(str::to_owned)) {
+                    self.thread_names.insert((pid, tid), name);
+                }
+            }
+            "process_sort_index" => {
+                if let Some(i) = args.get_i64("sort_index") {
+                    self.process_sort.insert(pid, i);
+                }
+            }
+            "thread_sort_index" => {
+                if let Some(i) = args.get_i64("sort_index") {
+                    self.thread_sort.insert((pid, tid), i);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Appends `args` as `key \x1f value \x1e …` and a closing `\x1d`.
+fn write_args(out: &mut String, args: &Args<'_>) {
+    for (key, value) in args.iter() {
+        out.push_str(&key);
+        out.push('\x1f');
+        let _ = match value {
+            ArgValue::Null => write!(out, "null"),
+            ArgValue::Bool(b) => write!(out, "{b}"),
+            ArgValue::Int(n) => write!(out, "{n}"),
+            ArgValue::UInt(n) => write!(out, "{n}"),
+            ArgValue::Float(x) => write!(out, "{x}"),
+            ArgValue::Number(text) | ArgValue::Str(text) => write!(out, "{text}"),
+            ArgValue::Array(raw) | ArgValue::Object(raw) => write!(out, "{}", raw.as_str()),
+        };
+        out.push('\x1e');
+    }
+    out.push('\x1d');
+}
+
+impl TraceSink for FileSink {
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        self.rank = meta.rank();
+        ControlFlow::Continue(())
+    }
+
+    fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        self.events += 1;
+        let pid = self.key(event.pid.as_ref());
+        let tid = self.key(event.tid.as_ref());
+        let ts_ns = event.ts_ns.unwrap_or(0);
+        match &event.phase {
+            Phase::Metadata => self.on_metadata(event, pid, tid),
+            Phase::Counter => {
+                let Some(args) = &event.args else {
+                    return ControlFlow::Continue(());
+                };
+                let name = event.name().to_owned();
+                for (key, value) in args.iter() {
+                    if let Some(v) = value.as_f64() {
+                        let label = if *key == *name || args.len() == 1 {
+                            name.clone()
+                        } else {
+                            format!("{name} · {key}")
+                        };
+                        self.counter(pid, label, ts_ns, v);
+                    }
+                }
+            }
+            Phase::FlowStart | Phase::FlowStep | Phase::FlowFinish => {
+                let category = event
+                    .flow_category()
+                    .map_or(0, |c| self.names.intern(c.as_str()));
+                let flow_key = self.key(event.flow_id.as_ref());
+                let track = self.track((pid, tid));
+                match event.phase {
+                    Phase::FlowStart => {
+                        self.open_flows.insert((category, flow_key), (track, ts_ns));
+                    }
+                    _ => {
+                        if let Some(from) = self.open_flows.get(&(category, flow_key)).copied() {
+                            self.flows.push((category, from, (track, ts_ns)));
+                            if event.phase == Phase::FlowStep {
+                                self.open_flows.insert((category, flow_key), (track, ts_ns));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                // X, i and any other phase with a time: a slice (instants have no length).
+                if event.is_memory_event() {
+                    if let Some(total) = event.arg("Total Allocated").and_then(|v| v.as_f64()) {
+                        let device = event
+                            .arg("Device Id")
+                            .and_then(|v| v.as_i64())
+                            .unwrap_or(-1);
+                        let kind = event
+                            .arg("Device Type")
+                            .and_then(|v| v.as_i64())
+                            .unwrap_or(-1);
+                        let label = format!("memory allocated (device type {kind}, id {device})");
+                        self.counter(pid, label, ts_ns, total);
+                    }
+                }
+                let name = self.names.intern(event.name());
+                let category = event.normalized_category();
+                let category_id = category
+                    .as_ref()
+                    .map_or(0, |c| self.names.intern(c.as_str()));
+                let track_id = self.track((pid, tid));
+                let track = &mut self.tracks[track_id].1;
+                match category {
+                    Some(Category::Kernel | Category::GpuMemcpy | Category::GpuMemset) => {
+                        track.device_like = true
+                    }
+                    Some(Category::Other(c)) if c == "neuron_instruction" => {
+                        track.engine_like = true
+                    }
+                    Some(Category::Other(c)) if c == "neuron_dma" => track.dma_like = true,
+                    _ => {}
+                }
+                let args_at = match &event.args {
+                    Some(args) if !args.is_empty() => {
+                        let at = track.args.len() as u64;
+                        write_args(&mut track.args, args);
+                        at
+                    }
+                    _ => u64::MAX,
+                };
+                let dur = event.dur_ns.unwrap_or(0).max(0);
+                track.slices.push(RawSlice {
+                    start_ns: ts_ns,
+                    end_ns: ts_ns.saturating_add(dur),
+                    name,
+                    category: category_id,
+                    event_index: index,
+                    args_at,
+                });
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// One file read into a sink, with what the reader reported.
+#[derive(Debug)]
+pub struct FileResult {
+    /// The events.
+    pub sink: FileSink,
+    /// Path, rank, warnings.
+    pub info: FileInfo,
+    /// Add to every time of this file to get ns since the Unix epoch.
+    pub time_offset_ns: i64,
+}
+
+impl FileResult {
+    /// Wraps a finished sink.
+    pub fn new(sink: FileSink, mut info: FileInfo, time_offset_ns: i64) -> Self {
+        info.rank = sink.rank;
+        info.events = sink.events;
+        FileResult {
+            sink,
+            info,
+            time_offset_ns,
+        }
+    }
+}
+
+/// Sorts one track's slices and splits them into rows by nesting depth.
+fn nest(mut slices: Vec<RawSlice>, shift_ns: i64) -> Vec<Row> {
+    // Stable sort: adaptive, near O(n) on the mostly sorted order traces are written in.
+    slices.sort_by(|a, b| a.start_ns.cmp(&b.start_ns).then(b.end_ns.cmp(&a.end_ns)));
+    let mut rows: Vec<Row> = Vec::new();
+    let mut open: Vec<i64> = Vec::new(); // end of the open slice at each depth
+    for s in slices {
+        // Close what ended by this start (a slice that starts where another ends is
+        // its sibling, not its child).
+        while open.last().is_some_and(|&end| end <= s.start_ns) {
+            open.pop();
+        }
+        let depth = open.len();
+        open.push(s.end_ns.max(s.start_ns));
+        if rows.len() <= depth {
+            rows.push(Row::default());
+        }
+        let row = &mut rows[depth];
+        row.start_ns.push(s.start_ns - shift_ns);
+        row.end_ns.push(s.end_ns - shift_ns);
+        row.name.push(s.name);
+        row.category.push(s.category);
+        row.event_index.push(s.event_index);
+        row.args_at.push(s.args_at);
+    }
+    rows
+}
+
+fn key_text(names: &Names, key: Key) -> String {
+    match key {
+        Key::Num(n) => n.to_string(),
+        Key::Str(id) => names.get(id).to_owned(),
+    }
+}
+
+/// A label for an unnamed thread from the emulator's conventions (see DESIGN.md,
+/// "Kineto conventions for neuron activity"): instructions on tid 1000 + 100 × core +
+/// engine, DMA on tid 10000 + queue, device work on tid = queue.
+fn thread_label(names: &Names, tid: Key, track: &RawTrack) -> String {
+    match tid {
+        Key::Num(n) if track.engine_like && (1000..10_000).contains(&n) => {
+            let core = (n - 1000) / 100;
+            let engine = (n - 1000) % 100;
+            format!("core {core} · engine {engine}")
+        }
+        Key::Num(n) if track.dma_like && n >= 10_000 => format!("DMA queue {}", n - 10_000),
+        Key::Num(n) if track.device_like => format!("queue {n}"),
+        other => format!("thread {}", key_text(names, other)),
+    }
+}
+
+/// Puts the files on one time axis (absolute time, so ranks line up) and builds groups.
+pub fn merge(files: Vec<FileResult>) -> Timeline {
+    let mut timeline = Timeline::default();
+    let origin = files
+        .iter()
+        .flat_map(|f| {
+            let slices = f
+                .sink
+                .tracks
+                .iter()
+                .flat_map(|(_, t)| t.slices.iter().map(|s| s.start_ns));
+            let counters = f
+                .sink
+                .counters
+                .iter()
+                .flat_map(|(_, c)| c.ts_ns.iter().copied());
+            slices.chain(counters).map(move |t| t + f.time_offset_ns)
+        })
+        .min()
+        .unwrap_or(0);
+    timeline.origin_ns = origin;
+    let several = files.len() > 1;
+    for (file_index, file) in files.into_iter().enumerate() {
+        let FileResult {
+            sink,
+            info,
+            time_offset_ns,
+        } = file;
+        let shift = origin - time_offset_ns;
+        let file_label = match (info.rank, several) {
+            (Some(rank), _) => format!("rank {rank} · "),
+            (None, true) => format!("file {file_index} · "),
+            (None, false) => String::new(),
+        };
+        let remap: Vec<NameId> = sink
+            .names
+            .iter()
+            .map(|n| timeline.names.intern(n))
+            .collect();
+        // Processes of this file: host ones first, then devices, each by sort index / pid.
+        let mut pids: Vec<Key> = sink.tracks.iter().map(|((pid, _), _)| *pid).collect();
+        pids.extend(sink.counters.iter().map(|((pid, _), _)| *pid));
+        pids.sort();
+        pids.dedup();
+        let is_device = |pid: &Key| {
+            sink.tracks
+                .iter()
+                .any(|((p, _), t)| p == pid && (t.device_like || t.engine_like || t.dma_like))
+        };
+        pids.sort_by_key(|pid| (is_device(pid), sink.process_sort.get(pid).copied(), *pid));
+        let mut group_of: HashMap<Key, u32> = HashMap::new();
+        for pid in &pids {
+            let name = match sink.process_names.get(pid) {
+                Some(name) => format!("{name} ({})", key_text(&sink.names, *pid)),
+                None if is_device(pid) => format!("device {}", key_text(&sink.names, *pid)),
+                None => format!("process {}", key_text(&sink.names, *pid)),
+            };
+            group_of.insert(*pid, timeline.groups.len() as u32);
+            timeline.groups.push(Group {
+                label: format!("{file_label}{name}"),
+                file: file_index as u32,
+                tracks: Vec::new(),
+            });
+        }
+        let mut order: Vec<usize> = (0..sink.tracks.len()).collect();
+        order.sort_by_key(|&i| {
+            let (key, _) = &sink.tracks[i];
+            (sink.thread_sort.get(key).copied(), key.1)
+        });
+        let mut new_index = vec![0u32; sink.tracks.len()];
+        let mut raw_tracks: Vec<Option<((Key, Key), RawTrack)>> =
+            sink.tracks.into_iter().map(Some).collect();
+        for &i in &order {
+            let ((pid, tid), raw) = raw_tracks[i].take().expect("each track is taken once");
+            let label = match sink.thread_names.get(&(pid, tid)) {
+                Some(name) => name.clone(),
+                None => thread_label(&sink.names, tid, &raw),
+            };
+            let mut rows = nest(raw.slices, shift);
+            for row in &mut rows {
+                for id in row.name.iter_mut().chain(row.category.iter_mut()) {
+                    *id = remap[*id as usize];
+                }
+            }
+            let slices: usize = rows.iter().map(Row::len).sum();
+            timeline.slice_count += slices as u64;
+            let index = timeline.tracks.len() as u32;
+            new_index[i] = index;
+            let group = group_of[&pid];
+            timeline.groups[group as usize].tracks.push(index);
+            timeline.tracks.push(Track {
+                label,
+                group,
+                kind: TrackKind::Slices { rows },
+                args: raw.args,
+                flow_points: raw.flow_points,
+            });
+        }
+        for ((pid, label), counter) in sink.counters {
+            let mut samples: Vec<(i64, f64)> =
+                counter.ts_ns.into_iter().zip(counter.value).collect();
+            samples.sort_by_key(|(t, _)| *t);
+            let max = samples.iter().map(|(_, v)| *v).fold(0.0f64, f64::max);
+            let block_max = samples
+                .chunks(crate::frame::COUNTER_BLOCK)
+                .map(|c| c.iter().map(|(_, v)| *v).fold(f64::MIN, f64::max))
+                .collect();
+            let index = timeline.tracks.len() as u32;
+            let group = group_of[&pid];
+            timeline.groups[group as usize].tracks.push(index);
+            timeline.tracks.push(Track {
+                label,
+                group,
+                kind: TrackKind::Counter {
+                    ts_ns: samples.iter().map(|(t, _)| t - shift).collect(),
+                    value: samples.iter().map(|(_, v)| *v).collect(),
+                    max,
+                    block_max,
+                },
+                args: String::new(),
+                flow_points: Vec::new(),
+            });
+        }
+        for (category, from, to) in sink.flows {
+            let flow = timeline.flows.len() as u32;
+            let from = (new_index[from.0], from.1 - shift);
+            let to = (new_index[to.0], to.1 - shift);
+            timeline.tracks[from.0 as usize]
+                .flow_points
+                .push((from.1, flow));
+            timeline.tracks[to.0 as usize]
+                .flow_points
+                .push((to.1, flow));
+            timeline.flows.push(Flow {
+                category: remap[category as usize],
+                from,
+                to,
+            });
+        }
+        timeline.files.push(info);
+    }
+    for track in &mut timeline.tracks {
+        track.flow_points.sort_unstable();
+        let end = match &track.kind {
+            TrackKind::Slices { rows } => rows
+                .iter()
+                .filter_map(|r| r.end_ns.iter().max())
+                .max()
+                .copied(),
+            TrackKind::Counter { ts_ns, .. } => ts_ns.last().copied(),
+        };
+        timeline.end_ns = timeline.end_ns.max(end.unwrap_or(0));
+    }
+    timeline
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(start_ns: i64, end_ns: i64) -> RawSlice {
+        RawSlice {
+            start_ns,
+            end_ns,
+            name: 0,
+            category: 0,
+            event_index: 0,
+            args_at: u64::MAX,
+        }
+    }
+
+    #[test]
+    fn nesting_puts_children_below_parents_and_partial_overlaps_on_free_rows() {
+        // parent [0,100] > child [10,20] > grandchild [12,15]; sibling [20,30];
+        // a slice [90,150] overlapping the parent's end without nesting in it.
+        let rows = nest(
+            vec![
+                raw(20, 30),
+                raw(0, 100),
+                raw(12, 15),
+                raw(10, 20),
+                raw(90, 150),
+                raw(200, 210),
+            ],
+            0,
+        );
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].start_ns, vec![0, 200]);
+        assert_eq!(rows[1].start_ns, vec![10, 20, 90]);
+        assert_eq!(rows[2].start_ns, vec![12]);
+        for row in &rows {
+            for pair in row.start_ns.windows(2).zip(row.end_ns.windows(2)) {
+                assert!(pair.1[0] <= pair.0[1], "a row never overlaps itself");
+            }
+        }
+        let count: usize = rows.iter().map(Row::len).sum();
+        assert_eq!(count, 6, "no slice lost");
+    }
+}

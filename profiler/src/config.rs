@@ -106,6 +106,30 @@ impl DeviceInfo {
         }
     }
 
+    /// The device's entry in the trace's `deviceProperties`: `id`, `name`,
+    /// `totalGlobalMem`, `deviceType`, `profile`, `coreVersion`, `lnc`, `peakTflops` per
+    /// dtype and the queue counts.
+    pub fn properties(&self) -> serde_json::Value {
+        let peak: serde_json::Map<String, serde_json::Value> = self
+            .peak_tflops
+            .iter()
+            .map(|(dtype, tflops)| (dtype.clone(), serde_json::json!(tflops)))
+            .collect();
+        serde_json::json!({
+            "id": self.index,
+            "name": self.process_name(),
+            "totalGlobalMem": self.hbm_bytes,
+            "deviceType": "neuron",
+            "profile": self.profile_name,
+            "coreVersion": self.core_version,
+            "lnc": self.lnc,
+            "peakTflops": peak,
+            "computeQueues": self.compute_queues,
+            "collectiveQueues": self.collective_queues,
+            "tensorOpQueues": self.tensor_op_queues,
+        })
+    }
+
     /// The process name of the device's rows: `NeuronCore 0 (trn2, LNC=2)`.
     pub fn process_name(&self) -> String {
         format!(

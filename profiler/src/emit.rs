@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use runtime_hooks::{clock::ClockAnchor, DmaDirection, FlowKind, RuntimeCallKind};
 use trace_format::{ArgValue, Args, Category, Event, FlowEnd, RawJson, TraceMeta, TraceWriter};
 
-use crate::config::ProfilerConfig;
+use crate::config::{DeviceInfo, ProfilerConfig};
 use crate::model::{device_annotations, Collective, DeviceKind, HostKind, HostSpan, TraceModel};
 
 /// First tid of the engine-instruction tracks of a device: 1000 + 100 × core + engine.
@@ -70,30 +70,8 @@ pub(crate) fn metadata(
     trace_name: Option<&str>,
 ) -> TraceMeta {
     let mut meta = TraceMeta::kineto(Some(window.base_time_ns()));
-    let devices: Vec<serde_json::Value> = config
-        .devices
-        .iter()
-        .map(|d| {
-            let peak: serde_json::Map<String, serde_json::Value> = d
-                .peak_tflops
-                .iter()
-                .map(|(dtype, tflops)| (dtype.clone(), serde_json::json!(tflops)))
-                .collect();
-            serde_json::json!({
-                "id": d.index,
-                "name": d.process_name(),
-                "totalGlobalMem": d.hbm_bytes,
-                "deviceType": "neuron",
-                "profile": d.profile_name,
-                "coreVersion": d.core_version,
-                "lnc": d.lnc,
-                "peakTflops": peak,
-                "computeQueues": d.compute_queues,
-                "collectiveQueues": d.collective_queues,
-                "tensorOpQueues": d.tensor_op_queues,
-            })
-        })
-        .collect();
+    let devices: Vec<serde_json::Value> =
+        config.devices.iter().map(DeviceInfo::properties).collect();
     // Devices with activity but no description still get an entry with their id.
     let described: BTreeSet<u16> = config.devices.iter().map(|d| d.index).collect();
     let mut devices = devices;

@@ -43,6 +43,8 @@ pub struct TimelineView {
     pub last_width: f32,
     /// Height of the track area in the last frame (pixels).
     pub last_height: f32,
+    /// Screen rectangle of the track area in the last frame.
+    pub last_tracks_rect: egui::Rect,
     /// Statistics of the selected range, computed once per range.
     pub range_stats: Option<((f64, f64), crate::range::RangeStats)>,
 }
@@ -61,6 +63,7 @@ impl TimelineView {
             last_width: 1000.0,
             last_height: 600.0,
             range_stats: None,
+            last_tracks_rect: egui::Rect::NOTHING,
         }
     }
 
@@ -422,14 +425,17 @@ impl ViewerApp {
             }
         });
         if let Some(error) = &self.error {
-            ui.colored_label(egui::Color32::from_rgb(230, 80, 80), format!("⚠ {error}"));
+            ui.colored_label(
+                egui::Color32::from_rgb(230, 80, 80),
+                format!("warning: {error}"),
+            );
         }
         if let Some(loaded) = &self.loaded {
             for file in &loaded.timeline.files {
                 for warning in &file.warnings {
                     ui.colored_label(
                         egui::Color32::from_rgb(240, 170, 40),
-                        format!("⚠ {}: {warning}", file.path.display()),
+                        format!("warning: {}: {warning}", file.path.display()),
                     );
                 }
             }

@@ -44,6 +44,36 @@ struct RawTrack {
 /// A matched flow: category, (track, time) of its start and of its end.
 type RawFlow = (NameId, (usize, i64), (usize, i64));
 
+/// A flow event: category, id, 0 start / 1 step / 2 finish, track, time.
+type FlowPoint = (NameId, Key, u8, usize, i64);
+
+/// Pairs flow events by (category, id) in time order, whatever their order in the file
+/// (Kineto may write every `f` before the `s` events): each step or finish links from
+/// the latest start or step before it (or, when none precedes it, the first one after).
+fn match_flows(mut points: Vec<FlowPoint>) -> Vec<RawFlow> {
+    points.sort_unstable_by_key(|&(cat, key, end, _, ts)| (cat, key, ts, end));
+    let mut flows = Vec::new();
+    for group in points.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let mut from = group.iter().find(|p| p.2 == 0).map(|p| (p.3, p.4));
+        for p in group {
+            match p.2 {
+                0 => from = Some((p.3, p.4)),
+                _ => {
+                    if let Some(start) = from {
+                        if start != (p.3, p.4) {
+                            flows.push((p.0, start, (p.3, p.4)));
+                        }
+                    }
+                    if p.2 == 1 {
+                        from = Some((p.3, p.4));
+                    }
+                }
+            }
+        }
+    }
+    flows
+}
+
 #[derive(Debug, Default)]
 struct RawCounter {
     ts_ns: Vec<i64>,
@@ -63,8 +93,7 @@ pub struct FileSink {
     thread_names: HashMap<(Key, Key), String>,
     process_sort: HashMap<Key, i64>,
     thread_sort: HashMap<(Key, Key), i64>,
-    open_flows: HashMap<(NameId, Key), (usize, i64)>,
-    flows: Vec<RawFlow>,
+    flow_points: Vec<FlowPoint>,
     rank: Option<i64>,
     events: u64,
 }
@@ -186,19 +215,13 @@ impl TraceSink for FileSink {
                     .map_or(0, |c| self.names.intern(c.as_str()));
                 let flow_key = self.key(event.flow_id.as_ref());
                 let track = self.track((pid, tid));
-                match event.phase {
-                    Phase::FlowStart => {
-                        self.open_flows.insert((category, flow_key), (track, ts_ns));
-                    }
-                    _ => {
-                        if let Some(from) = self.open_flows.get(&(category, flow_key)).copied() {
-                            self.flows.push((category, from, (track, ts_ns)));
-                            if event.phase == Phase::FlowStep {
-                                self.open_flows.insert((category, flow_key), (track, ts_ns));
-                            }
-                        }
-                    }
-                }
+                let end = match event.phase {
+                    Phase::FlowStart => 0u8,
+                    Phase::FlowStep => 1,
+                    _ => 2,
+                };
+                self.flow_points
+                    .push((category, flow_key, end, track, ts_ns));
             }
             _ => {
                 // X, i and any other phase with a time: a slice (instants have no length).
@@ -454,7 +477,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                 flow_points: Vec::new(),
             });
         }
-        for (category, from, to) in sink.flows {
+        for (category, from, to) in match_flows(sink.flow_points) {
             let flow = timeline.flows.len() as u32;
             let from = (new_index[from.0], from.1 - shift);
             let to = (new_index[to.0], to.1 - shift);
@@ -500,6 +523,29 @@ mod tests {
             event_index: 0,
             args_at: u64::MAX,
         }
+    }
+
+    #[test]
+    fn flows_match_by_id_whatever_the_file_order() {
+        let id = |n| Key::Num(n);
+        // Kineto may write the finishes first; a flow with no start is dropped.
+        let flows = match_flows(vec![
+            (1, id(7), 2, 3, 500),
+            (1, id(8), 2, 3, 900),
+            (1, id(7), 0, 0, 100),
+            (2, id(7), 0, 1, 50),
+            (2, id(7), 1, 2, 60),
+            (2, id(7), 2, 4, 70),
+            (1, id(9), 2, 5, 10),
+        ]);
+        assert_eq!(
+            flows,
+            vec![
+                (1, (0, 100), (3, 500)),
+                (2, (1, 50), (2, 60)),
+                (2, (2, 60), (4, 70)),
+            ]
+        );
     }
 
     #[test]

@@ -137,7 +137,7 @@ fn selection_ui(ui: &mut egui::Ui, timeline: &Timeline, loaded: &mut Loaded) {
                     let f = &timeline.flows[flow as usize];
                     let (track, t) = if outgoing { f.to } else { f.from };
                     if let Some(other) = timeline.innermost_at(track, t) {
-                        let arrow = if outgoing { "→" } else { "←" };
+                        let arrow = if outgoing { "to" } else { "from" };
                         let text = format!(
                             "{arrow} {} ({})",
                             slice_line(timeline, other),
@@ -178,7 +178,7 @@ fn selection_ui(ui: &mut egui::Ui, timeline: &Timeline, loaded: &mut Loaded) {
                 view.range_stats = Some(((s, e), range_stats(timeline, s, e)));
             }
             ui.heading(format!(
-                "range {} → {} ({})",
+                "range {} to {} ({})",
                 format_ns(s),
                 format_ns(e),
                 format_ns(e - s)
@@ -208,7 +208,7 @@ fn selection_ui(ui: &mut egui::Ui, timeline: &Timeline, loaded: &mut Loaded) {
                         ui.strong("counter");
                         ui.strong("start");
                         ui.strong("end");
-                        ui.strong("Δ");
+                        ui.strong("change");
                         ui.end_row();
                         for c in &stats.counters {
                             ui.label(&timeline.tracks[c.track as usize].label);

@@ -60,7 +60,7 @@ impl Tab {
 }
 
 /// Panel state: tab, sort orders, cached heatmap.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PanelState {
     /// The tab shown.
     pub tab: Tab,
@@ -69,6 +69,18 @@ pub struct PanelState {
     /// Operator table: sort column and descending.
     pub operator_sort: (usize, bool),
     heatmap: Option<Heatmap>,
+}
+
+impl Default for PanelState {
+    fn default() -> Self {
+        PanelState {
+            tab: Tab::default(),
+            // Most time first, as the analysis' own tables.
+            kernel_sort: (2, true),
+            operator_sort: (2, true),
+            heatmap: None,
+        }
+    }
 }
 
 enum Jump {
@@ -126,7 +138,7 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
             }
             let Some(a) = analyses else { return };
             for error in &a.report.errors {
-                ui.colored_label(Color32::from_rgb(240, 170, 40), format!("⚠ {error}"));
+                ui.colored_label(Color32::from_rgb(240, 170, 40), format!("warning: {error}"));
             }
             match state.tab {
                 Tab::Overview => overview_ui(ui, a, &mut jump),
@@ -532,9 +544,9 @@ fn sort_header(ui: &mut egui::Ui, titles: &[&str], sort: &mut (usize, bool)) {
     for (i, t) in titles.iter().enumerate() {
         let mark = if sort.0 == i {
             if sort.1 {
-                " ▼"
+                " (desc)"
             } else {
-                " ▲"
+                " (asc)"
             }
         } else {
             ""

@@ -39,6 +39,7 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
     let width = tracks_rect.width().max(1.0);
     view.last_width = width;
     view.last_height = tracks_rect.height();
+    view.last_tracks_rect = tracks_rect;
     let max_span = timeline.end_ns.max(1) as f64;
 
     // Input.

@@ -1,0 +1,55 @@
+//! Shared helpers of the viewer's tests: where the real traces are, and a harness that
+//! drives the whole viewer (no GPU, no window: egui_kittest over AccessKit).
+
+#![allow(dead_code)]
+
+use eframe::egui;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use gui::recent::RecentFiles;
+use gui::ViewerApp;
+
+/// `../shared/traces`, or `None` (with a printed message) when absent.
+pub fn traces_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: {} not found; the viewer tests read the shared real traces",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// A harness running the viewer on `paths`, 1600×1000 points.
+pub fn viewer(paths: Vec<PathBuf>) -> Harness<'static, ViewerApp> {
+    let app = ViewerApp::new(paths, RecentFiles::in_memory());
+    Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_ui_state(|ui, app: &mut ViewerApp| app.ui(ui), app)
+}
+
+/// Steps the harness until the loader has delivered the timeline and the analyses.
+pub fn wait_loaded(harness: &mut Harness<'static, ViewerApp>) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        harness.step();
+        let app = harness.state();
+        if !app.is_loading() && (app.loaded.is_some() || app.error.is_some()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the viewer did not finish loading in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    harness.run_steps(3);
+    if let Some(error) = &harness.state().error {
+        panic!("loading failed: {error}");
+    }
+}

@@ -118,12 +118,23 @@ int32_t npc_launch(const npc_launch_t *launch, npc_kernel_span_t *span);
 uint64_t npc_read_wait(uint16_t device, const npc_kernel_span_t *span, uint64_t bytes);
 uint64_t npc_synchronize(int32_t device); /* negative: every device */
 
-/* Profiling: drain and convert (runtime calls, kernels, copies); drop. */
+/* Profiling: open a window (drops earlier records; a background thread drains the
+ * rings every interval_us), close it and convert (runtime calls, kernels, copies). */
+int32_t npc_window_begin(uint64_t interval_us);
 npc_window_t *npc_collect(void);
 uint64_t npc_discard(void);
+uint64_t npc_window_dropped(const npc_window_t *window);  /* records lost (full rings) */
+uint64_t npc_window_unpaired(const npc_window_t *window); /* records without a partner */
 size_t npc_window_len(const npc_window_t *window);
 const npc_activity_t *npc_window_get(const npc_window_t *window, size_t index);
 void npc_window_free(npc_window_t *window);
+
+/* Descriptions as the profiler crate's traces write them (NUL-terminated into buf;
+ * return the full length, 0 for an unknown device): the deviceProperties entry (a JSON
+ * object), the device's process name, a queue's thread name. */
+size_t npc_device_properties(uint16_t device, char *buf, size_t buf_len);
+size_t npc_device_name(uint16_t device, char *buf, size_t buf_len);
+size_t npc_queue_name(uint16_t device, uint16_t queue, char *buf, size_t buf_len);
 
 size_t npc_last_error(char *buf, size_t buf_len);
 

@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::sync::Arc;
+use std::time::Duration;
 
 use profiler::{PluginActivityKind, PluginWindow};
 
+use crate::collector;
 use crate::error::{guard, NPC_OK};
 
 /// `NpcActivity::kind`: a runtime call (`privateuse1_runtime`).
@@ -49,12 +51,14 @@ pub struct NpcActivity {
 #[derive(Debug)]
 pub struct NpcWindow {
     activities: Vec<NpcActivity>,
+    dropped_records: u64,
+    unpaired_records: u64,
     /// Owns the strings `activities` point to.
     _names: HashMap<Arc<str>, CString>,
 }
 
 impl NpcWindow {
-    fn from_plugin(window: PluginWindow) -> Self {
+    fn from_plugin(window: PluginWindow, dropped_records: u64) -> Self {
         let mut names: HashMap<Arc<str>, CString> = HashMap::new();
         let activities = window
             .activities
@@ -85,33 +89,68 @@ impl NpcWindow {
             .collect();
         NpcWindow {
             activities,
+            dropped_records,
+            unpaired_records: window.unpaired_records,
             _names: names,
         }
     }
 }
 
-/// Drains every thread's records and converts them into a window (runtime calls and
-/// device activities, wall-clock times). Free it with `npc_window_free`. Null only if
-/// the conversion panicked (a bug; see `npc_last_error`).
+/// Opens a window: drops what was recorded so far and drains every thread's ring every
+/// `interval_us` microseconds from then on (a background thread), so a window longer
+/// than a ring loses nothing. `npc_collect` closes it.
+#[no_mangle]
+pub extern "C" fn npc_window_begin(interval_us: u64) -> i32 {
+    guard(|| {
+        collector::begin(Duration::from_micros(interval_us.max(100)));
+        NPC_OK
+    })
+}
+
+/// Closes the window `npc_window_begin` opened (without one: takes what the rings
+/// hold) and converts its records (runtime calls and device activities, wall-clock
+/// times). Free it with `npc_window_free`. Null only if the conversion panicked (a
+/// bug; see `npc_last_error`).
 #[no_mangle]
 pub extern "C" fn npc_collect() -> *mut NpcWindow {
     let mut window = std::ptr::null_mut();
     let _ = guard(|| {
-        let mut records = Vec::new();
-        runtime_hooks::drain(&mut records);
+        let (records, dropped_records) = collector::end();
         let threads = runtime_hooks::thread_stats();
         let anchor = runtime_hooks::clock::anchor();
         let plugin = profiler::plugin_window(&records, &threads, &anchor);
-        window = Box::into_raw(Box::new(NpcWindow::from_plugin(plugin)));
+        window = Box::into_raw(Box::new(NpcWindow::from_plugin(plugin, dropped_records)));
         NPC_OK
     });
     window
 }
 
-/// Drops every record recorded so far (before a window opens); returns how many.
+/// Drops every record recorded so far; returns how many.
 #[no_mangle]
 pub extern "C" fn npc_discard() -> u64 {
     runtime_hooks::drain_with(usize::MAX, |_| {}) as u64
+}
+
+/// Records lost in `window` (full rings; 0 for null): the trace's `dropped_records`.
+///
+/// # Safety
+///
+/// `window` must be null or from `npc_collect` and not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn npc_window_dropped(window: *const NpcWindow) -> u64 {
+    // SAFETY: the caller guarantees a live window or null.
+    unsafe { window.as_ref() }.map_or(0, |w| w.dropped_records)
+}
+
+/// Records of `window` that could not be paired (a begin without its end); 0 for null.
+///
+/// # Safety
+///
+/// `window` must be null or from `npc_collect` and not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn npc_window_unpaired(window: *const NpcWindow) -> u64 {
+    // SAFETY: the caller guarantees a live window or null.
+    unsafe { window.as_ref() }.map_or(0, |w| w.unpaired_records)
 }
 
 /// Number of activities in `window` (0 for null).
@@ -163,8 +202,9 @@ mod tests {
 
     #[test]
     fn a_copy_comes_back_as_a_launch_and_a_memcpy_with_one_correlation() {
+        let _recording = crate::tests::recording();
         runtime_hooks::set_enabled(true);
-        npc_discard();
+        assert_eq!(npc_window_begin(1_000), crate::NPC_OK);
         let corr_id = runtime_hooks::next_corr_id();
         let launch = NpcLaunch {
             name_id: runtime_hooks::intern("Memcpy HtoD (Host -> Neuron)").as_u32(),
@@ -194,6 +234,8 @@ mod tests {
         let name = unsafe { std::ffi::CStr::from_ptr(copy.name) };
         assert_eq!(name.to_str().unwrap(), "Memcpy HtoD (Host -> Neuron)");
         assert!(copy.start_unix_ns > 1_577_836_800_000_000_000);
+        // SAFETY: `window` is live.
+        assert_eq!(unsafe { npc_window_dropped(window) }, 0);
         // SAFETY: freed once.
         unsafe { npc_window_free(window) };
         runtime_hooks::set_enabled(false);

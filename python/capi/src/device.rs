@@ -128,7 +128,7 @@ fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
     Ok(runtime)
 }
 
-fn runtime() -> Result<&'static Runtime, String> {
+pub(crate) fn runtime() -> Result<&'static Runtime, String> {
     RUNTIME
         .get_or_init(|| start_runtime(None))
         .as_ref()

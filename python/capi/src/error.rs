@@ -50,19 +50,8 @@ pub(crate) fn guard(body: impl FnOnce() -> i32) -> i32 {
 /// `buf` must be null with `buf_len == 0`, or point to `buf_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn npc_last_error(buf: *mut c_char, buf_len: usize) -> usize {
-    LAST_ERROR.with(|last| {
-        let last = last.borrow();
-        if !buf.is_null() && buf_len > 0 {
-            let copied = last.len().min(buf_len - 1);
-            // SAFETY: the caller guarantees `buf_len` writable bytes; we write
-            // `copied + 1 <= buf_len` bytes from a separate allocation.
-            unsafe {
-                std::ptr::copy_nonoverlapping(last.as_ptr(), buf.cast::<u8>(), copied);
-                buf.add(copied).write(0);
-            }
-        }
-        last.len()
-    })
+    // SAFETY: forwarded from the caller.
+    LAST_ERROR.with(|last| unsafe { crate::describe::write_c_string(&last.borrow(), buf, buf_len) })
 }
 
 #[cfg(test)]

@@ -20,10 +20,16 @@
 //! - Work: [`npc_launch`] (a kernel launch placed by the timing model, its shape in a
 //!   [`NpcLaunch`]), [`npc_read_wait`], [`npc_synchronize`]. Work goes to each device's
 //!   default (compute) queue.
-//! - Profiling: [`npc_collect`] drains every thread's records and converts them with
+//! - Profiling: [`npc_window_begin`] opens a window (a background thread drains the
+//!   rings every few milliseconds, so a window longer than a ring loses nothing);
+//!   [`npc_collect`] closes it and converts its records with
 //!   [`profiler::plugin_window`] into [`NpcActivity`]s held by an [`NpcWindow`]
-//!   ([`npc_window_len`], [`npc_window_get`], [`npc_window_free`]); [`npc_discard`] drops
-//!   what was recorded so far.
+//!   ([`npc_window_len`], [`npc_window_get`], [`npc_window_dropped`],
+//!   [`npc_window_unpaired`], [`npc_window_free`]); [`npc_discard`] drops what was
+//!   recorded so far.
+//! - Descriptions: [`npc_device_properties`] (the `deviceProperties` entry),
+//!   [`npc_device_name`], [`npc_queue_name`]: the labels `profiler::DeviceInfo` gives
+//!   the crate's own traces.
 //! - Errors: calls that can fail return a non-zero status and leave a message for
 //!   [`npc_last_error`] (per thread). No call panics across the boundary: a panic is
 //!   caught and reported as status [`NPC_ERR_PANIC`].
@@ -44,14 +50,18 @@
 //! ```
 
 mod activity;
+mod collector;
+mod describe;
 mod device;
 mod error;
 
 pub use activity::{
-    npc_collect, npc_discard, npc_window_free, npc_window_get, npc_window_len, NpcActivity,
-    NpcWindow, NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET, NPC_ACTIVITY_RUNTIME,
+    npc_collect, npc_discard, npc_window_begin, npc_window_dropped, npc_window_free,
+    npc_window_get, npc_window_len, npc_window_unpaired, NpcActivity, NpcWindow,
+    NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET, NPC_ACTIVITY_RUNTIME,
     NPC_ACTIVITY_RUNTIME_LAUNCH,
 };
+pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{
     npc_allocate, npc_device_count, npc_empty_cache, npc_free, npc_init, npc_launch,
     npc_memory_stats, npc_read_wait, npc_synchronize, NpcKernelSpan, NpcLaunch, NpcMemoryStats,
@@ -63,3 +73,15 @@ pub use error::{
     npc_last_error, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_ERR_PANIC,
     NPC_OK,
 };
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Mutex, MutexGuard};
+
+    static RECORDING: Mutex<()> = Mutex::new(());
+
+    /// Tests that switch recording on or drain the rings run one at a time.
+    pub(crate) fn recording() -> MutexGuard<'static, ()> {
+        RECORDING.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

@@ -46,11 +46,20 @@ namespace {
 
 using libkineto::ActivityType;
 
+// How often the rings are drained while a window records (a ring holds 32,768 records).
+constexpr uint64_t kDrainIntervalUs = 2000;
+
 const std::set<ActivityType>& neuron_activities() {
   static const std::set<ActivityType> types{ActivityType::PRIVATEUSE1_RUNTIME,
                                             ActivityType::CONCURRENT_KERNEL,
                                             ActivityType::GPU_MEMCPY, ActivityType::GPU_MEMSET};
   return types;
+}
+
+std::string describe(size_t (*what)(uint16_t, char*, size_t), uint16_t device) {
+  std::string text(what(device, nullptr, 0), '\0');
+  what(device, text.data(), text.size() + 1);
+  return text;
 }
 
 class NeuronSession final : public libkineto::IActivityProfilerSession {
@@ -64,7 +73,8 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
 
   void start() override {
     if (!tracing_) return;
-    npc_discard();
+    // Drops earlier records and keeps the rings drained while the window records.
+    npc_window_begin(kDrainIntervalUs);
     {
       std::lock_guard<std::mutex> lock(g_links_mutex);
       g_links.clear();
@@ -80,6 +90,11 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
     recording_ = false;
     npc_window_free(window_);
     window_ = npc_collect();
+    if (window_ == nullptr) {
+      char buf[1024];
+      npc_last_error(buf, sizeof buf);
+      errors_.push_back(std::string("neuron: collecting the window failed: ") + buf);
+    }
     {
       std::lock_guard<std::mutex> lock(g_links_mutex);
       links_.swap(g_links);
@@ -100,10 +115,7 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
     buffer_ = std::make_unique<libkineto::CpuTraceBuffer>();
     buffer_->span = libkineto::TraceSpan(startTime, endTime, "neuron");
     buffer_->gpuOpCount = 0;
-    if (window_ == nullptr) {
-      if (tracing_) errors_.push_back("neuron: no recorded window (npc_collect failed)");
-      return;
-    }
+    if (window_ == nullptr) return;
     const int32_t pid = static_cast<int32_t>(getpid());
     const size_t count = npc_window_len(window_);
     for (size_t i = 0; i < count; ++i) {
@@ -150,18 +162,23 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
     }
   }
 
+  // One DeviceInfo per session: the first device with activity (Kineto names the
+  // process of its rows; further devices' rows go unnamed).
   std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override {
     const int64_t device = devices_.empty() ? 0 : *devices_.begin();
     return std::make_unique<libkineto::DeviceInfo>(libkineto::DeviceInfo{
-        device, libkineto::kExceedMaxPid + device, "NeuronCore " + std::to_string(device),
+        device, libkineto::kExceedMaxPid + device,
+        describe(npc_device_name, static_cast<uint16_t>(device)),
         "neuron:" + std::to_string(device)});
   }
 
   std::vector<libkineto::ResourceInfo> getResourceInfos() override {
     std::vector<libkineto::ResourceInfo> out;
     for (const auto& [device, queue] : queues_) {
-      out.push_back(libkineto::ResourceInfo{queue, queue, device,
-                                            "stream " + std::to_string(queue)});
+      char buf[256];
+      npc_queue_name(static_cast<uint16_t>(device), static_cast<uint16_t>(queue), buf,
+                     sizeof buf);
+      out.push_back(libkineto::ResourceInfo{queue, queue, device, buf});
     }
     return out;
   }
@@ -176,12 +193,23 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
     if (!t_torch_corr.empty()) t_torch_corr.pop_back();
   }
 
+  // Top-level trace metadata: records lost to full rings, under the key the profiler
+  // crate's own traces use (`neuronprof inspect` reads it), and unpaired records.
+  std::unordered_map<std::string, std::string> getMetadata() override {
+    if (window_ == nullptr) return {};
+    return {{"dropped_records", std::to_string(npc_window_dropped(window_))},
+            {"neuron_unpaired_records", std::to_string(npc_window_unpaired(window_))}};
+  }
+
+  // deviceProperties entries (as the profiler crate writes them, with the peak
+  // TFLOPs `neuronprof analyze` uses for MFU) of the devices with activity.
   std::string getDeviceProperties() override {
-    npc_memory_stats_t stats{};
-    npc_memory_stats(0, &stats);
-    return "{\"id\": 0, \"name\": \"NeuronCore 0\", \"deviceType\": \"neuron\", "
-           "\"totalGlobalMem\": " +
-           std::to_string(stats.capacity_bytes) + "}";
+    std::string out;
+    for (int64_t device : devices_.empty() ? std::set<int64_t>{0} : devices_) {
+      if (!out.empty()) out += ", ";
+      out += describe(npc_device_properties, static_cast<uint16_t>(device));
+    }
+    return out;
   }
 
  private:

@@ -258,6 +258,16 @@ fn check_device_activity(trace: &Value) {
             "{launch} outside {op}"
         );
     }
+    // The device described as the profiler crate's own traces describe it.
+    assert_eq!(trace["dropped_records"], 0, "no records lost");
+    let properties = &trace["deviceProperties"][0];
+    assert_eq!(properties["name"], "NeuronCore 0 (trn2, LNC=2)");
+    assert!(properties["peakTflops"]["bf16"].as_f64().unwrap() > 0.0);
+    let process_name = events(trace)
+        .iter()
+        .find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 0)
+        .expect("the device's process is named");
+    assert_eq!(process_name["args"]["name"], "NeuronCore 0 (trn2, LNC=2)");
     let steps: Vec<&str> = cat(trace, "user_annotation")
         .iter()
         .filter_map(|e| e["name"].as_str())

@@ -87,6 +87,7 @@ fn run_pytorch(python: &Path) -> Run {
         .env("PYTHONPATH", repo_dir().join("python"))
         .env("NEURONPROF_CAPI_LIB", &capi)
         .env("NEURONPROF_TORCH_BUILD_DIR", target.join("torch-ext"))
+        .env_remove("NEURONPROF_DEVICE_PROFILE")
         .output()
         .expect("run the PyTorch driver");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -9,11 +9,15 @@
 //! - [`export`]: `neuronprof export --format perfetto|csv|parquet PATH… -o OUT` — Kineto
 //!   traces into one Perfetto protobuf trace or tables (the `exporters` crate).
 //! - [`run`]: `neuronprof run WORKLOAD` and `neuronprof demo` — built-in workloads on
-//!   emulated ranks, profiled into one Kineto trace per rank.
+//!   emulated ranks, profiled into one Kineto trace per rank (published live while
+//!   they run).
+//! - [`monitor`]: `neuronprof monitor` — every live process's metrics as
+//!   neuron-monitor JSON documents, or Prometheus metrics over HTTP.
 #![warn(missing_docs)]
 
 pub mod analyze;
 pub mod export;
 pub mod inspect;
+pub mod monitor;
 pub mod paths;
 pub mod run;

@@ -127,6 +127,25 @@ enum Command {
         #[arg(short, long)]
         out: PathBuf,
     },
+    /// Live metrics of every process running the emulated device (each rank
+    /// separately), as one neuron-monitor JSON document per period on standard output,
+    /// or as Prometheus metrics with --prometheus.
+    Monitor {
+        /// The window of each document: 1s, 500ms, 0.5 … (at most 30s).
+        #[arg(long, default_value = "1s")]
+        period: String,
+        /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)
+        /// instead of printing documents.
+        #[arg(long, value_name = "ADDR")]
+        prometheus: Option<String>,
+        /// Stop after this many documents (default: until Ctrl-C).
+        #[arg(long)]
+        count: Option<u64>,
+        /// The endpoint directory [default: $XDG_RUNTIME_DIR/neuronprof, else
+        /// /tmp/neuronprof-UID].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Compare two traces (or two directories of rank traces) by operator and kernel name.
     Diff {
         /// The control trace or directory.
@@ -259,6 +278,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let outcome = neuronprof::export::run_export(&request)?;
             let mut stdout = std::io::stdout().lock();
             neuronprof::export::render_outcome(&outcome, &mut stdout).context("writing summary")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Monitor {
+            period,
+            prometheus,
+            count,
+            dir,
+        } => {
+            neuronprof::monitor::run_monitor(&neuronprof::monitor::MonitorOptions {
+                period: neuronprof::monitor::parse_period(&period)?,
+                dir: dir.unwrap_or_else(analysis::live_client::endpoint_dir),
+                count,
+                prometheus,
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Diff {

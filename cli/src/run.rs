@@ -381,6 +381,18 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     }
 
     check_out_dir(&request.out_dir)?;
+    // Publish live metrics while the workload runs (`neuronprof monitor`); a refused
+    // endpoint directory is reported and the run goes on without it.
+    match neuron_backend::monitor::start() {
+        Ok(socket) if request.progress && std::io::stderr().is_terminal() => {
+            eprintln!(
+                "live metrics: neuronprof monitor (endpoint {})",
+                socket.display()
+            );
+        }
+        Ok(_) | Err(neuron_backend::monitor::EndpointError::Disabled) => {}
+        Err(err) => eprintln!("neuronprof: live monitoring is off: {err}"),
+    }
     let mut options = RunOptions::new(&request.out_dir, config.ranks);
     options.steps = Some(config.steps as u64);
     options.schedule = Some(

@@ -45,13 +45,16 @@
 //!   time there and host waits jump to the modeled completion, so a window of one
 //!   wall-clock period covers however much device time passed in it. Utilization is
 //!   busy device time in that window divided by its length.
-//! - `neuroncore_utilization`: the share of the window in which a kernel (or
-//!   collective) ran on the logical core. `flops`: FLOPs of kernels placed in the
-//!   window per second of device time.
+//! - `neuroncore_utilization`: the share of the window in which a kernel ran on the
+//!   logical core's engines. Collectives are left out: the CC-cores run them, and a
+//!   collective kernel spinning while it waits for a slow peer would otherwise read
+//!   as a busy core (they have their own figures below). `flops`: FLOPs of kernels
+//!   placed in the window per second of device time.
 //! - `engine_utilization` (extension): per engine (`tensor`, `vector`, `scalar`,
 //!   `gpsimd`, `dma`) busy time over the window, as a percentage of all such engines of
 //!   the logical core (LNC physical cores; 16 DMA engines per physical core).
-//! - `execution_stats`: kernels placed in the window (`completed`); errors raised by
+//! - `execution_stats`: kernels (not collectives) placed in the window (`completed`);
+//!   errors raised by
 //!   ops that reached their device and by collectives, by class (`timed_out`:
 //!   collective timeouts; `failed_to_queue`: a released stream; `incorrect_input`:
 //!   shapes, dtypes, devices, indices, arguments; `completed_with_err`: the rest, such

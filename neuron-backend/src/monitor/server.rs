@@ -128,17 +128,17 @@ fn serve(listener: UnixListener) {
         loop {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if !client_active(monotonic_ns()) {
-                        // The first client after a quiet spell: start the history now.
-                        LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
-                        for entry in registry::entries() {
-                            entry.push_sample(entry.sample());
+                    let _ = answer(stream, || {
+                        if !client_active(monotonic_ns()) {
+                            // The first request after a quiet spell: start the history.
+                            for entry in registry::entries() {
+                                entry.push_sample(entry.sample());
+                            }
+                            next_sample_ns = monotonic_ns() + SAMPLE_INTERVAL_NS;
+                            sampling = true;
                         }
-                        next_sample_ns = monotonic_ns() + SAMPLE_INTERVAL_NS;
-                        sampling = true;
-                    }
-                    LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
-                    let _ = answer(stream);
+                        LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
+                    });
                 }
                 Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(_) => break,
@@ -177,12 +177,19 @@ fn parse_request(line: &str) -> Result<f64, String> {
     Ok(period.min(MAX_PERIOD_S))
 }
 
-fn answer(stream: UnixStream) -> std::io::Result<()> {
+/// Answers one connection. A connection closed without a byte (a client's discovery
+/// probe) gets no answer and does not count as a client; `on_request` runs before a
+/// request is answered.
+fn answer(stream: UnixStream, on_request: impl FnOnce()) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let mut line = String::new();
     let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
+    if matches!(read, Ok(0)) {
+        return Ok(());
+    }
+    on_request();
     let body = match read {
         Err(err) => error_document(&format!("bad request: could not read it: {err}")),
         Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => error_document(

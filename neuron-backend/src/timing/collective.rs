@@ -78,8 +78,6 @@ impl Timeline {
         q.last_end_ns = q.last_end_ns.max(end_ns);
         q.in_flight_end_ns.push_back(end_ns);
         self.time.kernels += 1;
-        self.live
-            .note_kernel(ready_ns, ready_ns, end_ns, kernel.flops);
         self.time.last_end_ns = self.time.last_end_ns.max(end_ns);
         let span = KernelSpan {
             corr_id: kernel.corr_id,

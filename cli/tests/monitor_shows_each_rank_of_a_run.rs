@@ -1,0 +1,137 @@
+//! `neuronprof monitor` against a real `neuronprof run gpt --ranks 4` child process:
+//! every rank is its own entry with its own utilization and memory, and the values
+//! move from one period to the next.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use analysis::live::{parse_document, RuntimeEntry};
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuronprof-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn rank_entries(line: &str, pid: u32) -> Vec<RuntimeEntry> {
+    let doc = parse_document(line).expect("each line is a neuron-monitor document");
+    assert!(doc.system_data.is_some() && doc.instance_info.is_some());
+    let mut ranks: Vec<RuntimeEntry> = doc
+        .neuron_runtime_data
+        .into_iter()
+        .filter(|e| e.pid == pid)
+        .collect();
+    ranks.sort_by_key(|e| e.report.neuronprof.as_ref().and_then(|x| x.rank));
+    ranks
+}
+
+fn wait_for_ranks(endpoints: &Path, pid: u32) {
+    let socket = endpoints.join("neuronprof").join(format!("{pid}.sock"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if let Ok(doc) = analysis::live_client::fetch_document(&socket, 0.0, Duration::from_secs(5))
+        {
+            if doc.neuron_runtime_data.len() == 4 {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the run never published its 4 ranks at {}",
+        socket.display()
+    );
+}
+
+#[test]
+fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
+    let exe = env!("CARGO_BIN_EXE_neuronprof");
+    let runtime_dir = scratch("monitor-xdg");
+    let out = scratch("monitor-run");
+    let run = Command::new(exe)
+        .args([
+            "run", "gpt", "--ranks", "4", "--steps", "400", "--detail", "kernels",
+        ])
+        .args(["--numerics", "off", "--profile", "active=1", "--out"])
+        .arg(&out)
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting neuronprof run");
+    let run = KillOnDrop(run);
+    let pid = run.0.id();
+    wait_for_ranks(&runtime_dir, pid);
+
+    let monitor = Command::new(exe)
+        .args(["monitor", "--period", "400ms", "--count", "3"])
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("running neuronprof monitor");
+    assert!(
+        monitor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&monitor.stderr)
+    );
+    let stdout = String::from_utf8(monitor.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "one document per period:\n{stdout}");
+    let docs: Vec<Vec<RuntimeEntry>> = lines.iter().map(|l| rank_entries(l, pid)).collect();
+    for (d, ranks) in docs.iter().enumerate() {
+        assert_eq!(ranks.len(), 4, "document {d}: one entry per rank");
+        for (r, entry) in ranks.iter().enumerate() {
+            assert_eq!(entry.neuron_runtime_tag, format!("{pid}/rank{r}"));
+            assert!(entry.error.is_empty(), "{}", entry.error);
+            let counters = entry.report.neuroncore_counters.as_ref().unwrap();
+            assert!(
+                (counters.period - 0.4).abs() < 0.2,
+                "period {}",
+                counters.period
+            );
+            let util: f64 = counters
+                .neuroncores_in_use
+                .values()
+                .map(|c| c.neuroncore_utilization)
+                .sum();
+            assert!(util > 0.0, "document {d} rank {r}: utilization {util}");
+            let ext = entry.report.neuronprof.as_ref().unwrap();
+            assert_eq!((ext.rank, ext.world_size), (Some(r as u32), Some(4)));
+            assert!(ext.hbm.as_ref().unwrap().used_bytes > 0);
+            let used = &entry
+                .report
+                .memory_used
+                .as_ref()
+                .unwrap()
+                .neuron_runtime_used_bytes;
+            assert!(used.neuron_device > 0);
+        }
+    }
+    // Values change between periods: every rank advanced its steps.
+    for (r, (first, last)) in docs[0].iter().zip(&docs[2]).enumerate() {
+        let step = |e: &RuntimeEntry| e.report.neuronprof.as_ref().unwrap().step;
+        assert!(
+            step(last) > step(first),
+            "rank {r}: {:?} -> {:?}",
+            step(first),
+            step(last)
+        );
+    }
+    drop(run);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&runtime_dir);
+}

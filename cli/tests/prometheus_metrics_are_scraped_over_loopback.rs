@@ -1,0 +1,128 @@
+//! `neuronprof monitor --prometheus`: a live 2-rank world in this process, its
+//! documents fed to the metrics server, scraped over loopback HTTP and parsed.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use neuron_backend::workloads::{run_with_hooks, FnHooks, Workload, WorkloadConfig};
+use neuronprof::monitor::{serve_metrics, Collector, PrometheusFeed};
+
+fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.to_owned(), body.to_owned())
+}
+
+/// `(name, labels, value)` of every sample line.
+fn samples(text: &str) -> Vec<(String, String, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|line| {
+            let (head, value) = line.rsplit_once(' ').expect("name{labels} value");
+            let (name, labels) = head.split_once('{').unwrap_or((head, ""));
+            (
+                name.to_owned(),
+                labels.to_owned(),
+                value.parse().expect("a number"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn metrics_of_each_rank_are_served_over_http() {
+    if !neuron_backend::monitor::enabled() {
+        eprintln!("skipped: NEURONPROF_MONITOR=0 switches the endpoint off");
+        return;
+    }
+    let socket = neuron_backend::monitor::start().expect("the endpoint starts");
+    let pid = std::process::id();
+    let mut config = WorkloadConfig::new(Workload::Gpt);
+    config.ranks = 2;
+    config.steps = 400;
+    config.numerics = false;
+    config.detail = neuron_backend::RecordDetail::Kernels;
+    let done = AtomicBool::new(false);
+    let feed = Arc::new(Mutex::new(PrometheusFeed::default()));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::clone(&feed);
+    std::thread::spawn(move || serve_metrics(listener, &served));
+
+    let body = std::thread::scope(|scope| {
+        let run = scope.spawn(|| {
+            let hooks = FnHooks {
+                on_start: |_rank| {},
+                on_step: |_step: &_| {
+                    if !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                },
+            };
+            run_with_hooks(&config, &hooks)
+        });
+        // Wait for both ranks to be published, then two periods of documents.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while neuron_backend::monitor::report_json(0.0)
+            .matches("/rank")
+            .count()
+            < 2
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut collector = Collector::new(socket.parent().unwrap(), Duration::from_millis(300));
+        collector.prime().unwrap();
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(300));
+            let line = collector.collect().unwrap();
+            feed.lock().unwrap().update(&line).unwrap();
+        }
+        let (head, body) = get(addr, "/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+        let (head, _) = get(addr, "/nothing");
+        assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+        done.store(true, Ordering::Relaxed);
+        run.join().unwrap().expect("the workload runs");
+        body
+    });
+
+    assert!(body.contains("# HELP neuroncore_utilization_ratio "));
+    assert!(body.contains("# TYPE neuroncore_utilization_ratio gauge"));
+    assert!(body.contains("# TYPE execution_status_total counter"));
+    let all = samples(&body);
+    for rank in 0..2 {
+        let tag = format!("runtime_tag=\"{pid}/rank{rank}\"");
+        let find = |name: &str| {
+            all.iter()
+                .filter(|(n, l, _)| n == name && l.contains(&tag))
+                .map(|(_, _, v)| *v)
+                .collect::<Vec<f64>>()
+        };
+        let util = find("neuroncore_utilization_ratio");
+        assert_eq!(util.len(), 1, "rank {rank}: one core\n{body}");
+        assert!(util[0] > 0.0 && util[0] <= 1.0, "a ratio: {}", util[0]);
+        let memory = find("neuron_runtime_memory_used_bytes");
+        assert!(memory.iter().any(|&m| m > 0.0), "rank {rank}: {memory:?}");
+        assert!(find("neuronprof_hbm_used_bytes")[0] > 0.0);
+        assert!(find("neuronprof_engine_utilization_ratio")
+            .iter()
+            .any(|&v| v > 0.0));
+        assert!(find("execution_status_total").iter().any(|&v| v > 0.0));
+        assert_eq!(find("neuronprof_collectives_in_flight").len(), 1);
+        assert!(!find("neuronprof_collective_latency_seconds").is_empty());
+    }
+    assert!(all
+        .iter()
+        .any(|(n, _, v)| n == "system_memory_total_bytes" && *v > 0.0));
+}

@@ -317,6 +317,10 @@ impl App {
     /// no longer reported as exited (AWS's neuron-monitor drops a process that exits).
     pub fn apply(&mut self, doc: MonitorDocument) {
         self.documents_applied += 1;
+        if !doc.neuron_runtime_data.is_empty() {
+            // A live source that found nobody said so; now somebody publishes.
+            self.input_ended = None;
+        }
         if doc.instance_info.is_some() {
             self.instance = doc.instance_info;
         }

@@ -81,8 +81,8 @@ fn wide_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &TabView) {
     let top = Layout::default()
         .direction(Direction::Horizontal)
         .constraints([
-            Constraint::Percentage(36),
             Constraint::Percentage(32),
+            Constraint::Percentage(36),
             Constraint::Percentage(32),
         ])
         .split(rows[0]);

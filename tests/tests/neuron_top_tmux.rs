@@ -1,0 +1,381 @@
+//! neuron-top end to end in a real terminal (tmux): replaying traces recorded by
+//! `neuronprof run`, reading a neuron-monitor stream on stdin, and attaching to a live
+//! `neuronprof run`; checks from `capture-pane` that utilization and memory appear and
+//! change, that bad input shows an error line, and that `q` restores the terminal.
+//!
+//! Needs tmux (skipped with a message when missing and `CI` is unset; fails under CI)
+//! and the `neuron-top` and `neuronprof` binaries of this build, which
+//! `cargo test --workspace` builds next to this test (target/<profile>/).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `target/<profile>/<name>`, next to this test's own executable's `deps/`.
+fn binary(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join(name);
+    path.exists().then_some(path)
+}
+
+/// The binaries, or `None` after saying why this test is skipped (a failure under CI).
+fn setup() -> Option<(PathBuf, PathBuf)> {
+    let ci = std::env::var_os("CI").is_some();
+    let tmux = Command::new("tmux").arg("-V").output();
+    if !tmux.is_ok_and(|o| o.status.success()) {
+        assert!(
+            !ci,
+            "CI must run this test: tmux is missing (.ci/run installs it)"
+        );
+        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        return None;
+    }
+    match (binary("neuron-top"), binary("neuronprof")) {
+        (Some(top), Some(np)) => Some((top, np)),
+        _ => {
+            assert!(
+                !ci,
+                "neuron-top and neuronprof must be built next to this test"
+            );
+            eprintln!(
+                "skipped: build the binaries first: cargo build -p tui -p neuronprof \
+                 (cargo test --workspace does)"
+            );
+            None
+        }
+    }
+}
+
+/// A private tmux server with one session running a command.
+struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    /// Runs `command` (a shell command line) in a `width`×`height` session; after it
+    /// exits the pane shows `neuron-top exited with <status>` and stays for a minute.
+    fn start(name: &str, command: &str, width: u16, height: u16) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("neuron-top-e2e-{}-{name}", std::process::id()),
+            session: name.to_string(),
+        };
+        let wrapped = format!("{command}; echo \"neuron-top exited with $?\"; sleep 60");
+        let status = Command::new("tmux")
+            .args(["-L", &tmux.socket, "-f", "/dev/null", "new-session", "-d"])
+            .args([
+                "-s",
+                &tmux.session,
+                "-x",
+                &width.to_string(),
+                "-y",
+                &height.to_string(),
+            ])
+            .args(["sh", "-c", &wrapped])
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux runs");
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args([
+                "-L",
+                &self.socket,
+                "capture-pane",
+                "-p",
+                "-t",
+                &self.session,
+            ])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            let status = Command::new("tmux")
+                .args(["-L", &self.socket, "send-keys", "-t", &self.session, key])
+                .status()
+                .expect("tmux send-keys");
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Captures until `ready` holds (or panics with the last screen after `timeout`).
+    fn wait_for(&self, what: &str, timeout: Duration, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `q`, then checks neuron-top exited 0 and left the alternate screen.
+    fn quit(&self) {
+        self.keys(&["q"]);
+        let screen = self.wait_for("exit", Duration::from_secs(10), |s| {
+            s.contains("neuron-top exited with")
+        });
+        assert!(screen.contains("neuron-top exited with 0"), "{screen}");
+        assert!(
+            !screen.contains("Utilization"),
+            "the alternate screen is gone after exit:\n{screen}"
+        );
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuron-top-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The first line containing `needle`, trimmed.
+fn line_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
+    screen.lines().find(|l| l.contains(needle)).map(str::trim)
+}
+
+fn sh_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn replay_of_a_recorded_run_shows_utilization_and_memory_changing() {
+    let Some((top, neuronprof)) = setup() else {
+        return;
+    };
+    let dir = scratch("replay");
+    let traces = dir.join("traces");
+    let out = Command::new(&neuronprof)
+        .args([
+            "run",
+            "gpt",
+            "--ranks",
+            "2",
+            "--steps",
+            "3",
+            "--numerics",
+            "off",
+            "--out",
+        ])
+        .arg(&traces)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cmd = format!("{} --replay {}", sh_quote(&top), sh_quote(&traces));
+    let tmux = Tmux::start("replay", &cmd, 120, 40);
+    let first = tmux.wait_for("the first report", Duration::from_secs(30), |s| {
+        s.contains("NeuronCore") && s.contains(" 1/")
+    });
+    for needle in [
+        "rank0",
+        "rank1",
+        "HBM Usage",
+        "used ",
+        "Engine Utilization",
+        "Top Operators",
+    ] {
+        assert!(first.contains(needle), "missing {needle:?}:\n{first}");
+    }
+    // Step to the middle of the run: utilization and memory differ from the start.
+    let mut screens = vec![first];
+    for _ in 0..4 {
+        tmux.keys(&[
+            "Right", "Right", "Right", "Right", "Right", "Right", "Right", "Right", "Right",
+            "Right",
+        ]);
+        std::thread::sleep(Duration::from_millis(300));
+        screens.push(tmux.capture());
+    }
+    let nc0: Vec<Option<&str>> = screens.iter().map(|s| line_with(s, "NC0 ")).collect();
+    let hbm: Vec<Option<&str>> = screens.iter().map(|s| line_with(s, "used ")).collect();
+    assert!(
+        nc0.iter().all(Option::is_some) && hbm.iter().all(Option::is_some),
+        "{screens:#?}"
+    );
+    assert!(
+        nc0.windows(2).any(|w| w[0] != w[1]),
+        "utilization never changed: {nc0:?}"
+    );
+    assert!(
+        hbm.windows(2).any(|w| w[0] != w[1]),
+        "memory never changed: {hbm:?}"
+    );
+    assert!(!screens.last().unwrap().contains(" 1/"), "the cursor moved");
+    // The last report: the ranks finished.
+    tmux.keys(&["End"]);
+    tmux.wait_for("the end of the run", Duration::from_secs(10), |s| {
+        s.contains("(finished)")
+    });
+    tmux.quit();
+}
+
+#[test]
+fn stdin_stream_with_a_bad_line_updates_and_shows_the_error() {
+    let Some((top, _)) = setup() else {
+        return;
+    };
+    let dir = scratch("stdin");
+    let first = analysis_fixture(91.25, 17179869184);
+    let second = analysis_fixture(12.5, 25769803776);
+    std::fs::write(dir.join("1.json"), first).unwrap();
+    std::fs::write(dir.join("2.json"), second).unwrap();
+    // The writer runs in the background on a FIFO, so the shell reports neuron-top's
+    // exit without waiting for the writer (a pipe would wait for both sides).
+    let fifo = dir.join("stream.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let cmd = format!(
+        "(cat {a}; sleep 2; echo 'this is not json'; cat {b}; sleep 20) > {f} & {top} --stdin < {f}",
+        a = sh_quote(&dir.join("1.json")),
+        b = sh_quote(&dir.join("2.json")),
+        f = sh_quote(&fifo),
+        top = sh_quote(&top),
+    );
+    let tmux = Tmux::start("stdin", &cmd, 80, 24);
+    let before = tmux.wait_for("the first report", Duration::from_secs(20), |s| {
+        s.contains("91.2%")
+    });
+    assert!(before.contains("Memory Usage Summary"), "{before}");
+    let device_before = line_with(&before, "Device").map(str::to_string);
+    let after = tmux.wait_for("the second report", Duration::from_secs(20), |s| {
+        s.contains("12.5%")
+    });
+    assert!(
+        after.contains("error #1: document 1 (byte offset"),
+        "the bad line is reported:\n{after}"
+    );
+    assert_ne!(
+        device_before.as_deref(),
+        line_with(&after, "Device"),
+        "{after}"
+    );
+    // Keys still work while the stream is open: the activity view, then help.
+    tmux.keys(&["Tab", "Tab"]);
+    tmux.wait_for("the activity view", Duration::from_secs(5), |s| {
+        s.contains("Top Operators")
+    });
+    tmux.keys(&["?"]);
+    tmux.wait_for("help", Duration::from_secs(5), |s| {
+        s.contains("freeze / unfreeze")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.quit();
+}
+
+#[test]
+fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
+    let Some((top, neuronprof)) = setup() else {
+        return;
+    };
+    let dir = scratch("live");
+    // A private endpoint directory shared by the workload and neuron-top.
+    let runtime_dir = dir.join("xdg");
+    std::fs::create_dir_all(&runtime_dir).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let mut workload: Child = Command::new(&neuronprof)
+        .args([
+            "run",
+            "gpt",
+            "--ranks",
+            "2",
+            "--steps",
+            "100000",
+            "--numerics",
+            "off",
+        ])
+        .arg("--out")
+        .arg(dir.join("traces"))
+        .args(["--profile", "wait=100000,warmup=0,active=1"])
+        .env("XDG_RUNTIME_DIR", &runtime_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cmd = format!(
+        "XDG_RUNTIME_DIR={} {} --refresh 0.5",
+        sh_quote(&runtime_dir),
+        sh_quote(&top)
+    );
+    let tmux = Tmux::start("live", &cmd, 120, 40);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let pid = workload.id();
+        let first = tmux.wait_for("the workload's ranks", Duration::from_secs(60), |s| {
+            s.contains(&format!("{pid}/rank1")) && s.contains("NC0 ")
+        });
+        assert!(first.contains("used "), "HBM shows:\n{first}");
+        // Over a few refreshes the figures move.
+        let mut screens = vec![first];
+        for _ in 0..6 {
+            std::thread::sleep(Duration::from_millis(700));
+            screens.push(tmux.capture());
+        }
+        let figures: Vec<String> = screens
+            .iter()
+            .map(|s| {
+                format!(
+                    "{:?} {:?} {:?}",
+                    line_with(s, "NC0 "),
+                    line_with(s, "used "),
+                    line_with(s, "reports ")
+                )
+            })
+            .collect();
+        assert!(figures.windows(2).any(|w| w[0] != w[1]), "{figures:#?}");
+        // Kill the workload: its ranks are shown as exited, neuron-top keeps running.
+        workload.kill().unwrap();
+        workload.wait().unwrap();
+        let gone = tmux.wait_for("the exit", Duration::from_secs(20), |s| {
+            s.contains("(exited)")
+        });
+        assert!(gone.contains("NeuronCore"), "{gone}");
+        tmux.quit();
+    }));
+    let _ = workload.kill();
+    let _ = workload.wait();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A two-rank neuronprof report with rank 0's NC0 at `util` % and `hbm` bytes in use.
+fn analysis_fixture(util: f64, hbm: u64) -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(include_str!(
+        "../../analysis/src/live/fixtures/neuronprof-2ranks.json"
+    ))
+    .unwrap();
+    let report = &mut doc["neuron_runtime_data"][0]["report"];
+    report["neuroncore_counters"]["neuroncores_in_use"]["0"]["neuroncore_utilization"] =
+        util.into();
+    report["memory_used"]["neuron_runtime_used_bytes"]["neuron_device"] = hbm.into();
+    report["neuronprof"]["hbm"]["used_bytes"] = hbm.into();
+    // One document per line, as neuron-monitor writes them.
+    serde_json::to_string(&doc).unwrap() + "\n"
+}

@@ -8,8 +8,11 @@
 //! - [`ui`]: drawing, a pure function of the state ([`ui::draw`]); tests render it into
 //!   ratatui's `TestBackend` and compare buffers.
 //! - [`run()`]: the terminal loop. Sources run on threads and feed one channel: the
-//!   stdin reader ([`analysis::live::DocumentReader`]), the live poller, the replay play
-//!   timer, and the key reader. The loop applies every waiting event, then draws once,
+//!   stdin reader ([`analysis::live::DocumentReader`]), the live poller (every refresh:
+//!   [`analysis::live_client::discover`] the publishing processes of this user, fetch
+//!   each one's report over the last refresh period, send one merged report; a process
+//!   whose endpoint disappears becomes [`Event::Exited`]), the replay play timer
+//!   ([`analysis::live::replay_dir`] builds the reports up front), and the key reader. The loop applies every waiting event, then draws once,
 //!   and only when something changed, so an idle neuron-top costs nothing between
 //!   reports. Raw mode and the alternate screen are undone on exit, on error and by a
 //!   panic hook.

@@ -88,9 +88,17 @@ fn slash_filters_operators_and_escape_clears() {
     let s = text(&screen(&app, 80, 24));
     assert!(s.contains("aten::gelu") && !s.contains("aten::mm"), "{s}");
     assert!(s.contains("filter:GELU"), "title shows the filter: {s}");
+    assert!(s.contains("in flight: 0"), "collectives filtered too: {s}");
     key(&mut app, KeyCode::Esc);
     assert!(app.filter.is_empty());
     assert!(text(&screen(&app, 80, 24)).contains("aten::mm"));
+    app.filter = "all_red".into();
+    let s = text(&screen(&app, 80, 24));
+    assert!(
+        s.contains("in flight: 2") && s.contains("none over the period"),
+        "{s}"
+    );
+    app.filter.clear();
     // Backspace edits, Esc while typing cancels.
     key(&mut app, KeyCode::Char('/'));
     chars(&mut app, "mmx");

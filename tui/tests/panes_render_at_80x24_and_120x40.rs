@@ -173,3 +173,33 @@ fn empty_state_waits_for_reports() {
     let s = text(&screen(&app, 80, 24));
     assert!(s.contains("waiting for reports from stdin"), "{s}");
 }
+
+#[test]
+fn resizing_switches_between_narrow_and_wide_layouts() {
+    use ratatui::{backend::TestBackend, Terminal};
+    let mut app = app_with(&[ours()]);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    let screen_text = |t: &Terminal<TestBackend>| -> String {
+        t.backend()
+            .buffer()
+            .content()
+            .iter()
+            .map(|c| c.symbol())
+            .collect()
+    };
+    terminal.draw(|f| tui::ui::draw(f, &app)).unwrap();
+    let narrow = screen_text(&terminal);
+    assert!(narrow.contains("│ overview") && !narrow.contains("HBM Usage"));
+    terminal.backend_mut().resize(120, 40);
+    assert!(app.handle(tui::Event::Resize));
+    terminal.draw(|f| tui::ui::draw(f, &app)).unwrap();
+    let wide = screen_text(&terminal);
+    assert!(
+        wide.contains("HBM Usage")
+            && wide.contains("Top Operators")
+            && !wide.contains("│ overview")
+    );
+    terminal.backend_mut().resize(80, 24);
+    terminal.draw(|f| tui::ui::draw(f, &app)).unwrap();
+    assert!(screen_text(&terminal).contains("│ overview"));
+}

@@ -4,7 +4,7 @@
 //! kernels, copies and runtime calls, `ac2g` flows pairing launches with kernels,
 //! `[memory]` events of device type PrivateUse1, timestamps on PyTorch's host timeline,
 //! the loss falling exactly as on the CPU; then the trace goes through our reader,
-//! `analysis`, the Perfetto exporter and HTA.
+//! `analysis`, the Perfetto exporter, neuron-top's replay, the viewer's loader and HTA.
 //!
 //! Needs a Python with torch 2.15: `NEURONPROF_TORCH_PYTHON`, else `target/torch-venv`
 //! (`bash scripts/torch-venv`, which `.ci/run` runs). Without either it is skipped with
@@ -378,6 +378,31 @@ fn check_reader_analysis_perfetto(path: &Path) {
     assert!(!bytes.is_empty() && stats.slices > 0 && stats.flow_events > 0);
 }
 
+/// neuron-top's replay (`analysis::live`) and the desktop viewer's loader (`gui`) read
+/// the trace: reports with the NeuronCore busy, a timeline with the device's queue and
+/// the launch→kernel flows.
+fn check_replay_and_viewer(trace_dir: &Path, trace: &Path) {
+    let series = analysis::live::replay_dir(trace_dir, &analysis::live::ReplayOptions::default())
+        .expect("neuron-top replays it");
+    assert!(!series.documents.is_empty());
+    let busiest = serde_json::to_value(&series.documents)
+        .unwrap()
+        .to_string()
+        .split("\"neuroncore_utilization\":")
+        .skip(1)
+        .filter_map(|rest| rest.split([',', '}']).next()?.parse::<f64>().ok())
+        .fold(0.0f64, f64::max);
+    assert!(busiest > 0.0, "a report shows the NeuronCore busy");
+    let files = vec![trace.to_path_buf()];
+    let timeline = gui::load::load_timeline(&files, &gui::load::Progress::for_files(&files))
+        .expect("the viewer loads it");
+    assert!(
+        timeline.tracks.iter().any(|t| t.label.contains("stream 0")),
+        "the device queue is a track"
+    );
+    assert!(!timeline.flows.is_empty(), "flows matched");
+}
+
 fn check_hta(trace_dir: &Path) {
     let Some(python) = hta_python() else {
         assert!(
@@ -450,6 +475,7 @@ fn torch_training_profiles_neuron() {
     check_device_activity(&run.trace);
     check_memory(&run.trace);
     check_reader_analysis_perfetto(&run.trace_path);
+    check_replay_and_viewer(run.trace_path.parent().unwrap(), &run.trace_path);
     check_hta(run.trace_path.parent().unwrap());
     let _ = std::fs::remove_dir_all(run.trace_path.parent().unwrap().parent().unwrap());
 }

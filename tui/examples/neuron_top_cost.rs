@@ -1,8 +1,8 @@
 //! CPU cost of neuron-top at a 1 s refresh (issue 8: < 2 % of a core).
 //!
 //! Runs `neuron-top` in a detached tmux session (a real terminal, 120×40) and reads its
-//! CPU time (utime + stime from `/proc/<pid>/stat`) over a window, as a share of one
-//! core. Modes:
+//! CPU time (every thread's run time from `/proc/<pid>/task/*/schedstat`) over a
+//! window, as a share of one core. Modes:
 //! - `stdin`: neuron-top `--stdin`, fed one report per second through a FIFO (an
 //!   8-rank neuronprof report whose figures change every second);
 //! - `live`: neuron-top attached (`--refresh 1`) to a running
@@ -53,8 +53,29 @@ fn parse_args() -> Options {
     o
 }
 
-/// CPU seconds (user + system) of `pid` so far.
+/// CPU seconds of `pid` so far: the sum over its threads of the time they ran
+/// (`/proc/<pid>/task/*/schedstat`, nanoseconds), else utime + stime from
+/// `/proc/<pid>/stat` (clock ticks, usually 10 ms: too coarse for 20 s windows).
 fn cpu_seconds(pid: u32) -> f64 {
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        let mut ns = 0u64;
+        let mut any = false;
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) {
+                if let Some(v) = text
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    ns += v;
+                    any = true;
+                }
+            }
+        }
+        if any {
+            return ns as f64 / 1e9;
+        }
+    }
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("process alive");
     // Fields after the command name (which may hold spaces) closing parenthesis.
     let rest = &stat[stat.rfind(')').expect("stat format") + 2..];

@@ -216,8 +216,6 @@ pub fn build_frame(
 ) -> FrameShapes {
     let mut frame = FrameShapes::default();
     let width = width.max(1.0);
-    let t0 = viewport.start_ns.floor() as i64;
-    let t1 = viewport.end_ns.ceil() as i64;
     let ns_per_px = viewport.span_ns() / width as f64;
     let first = layout.tracks.partition_point(|p| p.top + p.height < y_min);
     for place in layout.tracks[first..].iter().take_while(|p| p.top < y_max) {
@@ -234,54 +232,7 @@ pub fn build_frame(
                         depth: depth as u16,
                         index: index as u32,
                     };
-                    let mut i = row.first_ending_after(t0);
-                    let mut last_merged: Option<usize> = None;
-                    while i < row.len() && row.start_ns[i] <= t1 {
-                        let x0 = viewport.x_of(row.start_ns[i] as f64, width);
-                        let x1 = viewport.x_of(row.end_ns[i] as f64, width);
-                        if x1 - x0 >= MIN_SLICE_PX {
-                            frame.shapes.push(Shape::Slice {
-                                slice: make_ref(i),
-                                x0,
-                                x1,
-                                y,
-                            });
-                            frame.slices_represented += 1;
-                            last_merged = None;
-                            i += 1;
-                            continue;
-                        }
-                        // Everything starting in this pixel column becomes one block.
-                        let column_end = viewport.t_of(x0.floor() + 1.0, width).ceil() as i64;
-                        let column_end = column_end.max(row.start_ns[i] + 1);
-                        let j = i + 1 + row.start_ns[i + 1..].partition_point(|&s| s < column_end);
-                        let count = (j - i) as u32;
-                        let block_x1 = viewport.x_of(row.end_ns[j - 1] as f64, width).max(x0 + 1.0);
-                        frame.slices_represented += count as u64;
-                        let joined = match last_merged.map(|k| &mut frame.shapes[k]) {
-                            Some(Shape::Merged {
-                                count: c,
-                                x1: prev_x1,
-                                ..
-                            }) if x0 - *prev_x1 < 1.0 => {
-                                *c += count;
-                                *prev_x1 = prev_x1.max(block_x1);
-                                true
-                            }
-                            _ => false,
-                        };
-                        if !joined {
-                            last_merged = Some(frame.shapes.len());
-                            frame.shapes.push(Shape::Merged {
-                                first: make_ref(i),
-                                count,
-                                x0,
-                                x1: block_x1,
-                                y,
-                            });
-                        }
-                        i = j;
-                    }
+                    row_shapes(&mut frame, row, make_ref, viewport, width, y);
                 }
             }
             TrackKind::Counter {
@@ -323,6 +274,135 @@ pub fn build_frame(
         }
     }
     frame
+}
+
+/// Adds a block of `count` slices from `x0` to `x1`, joined to the previous block when
+/// they touch (less than a pixel apart).
+fn push_merged(
+    frame: &mut FrameShapes,
+    last_merged: &mut Option<usize>,
+    first: SliceRef,
+    count: u32,
+    x0: f32,
+    x1: f32,
+    y: f32,
+) {
+    frame.slices_represented += count as u64;
+    if let Some(Shape::Merged {
+        count: c,
+        x1: prev_x1,
+        ..
+    }) = last_merged.map(|k| &mut frame.shapes[k])
+    {
+        if x0 - *prev_x1 < 1.0 {
+            *c += count;
+            *prev_x1 = prev_x1.max(x1);
+            return;
+        }
+    }
+    *last_merged = Some(frame.shapes.len());
+    frame.shapes.push(Shape::Merged {
+        first,
+        count,
+        x0,
+        x1: x1.max(x0 + 1.0),
+        y,
+    });
+}
+
+/// The shapes of one row: from the coarsest pyramid level whose buckets fit in a pixel
+/// when there is one, else slice by slice with one search per pixel column.
+fn row_shapes(
+    frame: &mut FrameShapes,
+    row: &crate::model::Row,
+    make_ref: impl Fn(usize) -> SliceRef,
+    viewport: &Viewport,
+    width: f32,
+    y: f32,
+) {
+    let t0 = viewport.start_ns.floor() as i64;
+    let t1 = viewport.end_ns.ceil() as i64;
+    let ns_per_px = viewport.span_ns() / width as f64;
+    let mut last_merged: Option<usize> = None;
+    let level = row
+        .lod
+        .iter()
+        .rev()
+        .find(|l| l.bucket_ns as f64 <= ns_per_px);
+    if let Some(level) = level {
+        // Buckets and long slices, both sorted by start (and by end: a row never
+        // overlaps itself), merged in start order.
+        let mut b = level.end_ns.partition_point(|&e| e < t0);
+        let mut l = level.long_start_ns.partition_point(|&s| s < t0);
+        if l > 0 && row.end_ns[level.long[l - 1] as usize] >= t0 {
+            l -= 1;
+        }
+        loop {
+            let bucket_start = level.start_ns.get(b).copied().filter(|&s| s <= t1);
+            let long_start = level.long_start_ns.get(l).copied().filter(|&s| s <= t1);
+            match (bucket_start, long_start) {
+                (None, None) => break,
+                (Some(bs), ls) if ls.is_none_or(|ls| bs < ls) => {
+                    let x0 = viewport.x_of(bs as f64, width);
+                    let x1 = viewport.x_of(level.end_ns[b] as f64, width);
+                    let first = make_ref(level.first[b] as usize);
+                    push_merged(frame, &mut last_merged, first, level.count[b], x0, x1, y);
+                    b += 1;
+                }
+                _ => {
+                    let i = level.long[l] as usize;
+                    let x0 = viewport.x_of(row.start_ns[i] as f64, width);
+                    let x1 = viewport.x_of(row.end_ns[i] as f64, width);
+                    if x1 - x0 >= MIN_SLICE_PX {
+                        frame.shapes.push(Shape::Slice {
+                            slice: make_ref(i),
+                            x0,
+                            x1,
+                            y,
+                        });
+                        frame.slices_represented += 1;
+                        last_merged = None;
+                    } else {
+                        push_merged(frame, &mut last_merged, make_ref(i), 1, x0, x1, y);
+                    }
+                    l += 1;
+                }
+            }
+        }
+        return;
+    }
+    let mut i = row.first_ending_after(t0);
+    while i < row.len() && row.start_ns[i] <= t1 {
+        let x0 = viewport.x_of(row.start_ns[i] as f64, width);
+        let x1 = viewport.x_of(row.end_ns[i] as f64, width);
+        if x1 - x0 >= MIN_SLICE_PX {
+            frame.shapes.push(Shape::Slice {
+                slice: make_ref(i),
+                x0,
+                x1,
+                y,
+            });
+            frame.slices_represented += 1;
+            last_merged = None;
+            i += 1;
+            continue;
+        }
+        // Everything starting in this pixel column becomes one block.
+        let column_end = viewport.t_of(x0.floor() + 1.0, width).ceil() as i64;
+        let column_end = column_end.max(row.start_ns[i] + 1);
+        let j = gallop(&row.start_ns, i + 1, column_end);
+        let block_x1 = viewport.x_of(row.end_ns[j - 1] as f64, width);
+        push_merged(
+            frame,
+            &mut last_merged,
+            make_ref(i),
+            (j - i) as u32,
+            x0,
+            block_x1,
+            y,
+        );
+        i = j;
+    }
 }
 
 /// Samples per entry of a counter's block maxima.
@@ -381,4 +461,162 @@ pub fn hit_test(
         depth,
         index: best as u32,
     })
+}
+/// The first index at or after `from` whose value is `>= bound` in the sorted `values`:
+/// an exponential search from `from`, then a binary search in the bracket found, so the
+/// cost is O(log k) for an answer k places away (pixel columns hold few slices when
+/// zoomed in, and the bracket stays in cache).
+pub fn gallop(values: &[i64], from: usize, bound: i64) -> usize {
+    let n = values.len();
+    if from >= n || values[from] >= bound {
+        return from.min(n);
+    }
+    // values[lo] < bound
+    let mut lo = from;
+    let mut step = 1;
+    let hi = loop {
+        let probe = lo + step;
+        if probe >= n {
+            break n;
+        }
+        if values[probe] >= bound {
+            break probe;
+        }
+        lo = probe;
+        step *= 2;
+    };
+    lo + 1 + values[lo + 1..hi].partition_point(|&v| v < bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::lod::build_levels;
+    use crate::model::{Group, Row, Track};
+
+    /// One track of `n` slices of 100 ns every 300 ns, with or without its pyramid.
+    fn timeline(n: usize, with_lod: bool) -> Timeline {
+        let start_ns: Vec<i64> = (0..n as i64).map(|i| i * 300).collect();
+        let end_ns: Vec<i64> = start_ns.iter().map(|s| s + 100).collect();
+        let lod = if with_lod {
+            build_levels(&start_ns, &end_ns)
+        } else {
+            Vec::new()
+        };
+        let row = Row {
+            name: vec![1; n],
+            category: vec![0; n],
+            event_index: (0..n as u64).collect(),
+            args_at: vec![u64::MAX; n],
+            start_ns,
+            end_ns,
+            lod,
+        };
+        let mut t = Timeline {
+            end_ns: n as i64 * 300,
+            slice_count: n as u64,
+            ..Timeline::default()
+        };
+        t.names.intern("k");
+        t.groups.push(Group {
+            label: "g".into(),
+            file: 0,
+            tracks: vec![0],
+        });
+        t.tracks.push(Track {
+            label: "t".into(),
+            group: 0,
+            kind: TrackKind::Slices { rows: vec![row] },
+            args: String::new(),
+            flow_points: Vec::new(),
+        });
+        t
+    }
+
+    #[test]
+    fn a_frame_never_has_more_shapes_than_pixels_allow_and_loses_no_slice() {
+        for with_lod in [true, false] {
+            let t = timeline(1_000_000, with_lod);
+            let layout = Layout::new(&t, &[]);
+            let whole = Viewport {
+                start_ns: 0.0,
+                end_ns: t.end_ns as f64,
+            };
+            let frame = build_frame(&t, &layout, &whole, 1000.0, 0.0, 100.0);
+            assert!(frame.shapes.len() <= 1000, "{} shapes", frame.shapes.len());
+            assert_eq!(frame.slices_represented, 1_000_000, "lod {with_lod}");
+
+            // Zoomed in to 100 slices: each is drawn as itself.
+            let near = Viewport {
+                start_ns: 300_000.0,
+                end_ns: 330_000.0 - 1.0,
+            };
+            let frame = build_frame(&t, &layout, &near, 1000.0, 0.0, 100.0);
+            let singles = frame
+                .shapes
+                .iter()
+                .filter(|s| matches!(s, Shape::Slice { .. }))
+                .count();
+            assert_eq!(singles, 100, "lod {with_lod}");
+        }
+    }
+
+    #[test]
+    fn the_pyramid_and_the_exact_path_agree_on_what_a_pixel_holds() {
+        let (a, b) = (timeline(200_000, true), timeline(200_000, false));
+        let layout = Layout::new(&a, &[]);
+        for (start, end) in [(0.0, 6e7), (1e6, 2e6), (5e5, 5.3e5)] {
+            let v = Viewport {
+                start_ns: start,
+                end_ns: end,
+            };
+            let fa = build_frame(&a, &layout, &v, 800.0, 0.0, 100.0);
+            let fb = build_frame(&b, &layout, &v, 800.0, 0.0, 100.0);
+            // The pyramid counts whole buckets (at most a pixel wide) at the two edges.
+            let per_px = ((end - start) / 800.0 / 300.0).ceil() as u64 + 1;
+            let edge = fa.slices_represented.abs_diff(fb.slices_represented);
+            assert!(edge <= 2 * per_px, "{start}..{end}: {edge} slices apart");
+            let diff = fa.shapes.len().abs_diff(fb.shapes.len());
+            assert!(
+                diff <= fb.shapes.len() / 2 + 2,
+                "{} vs {}",
+                fa.shapes.len(),
+                fb.shapes.len()
+            );
+        }
+    }
+
+    #[test]
+    fn hit_test_finds_the_slice_under_the_pointer() {
+        let t = timeline(10_000, true);
+        let layout = Layout::new(&t, &[]);
+        let v = Viewport {
+            start_ns: 0.0,
+            end_ns: 3_000.0,
+        };
+        // slice 3 is [900, 1000] ns: x 300..333 of 1000 px, row 0 below the header
+        let hit = hit_test(&t, &layout, &v, 1000.0, 310.0, HEADER_HEIGHT + 5.0).unwrap();
+        assert_eq!(hit.index, 3);
+        assert_eq!(
+            hit_test(&t, &layout, &v, 1000.0, 310.0, 2.0),
+            None,
+            "header"
+        );
+    }
+
+    #[test]
+    fn gallop_finds_the_first_value_at_or_above_the_bound() {
+        let v: Vec<i64> = (0..1000).map(|i| i * 2).collect();
+        for from in [0, 1, 10, 999] {
+            for bound in [-1, 0, 1, 7, 500, 1998, 1999, 5000] {
+                let expected = from + v[from..].partition_point(|&x| x < bound);
+                assert_eq!(
+                    gallop(&v, from, bound),
+                    expected,
+                    "from {from} bound {bound}"
+                );
+            }
+        }
+        assert_eq!(gallop(&v, 1000, 5), 1000);
+    }
 }

@@ -6,6 +6,7 @@
 //! totals become counter tracks; flow (`s`/`f`) events become [`Flow`]s.
 
 pub mod build;
+pub mod lod;
 mod names;
 
 pub use names::Names;
@@ -53,6 +54,8 @@ pub struct Row {
     pub event_index: Vec<u64>,
     /// Start of the slice's arguments in [`Track::args`] (`u64::MAX`: none).
     pub args_at: Vec<u64>,
+    /// Level-of-detail pyramid (empty for small rows), see [`lod`].
+    pub lod: Vec<lod::LodLevel>,
 }
 
 impl Row {

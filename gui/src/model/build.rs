@@ -303,6 +303,36 @@ impl FileResult {
     }
 }
 
+/// [`nest`] for every track, on as many threads as there are cores (largest first).
+fn nest_all(slices: Vec<Vec<RawSlice>>, shift_ns: i64) -> Vec<Vec<Row>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let mut order: Vec<usize> = (0..slices.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(slices[i].len()));
+    let inputs: Vec<Mutex<Vec<RawSlice>>> = slices.into_iter().map(Mutex::new).collect();
+    let outputs: Vec<Mutex<Vec<Row>>> = inputs.iter().map(|_| Mutex::new(Vec::new())).collect();
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(order.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let input =
+                    std::mem::take(&mut *inputs[i].lock().unwrap_or_else(|p| p.into_inner()));
+                let rows = nest(input, shift_ns);
+                *outputs[i].lock().unwrap_or_else(|p| p.into_inner()) = rows;
+            });
+        }
+    });
+    outputs
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect()
+}
+
 /// Sorts one track's slices and splits them into rows by nesting depth.
 fn nest(mut slices: Vec<RawSlice>, shift_ns: i64) -> Vec<Row> {
     // Stable sort: adaptive, near O(n) on the mostly sorted order traces are written in.
@@ -327,6 +357,9 @@ fn nest(mut slices: Vec<RawSlice>, shift_ns: i64) -> Vec<Row> {
         row.category.push(s.category);
         row.event_index.push(s.event_index);
         row.args_at.push(s.args_at);
+    }
+    for row in &mut rows {
+        row.lod = super::lod::build_levels(&row.start_ns, &row.end_ns);
     }
     rows
 }
@@ -424,6 +457,13 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
             (sink.thread_sort.get(key).copied(), key.1)
         });
         let mut new_index = vec![0u32; sink.tracks.len()];
+        let mut sink = sink;
+        let slices: Vec<Vec<RawSlice>> = sink
+            .tracks
+            .iter_mut()
+            .map(|(_, t)| std::mem::take(&mut t.slices))
+            .collect();
+        let mut nested = nest_all(slices, shift);
         let mut raw_tracks: Vec<Option<((Key, Key), RawTrack)>> =
             sink.tracks.into_iter().map(Some).collect();
         for &i in &order {
@@ -432,7 +472,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                 Some(name) => name.clone(),
                 None => thread_label(&sink.names, tid, &raw),
             };
-            let mut rows = nest(raw.slices, shift);
+            let mut rows = std::mem::take(&mut nested[i]);
             for row in &mut rows {
                 for id in row.name.iter_mut().chain(row.category.iter_mut()) {
                     *id = remap[*id as usize];

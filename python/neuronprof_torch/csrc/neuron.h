@@ -5,6 +5,8 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
 extern "C" {
 #include "neuronprof_capi.h"
@@ -31,6 +33,10 @@ void link_correlation(uint64_t corr_id, uint64_t torch_corr_id);
 // Launches a kernel (recorded launch + kernel placed by the timing model) and links
 // it to PyTorch's current operator. Throws on a runtime error.
 npc_kernel_span_t launch(npc_launch_t& launch);
+
+// Runs a boxed op's CPU kernel directly on the device tensors' memory when that is
+// plainly right (aliased.cpp); false when the caller must use cpu_fallback.
+bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Interns a name once per thread.
 uint32_t intern(const std::string& name);

@@ -1,12 +1,14 @@
 // Kernels of the neuron device: the explicit ones a device needs (empty, copies,
 // views, resize, set_, scalar reads) and a boxed fallback for everything else that runs
-// ATen's CPU kernel (at::native::cpu_fallback) and records it as one device kernel:
+// ATen's CPU kernel (directly on the device memory where aliased.cpp can, else through
+// at::native::cpu_fallback) and records it as one device kernel:
 // a launch on the calling thread and a kernel placed by the emulator's timing model
 // (shape from the op: matmuls lowered like the emulator's matmul, everything else as
 // a row kernel over its elements on the engine that would run it).
 #include "neuron.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -256,7 +258,12 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   Nested nested;
-  at::native::cpu_fallback(op, stack);
+  // NEURONPROF_TORCH_ALIASED=0 forces the copying path (for comparisons).
+  static const bool aliased = [] {
+    const char* env = std::getenv("NEURONPROF_TORCH_ALIASED");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  if (!aliased || !run_aliased(op, stack)) at::native::cpu_fallback(op, stack);
 }
 
 }  // namespace

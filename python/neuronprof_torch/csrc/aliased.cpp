@@ -1,0 +1,164 @@
+// The fallback's fast path: run an op's CPU kernel directly on the device tensors'
+// memory (device memory is host memory in the emulator), instead of copying every
+// operand to a CPU tensor and the results back as at::native::cpu_fallback does.
+//
+// Taken only where that is plainly right, else the caller uses cpu_fallback:
+// - a functional op (no alias annotation on any argument or return), or an in-place
+//   op whose only mutated argument is `self` and which returns it;
+// - every device tensor dense, strided, non-empty and on one device; tensor arguments
+//   are plain tensors or tensor lists (foreach ops);
+// - results are tensors or tensor lists (or not tensors at all).
+// Each device tensor becomes a CPU tensor over the same memory; device tensors sharing
+// a storage share one CPU storage, so ATen's overlap checks see what they would on the
+// CPU. A functional op's results are copied once into fresh device tensors (a result
+// that shares an input's memory becomes a view of that input); an in-place op writes
+// straight into device memory and returns the original device tensor.
+#include "neuron.h"
+
+#include <unordered_map>
+
+#include <ATen/ops/as_strided_native.h>
+#include <torch/library.h>
+
+namespace neuronprof {
+
+namespace {
+
+bool is_plain_device_tensor(const at::Tensor& t) {
+  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1 &&
+         t.layout() == c10::kStrided && t.numel() > 0 && t.has_storage() &&
+         !t.is_conj() && !t.is_neg();
+}
+
+bool is_device_tensor(const at::Tensor& t) {
+  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+bool returns_tensors_only(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& ret : schema.returns()) {
+    if (ret.alias_info() != nullptr) return false;
+  }
+  return true;
+}
+
+// Whether the schema allows the fast path (see the file comment).
+bool eligible_schema(const c10::FunctionSchema& schema) {
+  const auto& args = schema.arguments();
+  if (!schema.is_mutable()) {
+    for (const c10::Argument& arg : args)
+      if (arg.alias_info() != nullptr) return false;
+    return returns_tensors_only(schema);
+  }
+  if (args.empty() || args[0].alias_info() == nullptr || !args[0].alias_info()->isWrite())
+    return false;
+  for (size_t i = 1; i < args.size(); ++i)
+    if (args[i].alias_info() != nullptr) return false;
+  return schema.returns().size() == 1 && schema.returns()[0].alias_info() != nullptr;
+}
+
+class Aliases {
+ public:
+  // A CPU tensor over `t`'s memory, sharing one CPU storage per device storage.
+  at::Tensor alias(const at::Tensor& t) {
+    originals_.push_back(t);
+    const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+    auto it = storages_.find(key);
+    if (it == storages_.end()) {
+      const c10::Storage& storage = t.storage();
+      c10::Storage cpu(c10::Storage::use_byte_size_t(), storage.nbytes(),
+                       c10::DataPtr(storage.mutable_data(), c10::Device(c10::DeviceType::CPU)),
+                       /*allocator=*/nullptr, /*resizable=*/false);
+      it = storages_.emplace(key, cpu).first;
+    }
+    at::Tensor cpu = at::empty({0}, t.options().device(c10::DeviceType::CPU));
+    cpu.set_(it->second, t.storage_offset(), t.sizes(), t.strides());
+    by_impl_.emplace(cpu.unsafeGetTensorImpl(), t);
+    return cpu;
+  }
+
+  // The device tensor a CPU result stands for: the original when it is an alias, a
+  // view of an original when it shares one's memory, else a copy on `device`.
+  at::Tensor to_device(const at::Tensor& result, c10::Device device) {
+    if (!result.defined() || !result.device().is_cpu()) return result;
+    auto same = by_impl_.find(result.unsafeGetTensorImpl());
+    if (same != by_impl_.end()) return same->second;
+    for (const at::Tensor& original : originals_) {
+      const c10::StorageImpl* key = original.storage().unsafeGetStorageImpl();
+      auto cpu = storages_.find(key);
+      if (cpu != storages_.end() && result.storage().is_alias_of(cpu->second)) {
+        return at::native::as_strided_tensorimpl(original, result.sizes(), result.strides(),
+                                                 result.storage_offset());
+      }
+    }
+    at::Tensor out = result.is_non_overlapping_and_dense()
+                         ? at::empty_strided(result.sizes(), result.strides(),
+                                             result.options().device(device))
+                         : at::empty(result.sizes(), result.options().device(device));
+    at::Tensor view = alias(out);
+    view.copy_(result);
+    return out;
+  }
+
+ private:
+  std::vector<at::Tensor> originals_;  // keeps the device memory alive
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> storages_;
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> by_impl_;
+};
+
+}  // namespace
+
+bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::FunctionSchema& schema = op.schema();
+  if (!eligible_schema(schema)) return false;
+  const size_t n = schema.arguments().size();
+  const size_t first = stack->size() - n;
+  std::optional<c10::Device> device;
+  auto accept = [&](const at::Tensor& t) {
+    if (!is_device_tensor(t)) return true;
+    if (!is_plain_device_tensor(t)) return false;
+    if (device && *device != t.device()) return false;
+    device = t.device();
+    return true;
+  };
+  for (size_t i = first; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      if (!accept(v.toTensor())) return false;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList().vec())
+        if (!accept(t)) return false;
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef())
+        if (e.isTensor() && is_device_tensor(e.toTensor())) return false;
+    }
+  }
+  if (!device) return false;
+
+  Aliases aliases;
+  for (size_t i = first; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor() && is_device_tensor(v.toTensor())) {
+      v = aliases.alias(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorList().vec())
+        list.push_back(is_device_tensor(t) ? aliases.alias(t) : t);
+      v = list;
+    }
+  }
+  op.callBoxed(stack);
+  const size_t returns = schema.returns().size();
+  for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = aliases.to_device(v.toTensor(), *device);
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorList().vec()) list.push_back(aliases.to_device(t, *device));
+      v = list;
+    }
+  }
+  return true;
+}
+
+}  // namespace neuronprof

@@ -365,6 +365,35 @@ fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
     }
 }
 
+#[test]
+fn a_panic_restores_the_terminal_and_prints_the_message() {
+    let Some((top, _)) = setup() else {
+        return;
+    };
+    let dir = scratch("panic");
+    std::fs::write(dir.join("1.json"), analysis_fixture(50.0, 1 << 30)).unwrap();
+    let cmd = format!(
+        "NEURON_TOP_TEST_PANIC=1 {} --stdin < {}",
+        sh_quote(&top),
+        sh_quote(&dir.join("1.json"))
+    );
+    let tmux = Tmux::start("panic", &cmd, 80, 24);
+    let screen = tmux.wait_for("the exit", Duration::from_secs(20), |s| {
+        s.contains("neuron-top exited with")
+    });
+    assert!(screen.contains("NEURON_TOP_TEST_PANIC is set"), "{screen}");
+    assert!(!screen.contains("exited with 0"), "{screen}");
+    assert!(
+        !screen.contains("Utilization"),
+        "the alternate screen is gone:\n{screen}"
+    );
+    // Raw mode is off again: the terminal echoes what is typed (raw mode would not).
+    tmux.keys(&["typed-after-panic"]);
+    tmux.wait_for("the echo", Duration::from_secs(5), |s| {
+        s.contains("typed-after-panic")
+    });
+}
+
 /// A two-rank neuronprof report with rank 0's NC0 at `util` % and `hbm` bytes in use.
 fn analysis_fixture(util: f64, hbm: u64) -> String {
     let mut doc: serde_json::Value = serde_json::from_str(include_str!(

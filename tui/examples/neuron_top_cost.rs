@@ -266,7 +266,7 @@ fn main() {
         "{} is missing: cargo build --release -p tui",
         o.neuron_top.display()
     );
-    let pct = |x: f64| format!("{:.2} %", x * 100.0);
+    let pct = |x: f64| format!("{:.3} %", x * 100.0);
     let mut rows: Vec<(&str, Vec<f64>, Vec<f64>)> =
         vec![("stdin, 8 ranks", Vec::new(), Vec::new())];
     if o.neuronprof.is_some() {

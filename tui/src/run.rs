@@ -52,6 +52,10 @@ fn event_loop(
     rx: Receiver<Event>,
 ) -> Result<()> {
     terminal.draw(|f| crate::ui::draw(f, &app))?;
+    // Test hook: the end-to-end test checks that a panic restores the terminal.
+    if std::env::var_os("NEURON_TOP_TEST_PANIC").is_some() {
+        panic!("NEURON_TOP_TEST_PANIC is set: panicking after the first draw");
+    }
     while let Ok(event) = rx.recv() {
         let mut redraw = app.handle(event);
         // Apply everything already waiting, then draw once.

@@ -287,30 +287,19 @@ fn stdin_stream_with_a_bad_line_updates_and_shows_the_error() {
     tmux.quit();
 }
 
-#[test]
-fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
-    let Some((top, neuronprof)) = setup() else {
-        return;
-    };
-    let dir = scratch("live");
-    // A private endpoint directory shared by the workload and neuron-top.
+/// A private endpoint directory (`XDG_RUNTIME_DIR`) and a long `neuronprof run gpt`
+/// publishing in it (profiling nothing: its schedule waits past the end).
+fn start_workload(dir: &Path, neuronprof: &Path) -> (PathBuf, Child) {
     let runtime_dir = dir.join("xdg");
     std::fs::create_dir_all(&runtime_dir).unwrap();
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&runtime_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
-    let mut workload: Child = Command::new(&neuronprof)
-        .args([
-            "run",
-            "gpt",
-            "--ranks",
-            "2",
-            "--steps",
-            "100000",
-            "--numerics",
-            "off",
-        ])
+    let steps = ["--steps", "100000", "--numerics", "off"];
+    let workload = Command::new(neuronprof)
+        .args(["run", "gpt", "--ranks", "2"])
+        .args(steps)
         .arg("--out")
         .arg(dir.join("traces"))
         .args(["--profile", "wait=100000,warmup=0,active=1"])
@@ -319,6 +308,47 @@ fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    (runtime_dir, workload)
+}
+
+#[test]
+fn neuronprof_monitor_piped_into_stdin_shows_the_workload() {
+    let Some((top, neuronprof)) = setup() else {
+        return;
+    };
+    let dir = scratch("monitor");
+    let (runtime_dir, mut workload) = start_workload(&dir, &neuronprof);
+    let cmd = format!(
+        "XDG_RUNTIME_DIR={x} {np} monitor --period 500ms | {top} --stdin",
+        x = sh_quote(&runtime_dir),
+        np = sh_quote(&neuronprof),
+        top = sh_quote(&top)
+    );
+    let tmux = Tmux::start("monitor", &cmd, 120, 40);
+    let pid = workload.id();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let screen = tmux.wait_for("the workload's ranks", Duration::from_secs(60), |s| {
+            s.contains(&format!("{pid}/rank1")) && s.contains("NC0 ") && s.contains("used ")
+        });
+        // neuronprof monitor adds the machine's vCPU use (system_data) to the stream.
+        let system = line_with(&screen, "system  user").unwrap_or_default();
+        assert!(system.contains('%'), "{screen}");
+        tmux.quit();
+    }));
+    let _ = workload.kill();
+    let _ = workload.wait();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
+    let Some((top, neuronprof)) = setup() else {
+        return;
+    };
+    let dir = scratch("live");
+    let (runtime_dir, mut workload) = start_workload(&dir, &neuronprof);
     let cmd = format!(
         "XDG_RUNTIME_DIR={} {} --refresh 0.5",
         sh_quote(&runtime_dir),

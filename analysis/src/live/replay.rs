@@ -16,7 +16,10 @@
 //!   split categories, so the others are 0.
 //! - `neuronprof.engine_utilization`: union of each engine's instructions
 //!   (`neuron_instruction`, `semaphore_wait` excluded: the engine waits), or the kernels'
-//!   `<Engine> busy (ns)` args prorated when the trace has no instructions.
+//!   `<Engine> busy (ns)` args prorated when the trace has no instructions; `dma` from
+//!   the union of `neuron_dma` transfers. Engines are named as in the live report
+//!   (`TensorE` → `tensor`, `VectorE` → `vector`, `ScalarE` → `scalar`, `GpSimdE` →
+//!   `gpsimd`, `SyncE` → `sync`).
 //! - `neuronprof.collectives`: collective kernels (with PyTorch's `Collective name` args,
 //!   or named `ncclDevKernel_*` / `ncclKernel_*`) matched across ranks by process group
 //!   and `Seq` (else occurrence order in the group): those running at the period's end are in flight, waiting for the ranks whose
@@ -459,23 +462,21 @@ impl RankSeries {
                 .or_default()
                 .0 += 1;
         }
-        // Engines: instructions when recorded, else the kernels' busy args.
+        // Engines: instructions when recorded, else the kernels' busy args; DMA
+        // transfers as the `dma` engine.
+        let mut tracks: BTreeMap<(i64, u32), Vec<(i64, i64)>> = BTreeMap::new();
+        for i in &r.dma {
+            tracks
+                .entry((i.device, i.engine))
+                .or_default()
+                .push((i.start_ns, i.end_ns));
+        }
         if !r.instructions.is_empty() {
-            let mut tracks: BTreeMap<(i64, u32), Vec<(i64, i64)>> = BTreeMap::new();
             for i in &r.instructions {
                 tracks
                     .entry((i.device, i.engine))
                     .or_default()
                     .push((i.start_ns, i.end_ns));
-            }
-            for ((device, engine), intervals) in tracks {
-                let series = s
-                    .engine_ns
-                    .entry((device, r.names[engine as usize].clone()))
-                    .or_insert_with(|| vec![0.0; n]);
-                for (a, b) in union(intervals.into_iter()) {
-                    grid.spread(a, b, |k, ns| series[k] += ns as f64);
-                }
             }
         } else {
             for w in &r.work {
@@ -489,6 +490,16 @@ impl RankSeries {
                         series[k] += busy as f64 * ns as f64 / dur
                     });
                 }
+            }
+        }
+        for ((device, engine), mut intervals) in tracks {
+            intervals.sort_unstable();
+            let series = s
+                .engine_ns
+                .entry((device, r.names[engine as usize].clone()))
+                .or_insert_with(|| vec![0.0; n]);
+            for (a, b) in union(intervals.into_iter()) {
+                grid.spread(a, b, |k, ns| series[k] += ns as f64);
             }
         }
         // Memory at each period's end.

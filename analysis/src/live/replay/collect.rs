@@ -74,6 +74,8 @@ pub(super) struct RankData {
     names_index: HashMap<String, u32>,
     pub work: Vec<DeviceWork>,
     pub instructions: Vec<Instruction>,
+    /// `neuron_dma` transfers, as the `dma` engine.
+    pub dma: Vec<Instruction>,
     pub collectives: Vec<Collective>,
     pub ops: Vec<HostOp>,
     pub memory: Vec<MemorySample>,
@@ -196,8 +198,7 @@ impl TraceSink for RankData {
                 for (key, value) in args.iter() {
                     if let Some(engine) = key.strip_suffix(" busy (ns)") {
                         if let Some(ns) = value.as_i64() {
-                            let engine = engine.to_string();
-                            engine_busy.push((self.intern(&engine), ns));
+                            engine_busy.push((self.intern(engine_name(engine)), ns));
                         }
                     }
                 }
@@ -225,8 +226,20 @@ impl TraceSink for RankData {
                 let device = arg_i64("device")
                     .or_else(|| ident_i64(event.pid.as_ref()))
                     .unwrap_or(0);
-                let engine = self.intern(&engine);
+                let engine = self.intern(engine_name(&engine));
                 self.instructions.push(Instruction {
+                    device,
+                    engine,
+                    start_ns: start,
+                    end_ns: end,
+                });
+            }
+            "neuron_dma" => {
+                let device = arg_i64("device")
+                    .or_else(|| ident_i64(event.pid.as_ref()))
+                    .unwrap_or(0);
+                let engine = self.intern("dma");
+                self.dma.push(Instruction {
                     device,
                     engine,
                     start_ns: start,
@@ -293,6 +306,20 @@ impl TraceSink for RankData {
     }
 }
 
+/// The engine names of the live report (`notes/LIVE-SCHEMA.md`: the backend's timing
+/// model names, `tensor`, `vector`, …) for the trace's (`TensorE`, `VectorE`, …), so
+/// replayed and live reports show the same rows; other names are kept.
+fn engine_name(trace_name: &str) -> &str {
+    match trace_name {
+        "TensorE" => "tensor",
+        "VectorE" => "vector",
+        "ScalarE" => "scalar",
+        "GpSimdE" => "gpsimd",
+        "SyncE" => "sync",
+        other => other,
+    }
+}
+
 /// The operation of an NCCL-style kernel name: `ncclDevKernel_AllReduce_Sum_f32` →
 /// `AllReduce`.
 fn nccl_op(name: &str) -> Option<String> {
@@ -316,6 +343,7 @@ pub(super) fn collect(path: &Path, position: u32) -> Result<RankData, String> {
         .read(&mut data)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     data.instructions.sort_by_key(|i| i.start_ns);
+    data.dma.sort_by_key(|i| i.start_ns);
     data.work.sort_by_key(|w| w.start_ns);
     data.collectives.sort_by_key(|c| c.start_ns);
     let mut occurrences: HashMap<String, u64> = HashMap::new();

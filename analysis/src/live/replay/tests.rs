@@ -35,6 +35,8 @@ fn write_two_rank_run(dir: &Path) {
        "args": {"device": 0, "core": 0, "engine": "TensorE"}},
       {"ph": "X", "cat": "neuron_instruction", "name": "semaphore_wait", "pid": 0, "tid": 1000, "ts": 30, "dur": 10,
        "args": {"device": 0, "core": 0, "engine": "TensorE"}},
+      {"ph": "X", "cat": "neuron_dma", "name": "dma HtoD", "pid": 0, "tid": 10108, "ts": 40, "dur": 10,
+       "args": {"device": 0, "dma queue": 108, "bytes": 256}},
       {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 100, "tid": 7, "ts": 60,
        "args": {"Device Type": 20, "Device Id": 0, "Total Allocated": 3000, "Bytes": 2000, "Addr": 3, "Total Reserved": 4096}},
       {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32", "pid": 0, "tid": 1, "ts": 60, "dur": 40,
@@ -105,8 +107,11 @@ fn two_rank_run_becomes_reports_with_known_figures() {
         .flops;
     assert_eq!(flops, Some((1500.0f64 / 25e-6).round()));
     // TensorE: the instruction 10..30 µs; the semaphore wait does not count.
-    assert_eq!(ext(&docs[0], 0).engine_utilization[&0]["TensorE"], 60.0);
-    assert_eq!(ext(&docs[1], 0).engine_utilization[&0]["TensorE"], 20.0);
+    assert_eq!(ext(&docs[0], 0).engine_utilization[&0]["tensor"], 60.0);
+    assert_eq!(ext(&docs[1], 0).engine_utilization[&0]["tensor"], 20.0);
+    // DMA: one transfer 40..50 µs.
+    assert_eq!(ext(&docs[1], 0).engine_utilization[&0]["dma"], 40.0);
+    assert_eq!(ext(&docs[0], 0).engine_utilization[&0]["dma"], 0.0);
     // Memory at each period's end, host and device; peak so far.
     let mem = |b: usize| {
         &entry(b, 0)

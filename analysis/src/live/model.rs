@@ -421,7 +421,7 @@ pub struct RuntimeVcpuUsage {
     /// Seconds the values cover.
     #[serde(default)]
     pub period: f64,
-    /// Percent of one vCPU... as AWS reports it: user and system.
+    /// The runtime's CPU use in percent, user and system, as AWS reports it.
     #[serde(default)]
     pub vcpu_usage: UserSystem,
     /// Non-empty when the group could not be collected.

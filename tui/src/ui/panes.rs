@@ -16,8 +16,8 @@ pub(super) fn block(title: String) -> Block<'static> {
     ))
 }
 
-/// Color of a utilization figure: green when busy, yellow half, red idle... inverted:
-/// an idle accelerator is the problem worth seeing.
+/// Color of a utilization bar: green from 70 %, yellow from 30 %, red below — an idle
+/// accelerator is what a user should notice.
 fn util_color(percent: f64) -> Color {
     if percent >= 70.0 {
         Color::Green

@@ -23,11 +23,17 @@ out = {
     "neuron_count": torch.neuron.device_count(),
 }
 out["neuron_losses"] = train_mlp.train("neuron", 12, trace_dir)
+out["fallback_counts"] = neuronprof_torch._C._fallback_counts()
 torch.neuron.synchronize()
 torch.accelerator.synchronize()
 out["memory_allocated"] = torch.neuron.memory_allocated()
 out["max_memory_allocated"] = torch.neuron.max_memory_allocated()
 out["cpu_losses"] = train_mlp.train("cpu", 12, None)
+# The fallback's copying path (cpu_fallback), which ops the direct path declines take.
+neuronprof_torch._C._set_aliased_fallback(False)
+out["neuron_copying_losses"] = train_mlp.train("neuron", 12, None)
+out["fallback_counts_after_copying"] = neuronprof_torch._C._fallback_counts()
+neuronprof_torch._C._set_aliased_fallback(True)
 
 # PyTorch lists the PrivateUse1 runtime among CPU-only activities too: a CPU-only
 # profile after a device profile must hold no device activity.

@@ -329,10 +329,32 @@ fn check_losses(result: &Value) {
     let first = neuron[..3].iter().sum::<f64>() / 3.0;
     let last = neuron[neuron.len() - 3..].iter().sum::<f64>() / 3.0;
     assert!(last < first - 0.05, "the loss falls: {neuron:?}");
-    for (n, c) in neuron.iter().zip(&cpu) {
+    // The direct path ran the training; the copying run went through cpu_fallback.
+    let counts = |key: &str| -> (u64, u64) {
+        let pair = result[key].as_array().expect(key);
+        (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap())
+    };
+    let (direct, copied) = counts("fallback_counts");
+    assert!(
+        direct > 100 && direct > 10 * copied,
+        "direct {direct}, copied {copied}"
+    );
+    let (direct_after, copied_after) = counts("fallback_counts_after_copying");
+    assert!(
+        copied_after >= copied + 100,
+        "copied {copied} -> {copied_after}"
+    );
+    assert_eq!(direct_after, direct, "the copying run used no direct path");
+    let copying = losses("neuron_copying_losses");
+    assert_eq!(copying.len(), cpu.len());
+    for ((n, m), c) in neuron.iter().zip(&copying).zip(&cpu) {
         assert!(
             (n - c).abs() <= 1e-5 * c.abs().max(1.0),
             "neuron {n} vs cpu {c}"
+        );
+        assert!(
+            (m - c).abs() <= 1e-5 * c.abs().max(1.0),
+            "copying path {m} vs cpu {c}"
         );
     }
 }

@@ -3,8 +3,10 @@
 // operand to a CPU tensor and the results back as at::native::cpu_fallback does.
 //
 // Taken only where that is plainly right, else the caller uses cpu_fallback:
-// - a functional op (no alias annotation on any argument or return), or an in-place
-//   op whose only mutated argument is `self` and which returns it;
+// - a functional op, an in-place op or an out= op (PyTorch 2.15 runs most functional
+//   ops of a backend without its own kernels as `empty` + the `.out` variant): no view
+//   annotations, every written argument a plain tensor, every returned tensor fresh or
+//   a written argument;
 // - every device tensor dense, strided, non-empty and on one device; tensor arguments
 //   are plain tensors or tensor lists (foreach ops);
 // - results are tensors or tensor lists (or not tensors at all).
@@ -12,12 +14,19 @@
 // a storage share one CPU storage, so ATen's overlap checks see what they would on the
 // CPU. A functional op's results are copied once into fresh device tensors (a result
 // that shares an input's memory becomes a view of that input); an in-place op writes
-// straight into device memory and returns the original device tensor.
+// straight into device memory and returns the original device tensor; an out= kernel
+// that resized its output (given an empty one) computed into CPU memory, and the device
+// tensor is resized and takes the values (one copy). If the CPU kernel throws, the
+// original arguments go back on the stack and cpu_fallback runs the op.
 #include "neuron.h"
 
 #include <unordered_map>
 
+#include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/resize_native.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 namespace neuronprof {
@@ -34,26 +43,20 @@ bool is_device_tensor(const at::Tensor& t) {
   return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
 }
 
-bool returns_tensors_only(const c10::FunctionSchema& schema) {
+// Whether the schema allows the fast path (see the file comment): no view (an alias
+// annotation that is not a write), every write on a plain tensor argument, every
+// returned tensor either fresh (functional) or one of the written arguments.
+bool eligible_schema(const c10::FunctionSchema& schema) {
+  for (const c10::Argument& arg : schema.arguments()) {
+    const c10::AliasInfo* alias = arg.alias_info();
+    if (alias == nullptr) continue;
+    if (!alias->isWrite() || arg.type()->kind() != c10::TypeKind::TensorType) return false;
+  }
   for (const c10::Argument& ret : schema.returns()) {
-    if (ret.alias_info() != nullptr) return false;
+    const c10::AliasInfo* alias = ret.alias_info();
+    if (alias != nullptr && (!alias->isWrite() || !schema.is_mutable())) return false;
   }
   return true;
-}
-
-// Whether the schema allows the fast path (see the file comment).
-bool eligible_schema(const c10::FunctionSchema& schema) {
-  const auto& args = schema.arguments();
-  if (!schema.is_mutable()) {
-    for (const c10::Argument& arg : args)
-      if (arg.alias_info() != nullptr) return false;
-    return returns_tensors_only(schema);
-  }
-  if (args.empty() || args[0].alias_info() == nullptr || !args[0].alias_info()->isWrite())
-    return false;
-  for (size_t i = 1; i < args.size(); ++i)
-    if (args[i].alias_info() != nullptr) return false;
-  return schema.returns().size() == 1 && schema.returns()[0].alias_info() != nullptr;
 }
 
 class Aliases {
@@ -65,15 +68,43 @@ class Aliases {
     auto it = storages_.find(key);
     if (it == storages_.end()) {
       const c10::Storage& storage = t.storage();
+      // Resizable with the CPU allocator: an out= kernel that resizes its output gets
+      // fresh CPU memory, and sync_written() moves the result to the device.
       c10::Storage cpu(c10::Storage::use_byte_size_t(), storage.nbytes(),
                        c10::DataPtr(storage.mutable_data(), c10::Device(c10::DeviceType::CPU)),
-                       /*allocator=*/nullptr, /*resizable=*/false);
+                       c10::GetCPUAllocator(), /*resizable=*/true);
       it = storages_.emplace(key, cpu).first;
     }
     at::Tensor cpu = at::empty({0}, t.options().device(c10::DeviceType::CPU));
     cpu.set_(it->second, t.storage_offset(), t.sizes(), t.strides());
     by_impl_.emplace(cpu.unsafeGetTensorImpl(), t);
     return cpu;
+  }
+
+  // Notes that the kernel may write `alias`, which stands for device tensor `original`.
+  void written(const at::Tensor& alias, const at::Tensor& original) {
+    written_.push_back({alias, original, original.storage().data()});
+  }
+
+  // Where a kernel resized or re-strided a written argument (an out= kernel given an
+  // empty output), its result sits in CPU memory or in a different layout: the device
+  // tensor takes its shape and values.
+  void sync_written() {
+    for (const Written& w : written_) {
+      const bool in_place = w.alias.storage().data() == w.device_data;
+      if (in_place && w.alias.sizes().equals(w.original.sizes()) &&
+          w.alias.strides().equals(w.original.strides()) &&
+          w.alias.storage_offset() == w.original.storage_offset())
+        continue;
+      // The device memory may be freed by the resize below: keep the values first.
+      at::Tensor values = in_place ? w.alias.clone() : w.alias;
+      {
+        c10::DeviceGuard guard(w.original.device());
+        at::native::resize_(w.original, values.sizes(), std::nullopt);
+      }
+      at::Tensor target = alias(w.original);
+      target.copy_(values);
+    }
   }
 
   // The device tensor a CPU result stands for: the original when it is an alias, a
@@ -100,6 +131,12 @@ class Aliases {
   }
 
  private:
+  struct Written {
+    at::Tensor alias;
+    at::Tensor original;
+    const void* device_data;
+  };
+  std::vector<Written> written_;
   std::vector<at::Tensor> originals_;  // keeps the device memory alive
   std::unordered_map<const c10::StorageImpl*, c10::Storage> storages_;
   std::unordered_map<const c10::TensorImpl*, at::Tensor> by_impl_;
@@ -134,11 +171,15 @@ bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   if (!device) return false;
 
+  const std::vector<c10::IValue> saved(stack->begin() + first, stack->end());
   Aliases aliases;
   for (size_t i = first; i < stack->size(); ++i) {
     c10::IValue& v = (*stack)[i];
     if (v.isTensor() && is_device_tensor(v.toTensor())) {
-      v = aliases.alias(v.toTensor());
+      at::Tensor original = v.toTensor();
+      v = aliases.alias(original);
+      const c10::AliasInfo* info = schema.arguments()[i - first].alias_info();
+      if (info != nullptr && info->isWrite()) aliases.written(v.toTensor(), original);
     } else if (v.isTensorList()) {
       c10::List<at::Tensor> list;
       for (const at::Tensor& t : v.toTensorList().vec())
@@ -146,7 +187,16 @@ bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       v = list;
     }
   }
-  op.callBoxed(stack);
+  try {
+    op.callBoxed(stack);
+  } catch (const c10::Error&) {
+    // Let cpu_fallback run the op from its original arguments (and report the error
+    // itself if it has one).
+    stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
+    stack->insert(stack->end(), saved.begin(), saved.end());
+    return false;
+  }
+  aliases.sync_written();
   const size_t returns = schema.returns().size();
   for (size_t i = stack->size() - returns; i < stack->size(); ++i) {
     c10::IValue& v = (*stack)[i];

@@ -42,5 +42,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("synchronize", &synchronize, "Waits for the device's work (-1: every device)");
   m.def("memory_stats", &memory_stats);
+  m.def("_set_aliased_fallback", &neuronprof::set_aliased_fallback,
+        "Whether the fallback runs ops directly on device memory (else cpu_fallback's copies)");
+  m.def("_fallback_counts", &neuronprof::fallback_counts,
+        "(ops run directly on device memory, ops run through cpu_fallback) so far");
   m.def("empty_cache", [](int device) { return npc_empty_cache(static_cast<uint16_t>(device)); });
 }

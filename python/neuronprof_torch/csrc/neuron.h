@@ -38,6 +38,11 @@ npc_kernel_span_t launch(npc_launch_t& launch);
 // plainly right (aliased.cpp); false when the caller must use cpu_fallback.
 bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Lets the fallback use run_aliased (the default) or always cpu_fallback.
+void set_aliased_fallback(bool on);
+// Ops the fallback ran directly on device memory and through cpu_fallback, so far.
+std::pair<uint64_t, uint64_t> fallback_counts();
+
 // Interns a name once per thread.
 uint32_t intern(const std::string& name);
 

@@ -8,6 +8,7 @@
 #include "neuron.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -26,6 +27,16 @@
 
 namespace neuronprof {
 namespace {
+
+// Whether the fallback may run ops directly on device memory (aliased.cpp);
+// NEURONPROF_TORCH_ALIASED=0 or set_aliased_fallback(false) forces cpu_fallback's copies.
+std::atomic<bool> g_aliased{[] {
+  const char* env = std::getenv("NEURONPROF_TORCH_ALIASED");
+  return env == nullptr || std::string_view(env) != "0";
+}()};
+
+// Ops the fallback ran each way (fallback_counts()).
+std::atomic<uint64_t> g_aliased_ops{0}, g_copied_ops{0};
 
 // Depth of fallbacks and copies on this thread: the fallback's own copies to and from
 // the CPU are part of its kernel, not launches of their own.
@@ -258,15 +269,23 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   Nested nested;
-  // NEURONPROF_TORCH_ALIASED=0 forces the copying path (for comparisons).
-  static const bool aliased = [] {
-    const char* env = std::getenv("NEURONPROF_TORCH_ALIASED");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
-  if (!aliased || !run_aliased(op, stack)) at::native::cpu_fallback(op, stack);
+  if (g_aliased.load(std::memory_order_relaxed) && run_aliased(op, stack)) {
+    g_aliased_ops.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_copied_ops.fetch_add(1, std::memory_order_relaxed);
+    at::native::cpu_fallback(op, stack);
+  }
 }
 
 }  // namespace
+
+void set_aliased_fallback(bool on) { g_aliased.store(on, std::memory_order_relaxed); }
+
+std::pair<uint64_t, uint64_t> fallback_counts() {
+  return {g_aliased_ops.load(std::memory_order_relaxed),
+          g_copied_ops.load(std::memory_order_relaxed)};
+}
+
 }  // namespace neuronprof
 
 using namespace neuronprof;

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-use super::format::{bar, format_bytes};
+use super::format::{bar, format_bytes, sparkline};
 use crate::app::{App, TabView, Units};
 
 pub(super) fn block(title: String) -> Block<'static> {
@@ -43,8 +43,6 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
         .map(|c| c.label.chars().count())
         .max()
         .unwrap_or(3);
-    let value_w = 9;
-    let bar_w = inner_w.saturating_sub(label_w + value_w + 2).min(40);
     let mut lines = Vec::new();
     if view.cores.is_empty() {
         lines.push(Line::from("no NeuronCore counters in the reports"));
@@ -68,15 +66,24 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
                 None => format!("{:>8}", "-"),
             },
         };
-        // Physical cores at LNC=2 (`85/90%`) when the bar can stay 10 cells wide.
+        // The line: label, bar, value, then the physical cores at LNC=2 (`85/90%`) when
+        // the bar can stay 10 cells wide, then the history when 20 cells are left.
+        let fixed = label_w + 2 + 8;
+        let mut avail = inner_w.saturating_sub(fixed);
         let extra = format!("{:>extra_w$}", physical_text(core));
-        let room = inner_w.saturating_sub(label_w + value_w + 2);
-        let (bar_w, extra) = if !extra.is_empty() && room >= extra.chars().count() + 10 {
-            ((room - extra.chars().count()).min(40), extra)
+        let extra = if !extra.trim().is_empty() && avail >= extra.chars().count() + 10 {
+            avail -= extra.chars().count();
+            extra
         } else {
-            (bar_w, String::new())
+            String::new()
         };
-        lines.push(Line::from(vec![
+        let (bar_w, spark_w) = if avail >= 20 {
+            let bar_w = (avail * 2 / 5).clamp(10, 40);
+            (bar_w, avail - bar_w - 1)
+        } else {
+            (avail.min(40), 0)
+        };
+        let mut spans = vec![
             Span::raw(format!("{:<label_w$} ", core.label)),
             Span::styled(
                 bar(core.utilization, bar_w),
@@ -84,7 +91,14 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
             ),
             Span::raw(format!(" {value:>8}")),
             Span::styled(extra, Style::default().fg(Color::DarkGray)),
-        ]));
+        ];
+        if spark_w > 0 {
+            spans.push(Span::styled(
+                format!(" {}", sparkline(&core.history, 100.0, spark_w)),
+                Style::default().fg(Color::Cyan),
+            ));
+        }
+        lines.push(Line::from(spans));
     }
     if shown < view.cores.len() {
         lines.push(Line::from(format!(

@@ -32,6 +32,7 @@ pub fn run(args: Args) -> Result<()> {
                 period: *period,
                 ..ReplayOptions::default()
             };
+            eprintln!("neuron-top: reading the traces in {} …", dir.display());
             let series = replay_dir(dir, &options)
                 .with_context(|| format!("cannot replay {}", dir.display()))?;
             let label = format!("replay {}", dir.display());

@@ -289,7 +289,11 @@ fn help_ui(frame: &mut Frame<'_>, area: Rect) {
         .collect();
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" help ")),
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(concat!(
+            " neuron-top ",
+            env!("CARGO_PKG_VERSION"),
+            " help "
+        ))),
         popup,
     );
 }

@@ -155,6 +155,22 @@ fn line_with<'a>(screen: &'a str, needle: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(needle)).map(str::trim)
 }
 
+/// The pane text from the column where `needle` starts: its line and the `rows` below,
+/// 40 columns each (e.g. the HBM pane: its figures and history).
+fn pane_below(screen: &str, needle: &str, rows: usize) -> String {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(row) = lines.iter().position(|l| l.contains(needle)) else {
+        return String::new();
+    };
+    let byte = lines[row].find(needle).unwrap_or(0);
+    let column = lines[row][..byte].chars().count();
+    lines[row..(row + 1 + rows).min(lines.len())]
+        .iter()
+        .map(|l| l.chars().skip(column).take(40).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn sh_quote(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
 }
@@ -367,18 +383,19 @@ fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
             std::thread::sleep(Duration::from_millis(700));
             screens.push(tmux.capture());
         }
-        let figures: Vec<String> = screens
-            .iter()
-            .map(|s| {
-                format!(
-                    "{:?} {:?} {:?}",
-                    line_with(s, "NC0 "),
-                    line_with(s, "used "),
-                    line_with(s, "reports ")
-                )
-            })
-            .collect();
-        assert!(figures.windows(2).any(|w| w[0] != w[1]), "{figures:#?}");
+        // Utilization: NC0's row (value and history); memory: the HBM pane (figures and
+        // history). Both must change over the refreshes.
+        let nc0: Vec<Option<&str>> = screens.iter().map(|s| line_with(s, "NC0 ")).collect();
+        let hbm: Vec<String> = screens.iter().map(|s| pane_below(s, "used ", 6)).collect();
+        assert!(nc0.iter().all(Option::is_some), "{screens:#?}");
+        assert!(
+            nc0.windows(2).any(|w| w[0] != w[1]),
+            "utilization never changed: {nc0:#?}"
+        );
+        assert!(
+            hbm.windows(2).any(|w| w[0] != w[1]),
+            "memory never changed: {hbm:#?}"
+        );
         // Kill the workload: its ranks are shown as exited, neuron-top keeps running.
         workload.kill().unwrap();
         workload.wait().unwrap();

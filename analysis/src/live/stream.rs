@@ -7,9 +7,10 @@
 //! and the reader goes on with the next one, so a monitor survives a bad line.
 //! Resynchronization: text that does not start with `{` is skipped up to the end of its
 //! line; a line that starts with `{` in column 0 while an object is still open ends the
-//! open (truncated) object, since neither compact (one per line) nor pretty-printed
-//! output puts a nested object's brace in column 0; a raw newline inside a string (never
-//! valid JSON) ends the document too.
+//! open (truncated) object — compact output (one document per line) never has a nested
+//! brace in column 0, and indented output only as an array element (after `[` or `,`),
+//! which is left alone; a raw newline inside a string (never valid JSON) ends the
+//! document too.
 
 use std::io::Read;
 
@@ -79,6 +80,8 @@ struct Scan {
     depth: u32,
     in_string: bool,
     escape: bool,
+    /// The last byte outside strings that is not whitespace.
+    last_token: u8,
 }
 
 enum Framed {
@@ -175,10 +178,22 @@ impl<R: Read> DocumentReader<R> {
                     };
                 }
             } else {
+                let previous = s.last_token;
+                if !b.is_ascii_whitespace() {
+                    s.last_token = b;
+                }
                 match b {
                     b'"' => s.in_string = true,
                     b'{' | b'[' => {
-                        if b == b'{' && s.pos > 0 && buf[s.pos - 1] == b'\n' && s.depth > 0 {
+                        // A `{` in column 0 while an object is open starts a new document,
+                        // unless it can be an array element (after `[` or `,`, as
+                        // `json.dumps(indent=0)` writes them).
+                        if b == b'{'
+                            && s.pos > 0
+                            && buf[s.pos - 1] == b'\n'
+                            && s.depth > 0
+                            && !matches!(previous, b'[' | b',')
+                        {
                             let at = s.pos;
                             return Framed::Truncated {
                                 next: at,
@@ -354,6 +369,44 @@ mod tests {
         let docs = read_all(&format!("{DOC}{DOC}  {pretty}\n{DOC}"));
         assert_eq!(docs.len(), 4);
         assert!(docs.iter().all(|d| d.is_ok()), "{docs:?}");
+    }
+
+    #[test]
+    fn random_garbage_never_panics_and_good_lines_after_it_are_read() {
+        // A deterministic generator over JSON-ish bytes; every stream ends with two good
+        // documents on their own lines, and the last one is always read.
+        let alphabet = b"{}[]\",:\\ \n\tab01-eE.truenull";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let iterations = if cfg!(miri) { 20 } else { 500 };
+        for _ in 0..iterations {
+            let len = (state % 300) as usize;
+            let mut stream = Vec::with_capacity(len + 200);
+            for _ in 0..len {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                stream.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            stream.extend_from_slice(format!("\n{DOC}\n{DOC}\n").as_bytes());
+            let docs: Vec<_> = DocumentReader::new(stream.as_slice())
+                .with_limit(4096)
+                .collect();
+            assert!(
+                docs.last().unwrap().is_ok(),
+                "{:?}",
+                String::from_utf8_lossy(&stream)
+            );
+        }
+    }
+
+    #[test]
+    fn zero_indent_documents_keep_their_nested_objects() {
+        // Python's json.dumps(indent=0): array elements start in column 0.
+        let doc = "{\n\"neuron_runtime_data\": [\n{\n\"pid\": 1\n},\n{\n\"pid\": 2\n}\n]\n}\n";
+        let docs = read_all(&format!("{doc}{DOC}\n"));
+        assert_eq!(docs.len(), 2, "{docs:?}");
+        assert_eq!(docs[0].as_ref().unwrap().neuron_runtime_data.len(), 2);
+        assert!(docs[1].is_ok());
     }
 
     #[test]

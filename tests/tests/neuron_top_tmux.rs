@@ -441,6 +441,37 @@ fn a_panic_restores_the_terminal_and_prints_the_message() {
     });
 }
 
+#[test]
+fn sigterm_restores_the_terminal() {
+    let Some((top, _)) = setup() else {
+        return;
+    };
+    let dir = scratch("sigterm");
+    std::fs::write(dir.join("1.json"), analysis_fixture(50.0, 1 << 30)).unwrap();
+    // `timeout` sends SIGTERM after 3 s (--foreground: neuron-top keeps the terminal);
+    // neuron-top ends its loop and restores the terminal.
+    let cmd = format!(
+        "timeout --foreground 3 {} --stdin < {}",
+        sh_quote(&top),
+        sh_quote(&dir.join("1.json"))
+    );
+    let tmux = Tmux::start("sigterm", &cmd, 80, 24);
+    tmux.wait_for("the report", Duration::from_secs(20), |s| {
+        s.contains("50.0%")
+    });
+    let screen = tmux.wait_for("the exit", Duration::from_secs(20), |s| {
+        s.contains("neuron-top exited with")
+    });
+    assert!(
+        !screen.contains("Utilization"),
+        "the alternate screen is gone:\n{screen}"
+    );
+    tmux.keys(&["typed-after-sigterm"]);
+    tmux.wait_for("the echo", Duration::from_secs(5), |s| {
+        s.contains("typed-after-sigterm")
+    });
+}
+
 /// A two-rank neuronprof report with rank 0's NC0 at `util` % and `hbm` bytes in use.
 fn analysis_fixture(util: f64, hbm: u64) -> String {
     let mut doc: serde_json::Value = serde_json::from_str(include_str!(

@@ -41,6 +41,8 @@ pub enum Event {
     Resize,
     /// Replay's play timer.
     Tick,
+    /// A termination signal (SIGTERM, SIGHUP, SIGINT): quit, restoring the terminal.
+    Signal(i32),
 }
 
 /// `%` or TFLOPS in the utilization pane (key `F`).
@@ -310,6 +312,10 @@ impl App {
             Event::Key(key) => self.key(key),
             Event::Resize => true,
             Event::Tick => self.tick(),
+            Event::Signal(_) => {
+                self.quit = true;
+                true
+            }
         }
     }
 

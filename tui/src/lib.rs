@@ -14,8 +14,9 @@
 //!   whose endpoint disappears becomes [`Event::Exited`]), the replay play timer
 //!   ([`analysis::live::replay_dir`] builds the reports up front), and the key reader. The loop applies every waiting event, then draws once,
 //!   and only when something changed, so an idle neuron-top costs nothing between
-//!   reports. Raw mode and the alternate screen are undone on exit, on error and by a
-//!   panic hook.
+//!   reports. Raw mode and the alternate screen are undone on exit, on error, on SIGTERM,
+//!   SIGHUP or SIGINT (a signal thread turns them into a normal quit) and by a panic
+//!   hook.
 //!
 //! # Panes
 //! AWS neuron-top's (`../shared/reference/neuron-monitor.md`): NeuronCore utilization

@@ -42,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         Source::Live { pid } => crate::live::spawn(*pid, args.refresh, tx.clone())?,
     };
+    spawn_signals(tx.clone())?;
     let mut terminal = TerminalGuard::enter()?;
     spawn_keys(tx);
     event_loop(&mut terminal.terminal, app, rx)
@@ -93,6 +94,18 @@ fn spawn_stdin(tx: Sender<Event>) {
         );
         let _ = tx.send(Event::InputEnded(note));
     });
+}
+
+fn spawn_signals(tx: Sender<Event>) -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])
+        .context("cannot install signal handlers")?;
+    thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let _ = tx.send(Event::Signal(signal));
+        }
+    });
+    Ok(())
 }
 
 fn spawn_ticks(tx: Sender<Event>, interval: Duration) {

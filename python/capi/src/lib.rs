@@ -34,6 +34,21 @@
 //!   [`npc_last_error`] (per thread). No call panics across the boundary: a panic is
 //!   caught and reported as status [`NPC_ERR_PANIC`].
 //!
+//! # Design choices
+//!
+//! - **A shared library, not a static one.** The extension links
+//!   `libneuronprof_capi.so` by path (rpath), so a Rust change needs no rebuild of the
+//!   C++ extension (whose build `torch.utils.cpp_extension` caches), and the test links
+//!   exactly the library cargo built for it.
+//! - **Conversion lives in `profiler`.** Records become Kineto activities in
+//!   [`profiler::plugin_window`] (DESIGN.md: nowhere else); this crate only flattens
+//!   them into C structs and owns their strings.
+//! - **The host clock is not touched.** The device calls (`Device::external_*` of
+//!   `neuron-backend`) never subtract emulation time: PyTorch stamps its own events
+//!   with the real clock, so ours must stay on it; waits sleep until the modeled instant.
+//! - **Rings are drained during a window** by a background thread (every 2 ms in the
+//!   plugin), since PyTorch calls the plugin only at a window's start and end.
+//!
 //! # Example
 //!
 //! ```
@@ -48,6 +63,8 @@
 //! assert_eq!(bytes, 4096);
 //! npc_free(0, addr);
 //! ```
+
+#![warn(missing_docs)]
 
 mod activity;
 mod collector;

@@ -35,6 +35,28 @@ out["neuron_copying_losses"] = train_mlp.train("neuron", 12, None)
 out["fallback_counts_after_copying"] = neuronprof_torch._C._fallback_counts()
 neuronprof_torch._C._set_aliased_fallback(True)
 
+# A small transformer layer (attention, layer norm, softmax, embedding, bmm) on
+# neuron:1 gives the CPU's outputs and gradients.
+def transformer(device):
+    torch.manual_seed(3)
+    emb = torch.nn.Embedding(100, 32)
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0
+    )
+    emb.to(device)
+    layer.to(device)
+    tokens = torch.randint(0, 100, (2, 8), generator=torch.Generator().manual_seed(4))
+    out = layer(emb(tokens.to(device)))
+    out.square().mean().backward()
+    return [out.detach().cpu(), emb.weight.grad.cpu(), layer.linear1.weight.grad.cpu(),
+            layer.self_attn.in_proj_weight.grad.cpu()]
+
+
+out["transformer_max_diff"] = max(
+    float((a - b).abs().max()) for a, b in zip(transformer("neuron:1"), transformer("cpu"))
+)
+out["transformer_memory_on_1"] = torch.neuron.max_memory_allocated(1)
+
 # PyTorch lists the PrivateUse1 runtime among CPU-only activities too: a CPU-only
 # profile after a device profile must hold no device activity.
 with torch.profiler.profile(activities=[ProfilerActivity.CPU]) as prof:

@@ -485,8 +485,14 @@ fn torch_training_profiles_neuron() {
     assert_eq!(result["accelerator_count"], result["neuron_count"]);
     assert!(result["max_memory_allocated"].as_i64().unwrap() > 0);
     let diff = result["transformer_max_diff"].as_f64().unwrap();
-    assert!(diff < 1e-5, "a transformer layer on neuron:1 vs cpu: {diff}");
-    assert!(result["transformer_memory_on_1"].as_i64().unwrap() > 0, "it ran on neuron:1");
+    assert!(
+        diff < 1e-5,
+        "a transformer layer on neuron:1 vs cpu: {diff}"
+    );
+    assert!(
+        result["transformer_memory_on_1"].as_i64().unwrap() > 0,
+        "it ran on neuron:1"
+    );
     let table = result["table"].as_str().unwrap();
     assert!(
         table.contains("Self NEURON"),

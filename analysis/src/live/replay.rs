@@ -6,8 +6,10 @@
 //! runtime entry per rank (tag `"<host pid>/rank<N>"`, or `"<host pid>"` for a single
 //! trace of a non-distributed run). Per period:
 //! - `neuroncore_counters`: per device (`pid` of device rows = logical NeuronCore), the
-//!   share of the period covered by the union of its kernels, copies and memsets; `flops`
-//!   from the kernels' `flops` args, prorated by overlap.
+//!   share of the period covered by the union of its kernels, copies and memsets —
+//!   collective kernels excluded, as the live publisher does (a core waiting in a
+//!   collective is not computing); `flops` from the kernels' `flops` args, prorated by
+//!   overlap.
 //! - `execution_stats`: device work that ended in the period — `device_latency` from
 //!   durations, `total_latency` from the launching runtime call's start (matched by
 //!   `correlation`) to the end; `null` when nothing ended.
@@ -422,7 +424,7 @@ impl RankSeries {
             let merged = union(
                 r.work
                     .iter()
-                    .filter(|w| w.device == d)
+                    .filter(|w| w.device == d && !w.is_collective)
                     .map(|w| (w.start_ns, w.end_ns)),
             );
             for (a, b) in merged {

@@ -19,6 +19,8 @@ pub(super) struct DeviceWork {
     pub external_id: i64,
     /// `<Engine> busy (ns)` args: engine name index, busy ns.
     pub engine_busy: Vec<(u32, i64)>,
+    /// A collective kernel (not NeuronCore compute).
+    pub is_collective: bool,
 }
 
 /// One engine instruction (semaphore waits are not kept: the engine is idle then).
@@ -161,6 +163,7 @@ impl TraceSink for RankData {
                 .arg("Collective name")
                 .and_then(|v| v.as_str().map(str::to_string))
                 .or_else(|| nccl_op(event.name()));
+            let is_collective = op.is_some();
             if let Some(op) = op {
                 let group = event
                     .arg("Process Group Name")
@@ -211,6 +214,7 @@ impl TraceSink for RankData {
                 correlation: arg_i64("correlation").unwrap_or(-1),
                 external_id: arg_i64("External id").unwrap_or(-1),
                 engine_busy,
+                is_collective,
             });
             return ControlFlow::Continue(());
         }

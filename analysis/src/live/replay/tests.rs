@@ -79,7 +79,8 @@ fn two_rank_run_becomes_reports_with_known_figures() {
     let entry = |b: usize, r: usize| &docs[b].neuron_runtime_data[r];
     assert_eq!(entry(0, 0).neuron_runtime_tag, "100/rank0");
     assert_eq!(entry(0, 0).pid, 100);
-    // Kernel busy share per period on rank 0's device 0: 15/25, 25/25, 15/25, 25/25.
+    // Kernel busy share per period on rank 0's device 0: 15/25, 25/25, then nothing:
+    // the all-reduce (60..100 µs) is a collective, not compute.
     let util = |b: usize, r: usize, core: u32| {
         entry(b, r)
             .report
@@ -91,11 +92,11 @@ fn two_rank_run_becomes_reports_with_known_figures() {
     };
     assert_eq!(
         [util(0, 0, 0), util(1, 0, 0), util(2, 0, 0), util(3, 0, 0)],
-        [60.0, 100.0, 60.0, 100.0]
+        [60.0, 100.0, 0.0, 0.0]
     );
     assert_eq!(
         [util(0, 1, 1), util(1, 1, 1), util(2, 1, 1), util(3, 1, 1)],
-        [60.0, 20.0, 0.0, 80.0]
+        [60.0, 20.0, 0.0, 0.0]
     );
     // Flops: 4000 over 40 µs, 15 µs of it in the first 25 µs period.
     let flops = entry(0, 0)

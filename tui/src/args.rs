@@ -39,6 +39,8 @@ neuron-top: live NeuronCore, memory, collective and operator monitor
 
 usage:
   neuron-top [--pid PID] [--refresh SECONDS]   attach to running neuronprof processes
+                                               (endpoints in $XDG_RUNTIME_DIR/neuronprof,
+                                               else /tmp/neuronprof-UID)
   neuron-top --stdin                           read a neuron-monitor JSON stream
                                                (e.g. `neuron-monitor | neuron-top --stdin`)
   neuron-top --replay TRACE_DIR [--period SECONDS] [--play-interval SECONDS]

@@ -42,6 +42,9 @@
 //! - Replay: ←/→ step one report, space plays (one report per `--play-interval`,
 //!   default 250 ms), Home/End jump; stepping rebuilds the history up to the cursor.
 //!
+//! For tests only, `NEURON_TOP_TEST_PANIC` set in the environment makes neuron-top panic
+//! after its first draw (the end-to-end test checks the terminal is restored).
+//!
 //! # Example
 //! ```
 //! use analysis::live::{fixtures, parse_document};

@@ -44,7 +44,8 @@ usage:
   neuron-top --stdin                           read a neuron-monitor JSON stream
                                                (e.g. `neuron-monitor | neuron-top --stdin`)
   neuron-top --replay TRACE_DIR [--period SECONDS] [--play-interval SECONDS]
-                                               replay recorded rank traces
+                                               replay recorded rank traces (default
+                                               period: about 100 reports over the run)
 
 keys: ? help, q quit, f freeze, / filter, F %/TFLOPS, 1-9 a d tabs, Tab views,
       s u sort, arrows + x memory tree; replay: Left/Right step, space play";

@@ -214,6 +214,10 @@ fn q_and_ctrl_c_quit() {
         KeyModifiers::CONTROL,
     )));
     assert!(app.quit);
+    // SIGTERM and friends arrive as events and quit the same way.
+    let mut app = app_with(&[aws()]);
+    assert!(app.handle(Event::Signal(15)));
+    assert!(app.quit);
 }
 
 #[test]

@@ -52,7 +52,7 @@ pub struct TimelineView {
 impl TimelineView {
     /// A view of the whole timeline with every group expanded.
     pub fn new(timeline: &Timeline) -> Self {
-        let collapsed = vec![false; timeline.groups.len()];
+        let collapsed: Vec<bool> = timeline.groups.iter().map(|g| g.collapsed).collect();
         TimelineView {
             viewport: Viewport::whole(timeline),
             layout: Layout::new(timeline, &collapsed),
@@ -342,6 +342,20 @@ impl ViewerApp {
         }
         if pressed(egui::Key::Escape) {
             view.selection = Selection::None;
+        }
+        let digits = [
+            egui::Key::Num1,
+            egui::Key::Num2,
+            egui::Key::Num3,
+            egui::Key::Num4,
+            egui::Key::Num5,
+            egui::Key::Num6,
+            egui::Key::Num7,
+        ];
+        for (key, tab) in digits.into_iter().zip(crate::ui::panels_ui::Tab::ALL) {
+            if pressed(key) {
+                self.panels.tab = tab;
+            }
         }
         if typed("/") {
             self.search.focus_requested = true;

@@ -522,6 +522,7 @@ mod tests {
             label: "g".into(),
             file: 0,
             tracks: vec![0],
+            collapsed: false,
         });
         t.tracks.push(Track {
             label: "t".into(),

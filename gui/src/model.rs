@@ -79,10 +79,15 @@ impl Row {
         self.start_ns.partition_point(|&start| start < t_ns)
     }
 
-    /// The slice that contains `t_ns`, if any.
+    /// The slice that contains `t_ns`, if any: at a boundary, the one that starts
+    /// there rather than the one that ends there (a flow into a kernel lands on it, not
+    /// on the kernel before); an instant or a slice ending exactly at `t_ns` otherwise.
     pub fn at(&self, t_ns: i64) -> Option<usize> {
-        let i = self.first_ending_after(t_ns);
-        (i < self.len() && self.start_ns[i] <= t_ns).then_some(i)
+        let i = self.end_ns.partition_point(|&end| end <= t_ns);
+        if i < self.len() && self.start_ns[i] <= t_ns {
+            return Some(i);
+        }
+        (i > 0 && self.end_ns[i - 1] == t_ns).then(|| i - 1)
     }
 }
 
@@ -169,6 +174,8 @@ pub struct Group {
     pub file: u32,
     /// Tracks of the group, in display order.
     pub tracks: Vec<u32>,
+    /// Whether the group starts collapsed (large groups such as 512 DMA queues).
+    pub collapsed: bool,
 }
 
 /// A flow arrow (launch → kernel, forward → backward).
@@ -302,5 +309,24 @@ impl Timeline {
                 (flow, outgoing)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_time_on_a_boundary_belongs_to_the_slice_that_starts_there() {
+        let row = Row {
+            start_ns: vec![0, 10, 20, 30],
+            end_ns: vec![10, 20, 20, 40],
+            ..Row::default()
+        };
+        assert_eq!(row.at(10), Some(1));
+        assert_eq!(row.at(5), Some(0));
+        assert_eq!(row.at(20), Some(2), "the instant at 20");
+        assert_eq!(row.at(25), None);
+        assert_eq!(row.at(40), Some(3), "the end of the last slice");
     }
 }

@@ -22,6 +22,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("/", "search by name; Enter or N: next match"),
     ("[ / ]", "follow the selected slice's flow back / forward"),
     ("Esc", "clear the selection"),
+    (
+        "1 to 7",
+        "analysis panels: overview, utilization, memory, collectives, kernels, operators, insights",
+    ),
     ("?", "this help"),
 ];
 

@@ -383,7 +383,10 @@ fn thread_label(names: &Names, tid: Key, track: &RawTrack) -> String {
         }
         Key::Num(n) if track.dma_like && n >= 10_000 => format!("DMA queue {}", n - 10_000),
         Key::Num(n) if track.device_like => format!("queue {n}"),
-        other => format!("thread {}", key_text(names, other)),
+        other => match key_text(names, other) {
+            text if text.is_empty() => "events without a thread".to_owned(),
+            text => format!("thread {text}"),
+        },
     }
 }
 
@@ -437,19 +440,44 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                 .any(|((p, _), t)| p == pid && (t.device_like || t.engine_like || t.dma_like))
         };
         pids.sort_by_key(|pid| (is_device(pid), sink.process_sort.get(pid).copied(), *pid));
-        let mut group_of: HashMap<Key, u32> = HashMap::new();
+        // One group per process and kind of track: threads and queues, engines, DMA
+        // queues, counters (a NeuronCore has hundreds of DMA queues: that group starts
+        // collapsed).
+        let class_of = |t: &RawTrack| match (t.engine_like, t.dma_like) {
+            (true, _) => 1u8,
+            (false, true) => 2,
+            _ => 0,
+        };
+        let mut counts: HashMap<(Key, u8), usize> = HashMap::new();
+        for ((pid, _), t) in &sink.tracks {
+            *counts.entry((*pid, class_of(t))).or_default() += 1;
+        }
+        for ((pid, _), _) in &sink.counters {
+            *counts.entry((*pid, 3)).or_default() += 1;
+        }
+        let mut group_of: HashMap<(Key, u8), u32> = HashMap::new();
         for pid in &pids {
             let name = match sink.process_names.get(pid) {
                 Some(name) => format!("{name} ({})", key_text(&sink.names, *pid)),
                 None if is_device(pid) => format!("device {}", key_text(&sink.names, *pid)),
-                None => format!("process {}", key_text(&sink.names, *pid)),
+                None => match key_text(&sink.names, *pid) {
+                    text if text.is_empty() => "events without a process".to_owned(),
+                    text => format!("process {text}"),
+                },
             };
-            group_of.insert(*pid, timeline.groups.len() as u32);
-            timeline.groups.push(Group {
-                label: format!("{file_label}{name}"),
-                file: file_index as u32,
-                tracks: Vec::new(),
-            });
+            for class in 0..4u8 {
+                let Some(&count) = counts.get(&(*pid, class)) else {
+                    continue;
+                };
+                let kind = ["", " · engines", " · DMA queues", " · counters"][class as usize];
+                group_of.insert((*pid, class), timeline.groups.len() as u32);
+                timeline.groups.push(Group {
+                    label: format!("{file_label}{name}{kind}"),
+                    file: file_index as u32,
+                    tracks: Vec::new(),
+                    collapsed: class == 2 && count > 8,
+                });
+            }
         }
         let mut order: Vec<usize> = (0..sink.tracks.len()).collect();
         order.sort_by_key(|&i| {
@@ -482,7 +510,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
             timeline.slice_count += slices as u64;
             let index = timeline.tracks.len() as u32;
             new_index[i] = index;
-            let group = group_of[&pid];
+            let group = group_of[&(pid, class_of(&raw))];
             timeline.groups[group as usize].tracks.push(index);
             timeline.tracks.push(Track {
                 label,
@@ -502,7 +530,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                 .map(|c| c.iter().map(|(_, v)| *v).fold(f64::MIN, f64::max))
                 .collect();
             let index = timeline.tracks.len() as u32;
-            let group = group_of[&pid];
+            let group = group_of[&(pid, 3)];
             timeline.groups[group as usize].tracks.push(index);
             timeline.tracks.push(Track {
                 label,

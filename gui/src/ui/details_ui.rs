@@ -28,9 +28,11 @@ pub fn details_ui(ui: &mut egui::Ui, loaded: &mut Loaded, search: &mut Search) {
 fn slice_line(timeline: &Timeline, slice: SliceRef) -> String {
     let (s, e) = timeline.span(slice);
     let track = &timeline.tracks[slice.track as usize];
+    let group = &timeline.groups[track.group as usize];
     format!(
-        "{} · {} · {} @ {}",
+        "{} · {} / {} · {} @ {}",
         timeline.slice_name(slice),
+        group.label,
         track.label,
         format_ns((e - s) as f64),
         format_ns(s as f64)

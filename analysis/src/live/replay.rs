@@ -138,8 +138,10 @@ pub fn replay_dir(path: &Path, options: &ReplayOptions) -> Result<ReplaySeries, 
     for pair in ranks.windows(2) {
         if pair[0].rank == pair[1].rank {
             return Err(LiveError::Replay(format!(
-                "two traces claim rank {}",
-                pair[0].rank
+                "two traces claim rank {}: {} and {}",
+                pair[0].rank,
+                pair[0].path.display(),
+                pair[1].path.display()
             )));
         }
     }

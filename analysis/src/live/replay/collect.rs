@@ -68,6 +68,8 @@ pub(super) struct MemorySample {
 /// What one rank's trace contributes to the replay.
 #[derive(Debug, Default)]
 pub(super) struct RankData {
+    /// The trace file.
+    pub path: std::path::PathBuf,
     pub rank: u32,
     pub world_size: Option<u32>,
     pub host_pid: Option<u32>,
@@ -340,6 +342,7 @@ fn nccl_op(name: &str) -> Option<String> {
 /// Reads one trace file. `position` is its rank when the trace does not state one.
 pub(super) fn collect(path: &Path, position: u32) -> Result<RankData, String> {
     let mut data = RankData {
+        path: path.to_path_buf(),
         rank: position,
         ..RankData::default()
     };

@@ -226,6 +226,7 @@ fn bad_inputs_say_what_is_wrong() {
     std::fs::copy(dir.join("rank0.json"), dir.join("rank1.json")).unwrap();
     let err = replay_dir(&dir, &period(25)).unwrap_err();
     assert!(err.to_string().contains("two traces claim rank 0"), "{err}");
+    assert!(err.to_string().contains("rank1.json"), "{err}");
 }
 
 #[test]

@@ -219,6 +219,11 @@ impl<R: Read> DocumentReader<R> {
 
     fn next_document(&mut self) -> Option<Result<MonitorDocument, LiveError>> {
         loop {
+            // A UTF-8 byte-order mark at the start of the stream (some Windows tools
+            // write one) is not part of the first document.
+            if self.base_offset == 0 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+                self.consume(3);
+            }
             // Skip whitespace between documents.
             let ws = self
                 .buf
@@ -397,6 +402,13 @@ mod tests {
                 String::from_utf8_lossy(&stream)
             );
         }
+    }
+
+    #[test]
+    fn byte_order_mark_at_the_start_is_skipped() {
+        let docs = read_all(&format!("\u{feff}{DOC}\n{DOC}\n"));
+        assert_eq!(docs.len(), 2);
+        assert!(docs.iter().all(|d| d.is_ok()), "{docs:?}");
     }
 
     #[test]

@@ -220,6 +220,8 @@ impl App {
             };
             v.has_extension = true;
             for (core, engines) in &ext.engine_utilization {
+                let mut engines: Vec<(&String, &f64)> = engines.iter().collect();
+                engines.sort_by_key(|(name, _)| (engine_rank(name), name.as_str()));
                 for (engine, pct) in engines {
                     let label = if seen_cores.get(core).copied().unwrap_or(1) > 1 {
                         format!("{}:NC{core} {engine}", rt.tag)
@@ -312,6 +314,20 @@ impl App {
             });
         }
         v
+    }
+}
+
+/// Engines in the order of a NeuronCore's data path (compute first, then data movement
+/// and synchronization); others after them, alphabetically.
+fn engine_rank(name: &str) -> u8 {
+    match name {
+        "tensor" => 0,
+        "vector" => 1,
+        "scalar" => 2,
+        "gpsimd" => 3,
+        "dma" => 4,
+        "sync" => 5,
+        _ => 6,
     }
 }
 

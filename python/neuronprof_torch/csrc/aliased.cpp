@@ -103,7 +103,7 @@ class Aliases {
         at::native::resize_(w.original, values.sizes(), std::nullopt);
       }
       at::Tensor target = alias(w.original);
-      target.copy_(values);
+      cpu_copy(target, values);
     }
   }
 
@@ -126,7 +126,7 @@ class Aliases {
                                              result.options().device(device))
                          : at::empty(result.sizes(), result.options().device(device));
     at::Tensor view = alias(out);
-    view.copy_(result);
+    cpu_copy(view, result);
     return out;
   }
 
@@ -188,7 +188,10 @@ bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   try {
-    op.callBoxed(stack);
+    // Straight to the CPU kernel: a second dispatch from the top would record the op a
+    // second time (a nested `aten::` row in the profiler) for nothing. Ops reach this
+    // fallback only when no composite kernel took them, so the CPU kernel is the one.
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   } catch (const c10::Error&) {
     // Let cpu_fallback run the op from its original arguments (and report the error
     // itself if it has one).

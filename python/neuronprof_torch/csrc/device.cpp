@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/copy_ops.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -52,6 +53,10 @@ const char* dtype_tag(c10::ScalarType type) {
     case c10::ScalarType::Char: return "i8";
     default: return "other";
   }
+}
+
+void cpu_copy(at::Tensor& dst, const at::Tensor& src) {
+  at::_ops::copy_::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), dst, src, false);
 }
 
 npc_kernel_span_t launch(npc_launch_t& launch) {

@@ -43,6 +43,10 @@ void set_aliased_fallback(bool on);
 // Ops the fallback ran directly on device memory and through cpu_fallback, so far.
 std::pair<uint64_t, uint64_t> fallback_counts();
 
+// dst.copy_(src) for CPU tensors, straight to the CPU kernel (no second `aten::copy_`
+// row in the profiler under the op that copies).
+void cpu_copy(at::Tensor& dst, const at::Tensor& src);
+
 // Interns a name once per thread.
 uint32_t intern(const std::string& name);
 

@@ -113,7 +113,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   {
     Nested nested;
     at::Tensor out = cpu_alias(dst);
-    out.copy_(cpu_alias(self));
+    cpu_copy(out, cpu_alias(self));
   }
   // The host reads what it copied out only once the device has written it.
   if (recorded && bytes > 0 && kind == NPC_KERNEL_COPY_D2H) {

@@ -524,10 +524,12 @@ fn collectives_ui(ui: &mut egui::Ui, a: &Analyses) {
                 ui.label(&inst.process_group);
                 ui.label(inst.seq.map_or("–".into(), |s| s.to_string()));
                 ui.label(us(inst.arrival_skew_us));
-                ui.colored_label(
-                    Color32::from_rgb(240, 110, 90),
-                    inst.waited_for_rank.to_string(),
-                );
+                let waited_for = RichText::new(inst.waited_for_rank.to_string());
+                if Some(inst.waited_for_rank) == slow {
+                    ui.label(waited_for.color(Color32::from_rgb(240, 110, 90)).strong());
+                } else {
+                    ui.label(waited_for);
+                }
                 ui.label(us(inst.transfer_us));
                 let waits: Vec<String> = inst
                     .ranks

@@ -134,6 +134,45 @@ mod tests {
     use runtime_hooks::{KernelPayload, RuntimeCallPayload};
 
     #[test]
+    fn memory_changes_are_left_to_pytorch_and_only_launches_start_flows() {
+        let anchor = ClockAnchor {
+            monotonic_ns: 0,
+            unix_ns: 0,
+        };
+        let sync = Record::new(
+            runtime_hooks::RecordKind::RuntimeCall,
+            runtime_hooks::Phase::Complete,
+            RuntimeCallKind::Synchronize as u16,
+            10,
+            20,
+            RuntimeCallPayload {
+                name_id: runtime_hooks::intern("nrt_synchronize"),
+                ..Default::default()
+            }
+            .into(),
+        );
+        let memory = Record::new(
+            runtime_hooks::RecordKind::Memory,
+            runtime_hooks::Phase::Instant,
+            runtime_hooks::MemoryAction::Allocate as u16,
+            15,
+            15,
+            runtime_hooks::MemoryPayload {
+                bytes: 256,
+                ..Default::default()
+            }
+            .into(),
+        );
+        let window = plugin_window(&[sync, memory], &[], &anchor);
+        assert_eq!(window.activities.len(), 1, "{:?}", window.activities);
+        assert_eq!(
+            window.activities[0].kind,
+            PluginActivityKind::Runtime { launch: false }
+        );
+        assert_eq!(window.unpaired_records, 0);
+    }
+
+    #[test]
     fn a_launch_and_its_kernel_share_a_correlation_in_wall_time() {
         let anchor = ClockAnchor {
             monotonic_ns: 1_000,

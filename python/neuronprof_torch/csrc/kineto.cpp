@@ -67,7 +67,11 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
   explicit NeuronSession(bool tracing) : tracing_(tracing) {}
 
   ~NeuronSession() override {
-    if (recording_) nph_set_enabled(0);
+    if (recording_) {
+      // Dropped without stop(): end the window (and its drain thread) all the same.
+      nph_set_enabled(0);
+      npc_window_free(npc_collect());
+    }
     npc_window_free(window_);
   }
 

@@ -24,11 +24,24 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// A frame without level of detail: one shape per slice that intersects the view.
-fn naive_frame(timeline: &Timeline, viewport: &Viewport, width: f32) -> usize {
+/// A frame without level of detail: one shape per slice that intersects the view, on
+/// the tracks laid out in `[y0, y1)`.
+fn naive_frame(
+    timeline: &Timeline,
+    layout: &Layout,
+    viewport: &Viewport,
+    width: f32,
+    y0: f32,
+    y1: f32,
+) -> usize {
     let (t0, t1) = (viewport.start_ns as i64, viewport.end_ns as i64);
     let mut shapes = Vec::new();
-    for track in &timeline.tracks {
+    for place in layout
+        .tracks
+        .iter()
+        .filter(|p| p.top + p.height >= y0 && p.top < y1)
+    {
+        let track = &timeline.tracks[place.track as usize];
         if let TrackKind::Slices { rows } = &track.kind {
             for row in rows {
                 let first = row.first_ending_after(t0);
@@ -111,12 +124,27 @@ fn main() -> anyhow::Result<()> {
         open_ms / parse_ms
     );
 
-    // Frames: every track laid out and visible (the worst case: a very tall window),
-    // at zoom levels from the whole trace to 1 / 10^5 of it, panned across the trace.
-    let layout = Layout::new(&timeline, &[]);
-    let whole = Viewport::whole(&timeline);
+    // Frames at zoom levels from the whole trace to 1 / 10^5 of it, panned across the
+    // trace: first with every track expanded and built (a very tall window: the worst
+    // case), then as the viewer shows it (groups collapsed as on opening, a 1000 px
+    // window scrolled through the tracks).
+    let all = Layout::new(&timeline, &[]);
+    let collapsed: Vec<bool> = timeline.groups.iter().map(|g| g.collapsed).collect();
+    let window = Layout::new(&timeline, &collapsed);
+    for (what, layout, window_px) in [
+        ("every track expanded and built", &all, all.height),
+        ("opening layout, 1000 px window", &window, 1000.0),
+    ] {
+        frames_table(&timeline, layout, width, window_px, what);
+    }
+    Ok(())
+}
+
+fn frames_table(timeline: &Timeline, layout: &Layout, width: f32, window_px: f32, what: &str) {
+    let whole = Viewport::whole(timeline);
     println!(
-        "frames at {width} px, all {} px of tracks built:",
+        "frames at {width} px wide, {what} ({} of {} px of tracks per frame):",
+        window_px.min(layout.height).round(),
         layout.height.round()
     );
     println!("  zoom (of trace)   lod median   lod max   shapes   no-lod median   ratio");
@@ -127,18 +155,26 @@ fn main() -> anyhow::Result<()> {
         let mut naive = Vec::new();
         let mut shapes = 0;
         for p in 0..positions {
-            let start = whole.start_ns
-                + (whole.span_ns() - span) * p as f64 / (positions - 1).max(1) as f64;
+            let f = p as f64 / (positions - 1).max(1) as f64;
+            let start = whole.start_ns + (whole.span_ns() - span) * f;
             let viewport = Viewport {
                 start_ns: start,
                 end_ns: start + span,
             };
+            let y0 = ((layout.height - window_px).max(0.0) as f64 * f) as f32;
             let t = Instant::now();
-            let frame = build_frame(&timeline, &layout, &viewport, width, 0.0, layout.height);
+            let frame = build_frame(timeline, layout, &viewport, width, y0, y0 + window_px);
             lod.push(t.elapsed());
             shapes = shapes.max(frame.shapes.len());
             let t = Instant::now();
-            std::hint::black_box(naive_frame(&timeline, &viewport, width));
+            std::hint::black_box(naive_frame(
+                timeline,
+                layout,
+                &viewport,
+                width,
+                y0,
+                y0 + window_px,
+            ));
             naive.push(t.elapsed());
         }
         let max = *lod.iter().max().expect("frames");
@@ -149,5 +185,4 @@ fn main() -> anyhow::Result<()> {
             naive_m / lod_m.max(1e-6)
         );
     }
-    Ok(())
 }

@@ -260,13 +260,25 @@ pub fn build_frame(
                     let held = if a > 0 { value[a - 1] } else { 0.0 };
                     let v = held.max(range_max(value, block_max, a, b));
                     if v > 0.0 {
-                        frame.shapes.push(Shape::CounterBar {
-                            track: place.track,
-                            x0: x,
-                            x1: x + 1.0,
-                            y_top: y_bottom - (v * scale) as f32,
-                            y_bottom,
-                        });
+                        let y_top = y_bottom - (v * scale) as f32;
+                        // Columns of equal height make one bar.
+                        match frame.shapes.last_mut() {
+                            Some(Shape::CounterBar {
+                                track,
+                                x1,
+                                y_top: top,
+                                ..
+                            }) if *track == place.track && *x1 == x && *top == y_top => {
+                                *x1 = x + 1.0;
+                            }
+                            _ => frame.shapes.push(Shape::CounterBar {
+                                track: place.track,
+                                x0: x,
+                                x1: x + 1.0,
+                                y_top,
+                                y_bottom,
+                            }),
+                        }
                     }
                     x += 1.0;
                 }

@@ -253,24 +253,25 @@ fn dispatch_on_device(
         flops: call.flops,
         bytes,
     };
-    let (start_ns, end_ns) = launch(device, queue, kernel, &call.lowering, || {
+    launch(device, queue, kernel, Some(call.op), &call.lowering, || {
         if device.numerics() {
             compute(call.op, call.inputs, &outputs, numerics)
         } else {
             Ok(())
         }
     })?;
-    device.shared.live.note_op(call.op, end_ns - start_ns);
     Ok(outputs)
 }
 
 /// Launches a kernel on `queue`: the launch runtime call (holding the submission), then,
 /// as emulation time, its placement by the timing model and `emulate` (the numerics).
-/// Returns the kernel's modeled `(start, end)`.
+/// The kernel's device time counts for operator `op` in the live monitor. Returns the
+/// kernel's modeled `(start, end)`.
 pub(crate) fn launch<E>(
     device: &Device,
     queue: usize,
     kernel: KernelInfo,
+    op: Option<&'static str>,
     lowering: &Lowering,
     emulate: impl FnOnce() -> Result<(), E>,
 ) -> Result<(u64, u64), E> {
@@ -286,9 +287,14 @@ pub(crate) fn launch<E>(
     let launch_ns = submit(device, queue, launch_payload);
     let _emulating = clock::emulation_scope();
     let detail = device.detail();
-    let span = device
-        .timeline()
-        .run_kernel(queue, launch_ns, kernel, detail, |run| lowering.lower(run));
+    let span = {
+        let mut timeline = device.timeline();
+        let span = timeline.run_kernel(queue, launch_ns, kernel, detail, |run| lowering.lower(run));
+        if let Some(op) = op {
+            timeline.live.note_op(op, span.1 - span.0);
+        }
+        span
+    };
     emulate()?;
     Ok(span)
 }

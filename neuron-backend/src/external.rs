@@ -161,6 +161,7 @@ impl Device {
             let now_ns = runtime_hooks::clock::now_ns();
             let ready_ns = self.timeline().submit_ready_ns(queue, now_ns);
             let submitted_ns = sleep_until(ready_ns);
+            self.shared.live.note_host();
             if runtime_hooks::is_enabled() {
                 runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
             }

@@ -3,11 +3,12 @@
 //! Two places, chosen so that the recording path adds no lock of its own:
 //! - [`TimelineLive`] lives inside a device's timeline and is updated under the lock the
 //!   timing model already holds while it places a kernel: busy time of the union of
-//!   kernel spans, FLOPs, executions and a ring of their latencies.
+//!   kernel spans, FLOPs, executions, a ring of their latencies, and calls and device
+//!   time per operator.
 //! - [`DeviceLive`] sits beside it on the device: relaxed atomics (the submitting
-//!   thread's clock offset, the step, error counts) and two small mutexes taken once
-//!   per op (the per-operator table) and once per collective (the latency histogram
-//!   and the collective in flight), never contended except by a report.
+//!   thread's clock offset, the step, error counts) and one small mutex taken twice
+//!   per collective (the latency histogram and the collective in flight), never
+//!   contended except by a report.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -34,6 +35,8 @@ pub(crate) struct TimelineLive {
     /// `(total latency, device latency)` ns of the last [`LATENCY_RING`] executions;
     /// execution `n` (0-based) is at `n % LATENCY_RING`.
     latencies: Vec<(u64, u64)>,
+    /// Calls and device time per operator.
+    pub(crate) ops: OpTable,
 }
 
 impl TimelineLive {
@@ -62,6 +65,12 @@ impl TimelineLive {
             self.latencies[slot] = (total_ns, device_ns);
         }
         self.executions += 1;
+    }
+
+    /// One operator ran for `device_ns` of modeled device time.
+    #[inline]
+    pub(crate) fn note_op(&mut self, name: &'static str, device_ns: u64) {
+        self.ops.note(name, device_ns);
     }
 
     /// Latencies of the executions numbered `from..self.executions` still in the ring
@@ -113,17 +122,44 @@ pub(crate) struct OpCount {
     pub(crate) device_ns: u64,
 }
 
+/// Hashes an operator name by the address of its static text: names are `&'static
+/// str` literals, one address per call site, so the address identifies the name
+/// (two literals with the same text may get two rows; the report merges rows by
+/// name). One multiply instead of SipHash over the text, on the recording path.
+#[derive(Debug, Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        // Fibonacci hashing: the multiply spreads the address bits over the high bits
+        // that hashbrown's control bytes read.
+        self.0 = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type AddressMap = HashMap<usize, usize, std::hash::BuildHasherDefault<AddressHasher>>;
+
 /// Operators by name, in first-seen order.
 #[derive(Debug, Default)]
 pub(crate) struct OpTable {
-    index: HashMap<&'static str, usize>,
+    index: AddressMap,
     pub(crate) names: Vec<&'static str>,
     pub(crate) counts: Vec<OpCount>,
 }
 
 impl OpTable {
     fn note(&mut self, name: &'static str, device_ns: u64) {
-        let i = *self.index.entry(name).or_insert_with(|| {
+        let i = *self.index.entry(name.as_ptr() as usize).or_insert_with(|| {
             self.names.push(name);
             self.counts.push(OpCount {
                 calls: 0,
@@ -155,8 +191,8 @@ pub(crate) struct InFlight {
 /// Collective statistics of one rank.
 #[derive(Debug)]
 pub(crate) struct CollectiveStats {
-    /// Modeled latency (this rank's kernel span: waiting for the peers included), ns.
-    pub(crate) latency_ns: Histogram<u64>,
+    /// Modeled latency (this rank's kernel span: waiting for the peers included), µs.
+    pub(crate) latency_us: Histogram<u32>,
     pub(crate) completed: u64,
     /// Modeled ns this rank's collectives waited for each global rank (the last to be
     /// ready), indexed by global rank.
@@ -167,9 +203,9 @@ pub(crate) struct CollectiveStats {
 impl Default for CollectiveStats {
     fn default() -> Self {
         CollectiveStats {
-            // 1 ns to one hour at 3 significant digits (~190 KiB of buckets would be
-            // needed at 5; 3 keeps the error under 0.1 %).
-            latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+            // 1 µs to one hour at 2 significant digits (values within 1 %): about
+            // 3,300 counters (13 KiB), small enough to read at every report.
+            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 2)
                 .expect("valid histogram bounds"),
             completed: 0,
             waited_for_ns: Vec::new(),
@@ -193,7 +229,6 @@ pub(crate) struct DeviceLive {
     /// `runtime_hooks` thread index of the rank thread (`u32::MAX`: none).
     pub(crate) hooks_thread: AtomicU32,
     errors: [AtomicU64; 4],
-    pub(crate) ops: Mutex<OpTable>,
     pub(crate) collectives: Mutex<CollectiveStats>,
 }
 
@@ -206,7 +241,6 @@ impl Default for DeviceLive {
             os_tid: AtomicI64::new(0),
             hooks_thread: AtomicU32::new(u32::MAX),
             errors: Default::default(),
-            ops: Mutex::new(OpTable::default()),
             collectives: Mutex::new(CollectiveStats::default()),
         }
     }
@@ -257,12 +291,6 @@ impl DeviceLive {
         std::array::from_fn(|i| self.errors[i].load(Ordering::Relaxed))
     }
 
-    /// One operator ran for `device_ns` of modeled device time.
-    #[inline]
-    pub(crate) fn note_op(&self, name: &'static str, device_ns: u64) {
-        lock(&self.ops).note(name, device_ns);
-    }
-
     /// A collective call entered its meeting.
     pub(crate) fn collective_begin(&self, in_flight: InFlight) {
         lock(&self.collectives).in_flight.push(in_flight);
@@ -280,7 +308,9 @@ impl DeviceLive {
     /// `waited_ns` of it waited for global rank `last_rank`.
     pub(crate) fn collective_done(&self, latency_ns: u64, last_rank: usize, waited_ns: u64) {
         let mut stats = lock(&self.collectives);
-        stats.latency_ns.saturating_record(latency_ns.max(1));
+        stats
+            .latency_us
+            .saturating_record(latency_ns.div_ceil(1_000).max(1));
         stats.completed += 1;
         if stats.waited_for_ns.len() <= last_rank {
             stats.waited_for_ns.resize(last_rank + 1, 0);
@@ -290,10 +320,6 @@ impl DeviceLive {
 
     pub(crate) fn lock_collectives(&self) -> std::sync::MutexGuard<'_, CollectiveStats> {
         lock(&self.collectives)
-    }
-
-    pub(crate) fn lock_ops(&self) -> std::sync::MutexGuard<'_, OpTable> {
-        lock(&self.ops)
     }
 }
 
@@ -328,11 +354,12 @@ mod tests {
 
     #[test]
     fn op_table_sums_per_name() {
-        let live = DeviceLive::default();
-        live.note_op("aten::mm", 10);
+        const MM: &str = "aten::mm";
+        let mut live = TimelineLive::default();
+        live.note_op(MM, 10);
         live.note_op("aten::add", 1);
-        live.note_op("aten::mm", 5);
-        let ops = live.lock_ops();
+        live.note_op(MM, 5);
+        let ops = &live.ops;
         assert_eq!(ops.names, vec!["aten::mm", "aten::add"]);
         assert_eq!((ops.counts[0].calls, ops.counts[0].device_ns), (2, 15));
     }

@@ -16,6 +16,9 @@ pub(crate) const SAMPLE_INTERVAL_NS: u64 = 100_000_000;
 pub(crate) const HISTORY_SAMPLES: usize = 300;
 /// A finished publisher is still reported (as `finished`) this long, ns.
 pub(crate) const FINISHED_LINGER_NS: u64 = 30_000_000_000;
+/// At most this many finished publishers linger (a program that makes runtimes in a
+/// loop keeps only the latest).
+pub(crate) const FINISHED_KEPT: usize = 64;
 
 /// Which part of the process a publisher stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,20 +134,18 @@ impl Entry {
                         ],
                         flops: c.flops,
                         executions: c.executions,
+                        ops: c
+                            .ops
+                            .counts
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (i as u32, c.calls, c.device_ns))
+                            .collect(),
                         ..Default::default()
                     }
                 };
                 core.timeline_ns = live.host_now_ns(mono_ns).unwrap_or(0);
                 core.errors = live.errors();
-                {
-                    let ops = live.lock_ops();
-                    core.ops = ops
-                        .counts
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| (i as u32, c.calls, c.device_ns))
-                        .collect();
-                }
                 let collectives = live.lock_collectives();
                 core.collectives_completed = collectives.completed;
                 core.waited_for_ns = collectives.waited_for_ns.clone();
@@ -180,6 +181,22 @@ impl Entry {
             history.pop_front();
         }
         history.push_back(sample);
+    }
+
+    /// Adds `sample` unless the newest one is less than [`SAMPLE_INTERVAL_NS`] older
+    /// (a report's fresh sample extends the history between the sampler's ticks, so
+    /// in-process reports without a socket client have windows too).
+    pub(crate) fn offer_sample(&self, sample: &Sample) {
+        let mut history = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let due = history
+            .back()
+            .is_none_or(|last| sample.mono_ns >= last.mono_ns + SAMPLE_INTERVAL_NS);
+        if due {
+            if history.len() == HISTORY_SAMPLES {
+                history.pop_front();
+            }
+            history.push_back(sample.clone());
+        }
     }
 
     /// The newest sample taken at or before `mono_ns`, else the oldest one.
@@ -233,6 +250,13 @@ fn add(entries: impl IntoIterator<Item = Entry>) {
     let now_ns = monotonic_ns();
     let mut registry = registry();
     registry.entries.retain(|e| !e.expired(now_ns));
+    let finished = registry.entries.iter().filter(|e| e.finished()).count();
+    let mut surplus = finished.saturating_sub(FINISHED_KEPT);
+    registry.entries.retain(|e| {
+        let drop = surplus > 0 && e.finished();
+        surplus -= usize::from(drop);
+        !drop
+    });
     registry.entries.extend(entries.into_iter().map(Arc::new));
 }
 
@@ -262,6 +286,12 @@ pub(crate) fn register_world(devices: &[Device]) {
     }));
 }
 
+/// Stops publishing every finished publisher now instead of after
+/// [`FINISHED_LINGER_NS`].
+pub(crate) fn forget_finished() {
+    registry().entries.retain(|e| !e.finished());
+}
+
 /// Every publisher not yet expired (finished ones linger for
 /// [`FINISHED_LINGER_NS`]).
 pub(crate) fn entries() -> Vec<Arc<Entry>> {
@@ -269,4 +299,33 @@ pub(crate) fn entries() -> Vec<Arc<Entry>> {
     let mut registry = registry();
     registry.entries.retain(|e| !e.expired(now_ns));
     registry.entries.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Runtime;
+
+    #[test]
+    fn finished_runtimes_linger_but_only_the_latest_few() {
+        if !crate::monitor::enabled() {
+            return;
+        }
+        let held = Runtime::trn2();
+        for _ in 0..FINISHED_KEPT + 10 {
+            drop(Runtime::trn2());
+        }
+        let _trigger = Runtime::trn2();
+        let all = entries();
+        let finished = all.iter().filter(|e| e.finished()).count();
+        assert!(
+            finished <= FINISHED_KEPT + 1,
+            "{finished} finished entries kept"
+        );
+        let mine = all
+            .iter()
+            .find(|e| e.devices[0].same(&held.device(0).unwrap()))
+            .expect("a runtime in use stays published");
+        assert!(!mine.finished());
+    }
 }

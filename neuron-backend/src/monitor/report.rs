@@ -156,7 +156,7 @@ struct InFlightReport {
     waiting_for_ranks: Vec<u32>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct CollectiveLatency {
     count: u64,
     p50: Option<f64>,
@@ -212,6 +212,35 @@ pub(crate) fn hardware_info(profile: &DeviceProfile) -> HardwareInfo {
         logical_neuroncore_config: profile.lnc,
         error: String::new(),
     }
+}
+
+/// Percentiles and log buckets (from 1 µs, doubling; empty ones left out) of a
+/// latency histogram in µs, in seconds.
+fn summarize(h: &hdrhistogram::Histogram<u32>) -> (CollectiveLatency, Vec<(f64, u64)>) {
+    if h.is_empty() {
+        return Default::default();
+    }
+    let quantile = |q: f64| Some(h.value_at_quantile(q) as f64 / 1e6);
+    let buckets = h
+        .iter_log(1, 2.0)
+        .filter(|v| v.count_since_last_iteration() > 0)
+        .map(|v| {
+            (
+                v.value_iterated_to() as f64 / 1e6,
+                v.count_since_last_iteration(),
+            )
+        })
+        .collect();
+    (
+        CollectiveLatency {
+            count: h.len(),
+            p50: quantile(0.5),
+            p90: quantile(0.9),
+            p99: quantile(0.99),
+            p100: quantile(1.0),
+        },
+        buckets,
+    )
 }
 
 /// Nearest-rank percentile of sorted `values` (ns) in seconds.
@@ -301,7 +330,15 @@ pub(crate) fn build(
     let mut waited: Vec<u64> = Vec::new();
     let mut collectives_completed = 0u64;
     let mut in_flight = Vec::new();
-    let mut histogram = None::<hdrhistogram::Histogram<u64>>;
+    let mut histogram = None::<hdrhistogram::Histogram<u32>>;
+    let mut latency_summary = None::<(CollectiveLatency, Vec<(f64, u64)>)>;
+    // Collectives run on ranks, one device each: read that histogram in place; a
+    // runtime's several devices (if ever) are merged into a copy.
+    let with_collectives = entry
+        .devices
+        .iter()
+        .filter(|d| !d.shared.live.lock_collectives().latency_us.is_empty())
+        .count();
 
     for (i, device) in entry.devices.iter().enumerate() {
         let (Some(a), Some(b)) = (before.cores.get(i), now.cores.get(i)) else {
@@ -346,6 +383,15 @@ pub(crate) fn build(
                 total_latencies.push(total);
                 device_latencies.push(dev);
             }
+            let names = &timeline.live.ops.names;
+            for &(op, calls, ns) in &b.ops {
+                let (calls0, ns0) = a.ops.get(op as usize).map_or((0, 0), |&(_, c, n)| (c, n));
+                if calls > calls0 {
+                    let slot = ops.entry(names[op as usize]).or_default();
+                    slot.0 += calls - calls0;
+                    slot.1 += ns - ns0;
+                }
+            }
         }
         let stats = device.memory_stats();
         let capacity = device.memory_capacity_bytes();
@@ -373,17 +419,6 @@ pub(crate) fn build(
                 .map(|c| (c.name(), stats.category(*c).allocated_bytes))
                 .collect(),
         );
-        {
-            let table = device.shared.live.lock_ops();
-            for &(op, calls, ns) in &b.ops {
-                let (calls0, ns0) = a.ops.get(op as usize).map_or((0, 0), |&(_, c, n)| (c, n));
-                if calls > calls0 {
-                    let slot = ops.entry(table.names[op as usize]).or_default();
-                    slot.0 += calls - calls0;
-                    slot.1 += ns - ns0;
-                }
-            }
-        }
         collectives_completed += b.collectives_completed;
         if waited.len() < b.waited_for_ns.len() {
             waited.resize(b.waited_for_ns.len(), 0);
@@ -392,11 +427,17 @@ pub(crate) fn build(
             waited[r] += ns - a.waited_for_ns.get(r).copied().unwrap_or(0);
         }
         let stats = device.shared.live.lock_collectives();
-        match &mut histogram {
-            Some(h) => {
-                let _ = h.add(&stats.latency_ns);
+        if !stats.latency_us.is_empty() {
+            if with_collectives == 1 {
+                latency_summary = Some(summarize(&stats.latency_us));
+            } else {
+                match &mut histogram {
+                    Some(h) => {
+                        let _ = h.add(&stats.latency_us);
+                    }
+                    None => histogram = Some(stats.latency_us.clone()),
+                }
             }
-            None => histogram = Some(stats.latency_ns.clone()),
         }
         let world = match entry.kind {
             EntryKind::Rank { world, .. } => Some(world),
@@ -453,24 +494,9 @@ pub(crate) fn build(
     });
     top.truncate(10);
 
-    let histogram = histogram
-        .unwrap_or_else(|| hdrhistogram::Histogram::new(3).expect("3 significant digits is valid"));
-    let quantile =
-        |q: f64| (!histogram.is_empty()).then(|| histogram.value_at_quantile(q) as f64 / 1e9);
-    let buckets = if histogram.is_empty() {
-        Vec::new()
-    } else {
-        histogram
-            .iter_log(1_000, 2.0)
-            .filter(|v| v.count_since_last_iteration() > 0)
-            .map(|v| {
-                (
-                    v.value_iterated_to() as f64 / 1e9,
-                    v.count_since_last_iteration(),
-                )
-            })
-            .collect()
-    };
+    let (latency_s, buckets) = latency_summary
+        .or_else(|| histogram.as_ref().map(summarize))
+        .unwrap_or_default();
     let slowest_rank = waited
         .iter()
         .enumerate()
@@ -585,13 +611,7 @@ pub(crate) fn build(
                 collectives: Collectives {
                     in_flight,
                     completed: collectives_completed,
-                    latency_s: CollectiveLatency {
-                        count: histogram.len(),
-                        p50: quantile(0.5),
-                        p90: quantile(0.9),
-                        p99: quantile(0.99),
-                        p100: quantile(1.0),
-                    },
+                    latency_s,
                     histogram: buckets,
                     slowest_rank,
                 },

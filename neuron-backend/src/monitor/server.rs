@@ -108,8 +108,11 @@ fn serve(listener: UnixListener) {
         }
         sampling = active;
         if active && now_ns >= next_sample_ns {
+            // A finished publisher's counters stand still: its history ends with it.
             for entry in registry::entries() {
-                entry.push_sample(entry.sample());
+                if !entry.finished() {
+                    entry.push_sample(entry.sample());
+                }
             }
             next_sample_ns = now_ns + SAMPLE_INTERVAL_NS;
         }
@@ -254,6 +257,9 @@ pub(crate) fn report_json(period_s: f64) -> String {
         .zip(tags)
         .map(|(entry, tag)| {
             let now = entry.sample();
+            if !entry.finished() {
+                entry.offer_sample(&now);
+            }
             let before = entry
                 .sample_at_or_before(now.mono_ns.saturating_sub(period_ns))
                 .filter(|s| s.mono_ns <= now.mono_ns)

@@ -70,7 +70,7 @@ impl Tensor {
                 stream: device.current_stream().to_string(),
             });
         }
-        let (_, end_ns) = dispatch::launch(device, queue, kernel, &lowering, || {
+        let (_, end_ns) = dispatch::launch(device, queue, kernel, Some(OP), &lowering, || {
             Ok::<(), BackendError>(())
         })?;
         {

@@ -143,23 +143,27 @@ impl ProcessGroup {
             Ok(outcome) => outcome,
             Err(err) => return Err(err.clone()),
         };
-        let span = device.timeline().run_collective(
-            queue,
-            ready_ns,
-            outcome.start_ns,
-            outcome.end_ns,
-            kernel,
-            cost.wire_bytes,
-            device.detail(),
-            call.op,
-            payload,
-        );
+        let span = {
+            let mut timeline = device.timeline();
+            let span = timeline.run_collective(
+                queue,
+                ready_ns,
+                outcome.start_ns,
+                outcome.end_ns,
+                kernel,
+                cost.wire_bytes,
+                device.detail(),
+                call.op,
+                payload,
+            );
+            timeline.live.note_op(call.host_op, span.dur_ns());
+            span
+        };
         device.shared.live.collective_done(
             span.dur_ns(),
             global.get(outcome.last).copied().unwrap_or(0),
             outcome.start_ns.saturating_sub(ready_ns),
         );
-        device.shared.live.note_op(call.host_op, span.dur_ns());
         if let (Some(out), Some(Some(values))) = (&output, outcome.outputs.get(call.me)) {
             *out.storage.data.write().unwrap_or_else(|p| p.into_inner()) =
                 Data::from_values(out.dtype, values.clone());

@@ -540,7 +540,7 @@ mod tests {
             label: "t".into(),
             group: 0,
             kind: TrackKind::Slices { rows: vec![row] },
-            args: String::new(),
+            args: Vec::new(),
             flow_points: Vec::new(),
         });
         t

@@ -119,8 +119,9 @@ impl<R: Read> Read for CountingReader<'_, R> {
 /// warning naming the file, byte offset and event index.
 fn read_file(path: &Path, counter: &AtomicU64) -> anyhow::Result<FileResult> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // No BufReader: the trace reader reads in large blocks into its own buffer.
     let reader = CountingReader {
-        inner: std::io::BufReader::with_capacity(1 << 20, file),
+        inner: file,
         counter,
     };
     let mut sink = FileSink::default();
@@ -159,7 +160,10 @@ fn read_file(path: &Path, counter: &AtomicU64) -> anyhow::Result<FileResult> {
 
 /// Reads every file (in parallel, as many at a time as there are cores) into one
 /// timeline.
+///
+/// With `NEURON_VIEWER_TIMING` set, prints the time spent reading and building tracks.
 pub fn load_timeline(files: &[PathBuf], progress: &Progress) -> anyhow::Result<Timeline> {
+    let started = std::time::Instant::now();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut results = Vec::with_capacity(files.len());
     for (chunk_index, chunk) in files.chunks(workers).enumerate() {
@@ -185,7 +189,16 @@ pub fn load_timeline(files: &[PathBuf], progress: &Progress) -> anyhow::Result<T
         }
     }
     progress.set_stage("building tracks");
-    Ok(merge(results))
+    let read_done = std::time::Instant::now();
+    let timeline = merge(results);
+    if std::env::var_os("NEURON_VIEWER_TIMING").is_some() {
+        eprintln!(
+            "read {:.0} ms, tracks built {:.0} ms",
+            (read_done - started).as_secs_f64() * 1000.0,
+            read_done.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    Ok(timeline)
 }
 
 /// The analyses of the loaded files, for the panels.

@@ -9,7 +9,7 @@ pub mod build;
 pub mod lod;
 mod names;
 
-pub use names::Names;
+pub use names::{FastHasher, FastMap, Names};
 
 /// Index of a name in [`Timeline::names`].
 pub type NameId = u32;
@@ -52,7 +52,8 @@ pub struct Row {
     pub category: Vec<NameId>,
     /// Index of the event in its file's `traceEvents`.
     pub event_index: Vec<u64>,
-    /// Start of the slice's arguments in [`Track::args`] (`u64::MAX`: none).
+    /// Where the slice's arguments start in [`Track::args`]: chunk index in the high
+    /// 32 bits, byte offset in the low 32 (`u64::MAX`: none).
     pub args_at: Vec<u64>,
     /// Level-of-detail pyramid (empty for small rows), see [`lod`].
     pub lod: Vec<lod::LodLevel>,
@@ -121,9 +122,10 @@ pub struct Track {
     pub group: u32,
     /// Slices or counter samples.
     pub kind: TrackKind,
-    /// Arguments of this track's slices: `key \x1f value \x1e` records; a slice's
-    /// arguments start at its `args_at` and end at the next `\x1d`.
-    pub args: String,
+    /// Arguments of this track's slices, in chunks of about 1 MiB: `key \x1f value
+    /// \x1e` records; a slice's arguments start at its `args_at` and end at the next
+    /// `\x1d`.
+    pub args: Vec<String>,
     /// Flow endpoints on this track, sorted by time: (time, index in [`Timeline::flows`]).
     pub flow_points: Vec<(i64, u32)>,
 }
@@ -155,7 +157,11 @@ impl Track {
         if args_at == u64::MAX {
             return Vec::new();
         }
-        let rest = &self.args[args_at as usize..];
+        let chunk = (args_at >> 32) as usize;
+        let offset = (args_at & u64::from(u32::MAX)) as usize;
+        let Some(rest) = self.args.get(chunk).and_then(|c| c.get(offset..)) else {
+            return Vec::new();
+        };
         let record = rest.split('\x1d').next().unwrap_or("");
         record
             .split('\x1e')

@@ -14,6 +14,52 @@ use trace_format::{ArgValue, Args, Category, Event, Ident, Phase, TraceMeta, Tra
 
 use super::{FileInfo, Flow, Group, NameId, Names, Row, Timeline, Track, TrackKind};
 
+/// Bytes of argument text per chunk of a track's store.
+const ARGS_CHUNK_BYTES: usize = 1 << 20;
+
+/// A vector kept in fixed-size chunks, so growing it never copies what it holds.
+#[derive(Debug)]
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+}
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked { chunks: Vec::new() }
+    }
+}
+
+impl<T> Chunked<T> {
+    const CHUNK: usize = 1 << 16;
+
+    fn push(&mut self, value: T) {
+        if self.chunks.last().is_none_or(|c| c.len() == Self::CHUNK) {
+            self.chunks.push(Vec::with_capacity(Self::CHUNK));
+        }
+        self.chunks
+            .last_mut()
+            .expect("a chunk was just ensured")
+            .push(value);
+    }
+
+    fn len(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+
+    /// One vector of exactly the right size.
+    fn into_vec(self) -> Vec<T> {
+        let mut all = Vec::with_capacity(self.len());
+        for chunk in self.chunks {
+            all.extend(chunk);
+        }
+        all
+    }
+}
+
 /// A pid or tid: numeric, or a string interned in the file's names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Key {
@@ -33,8 +79,8 @@ struct RawSlice {
 
 #[derive(Debug, Default)]
 struct RawTrack {
-    slices: Vec<RawSlice>,
-    args: String,
+    slices: Chunked<RawSlice>,
+    args: Vec<String>,
     device_like: bool,
     engine_like: bool,
     dma_like: bool,
@@ -85,7 +131,7 @@ struct RawCounter {
 pub struct FileSink {
     names: Names,
     tracks: Vec<((Key, Key), RawTrack)>,
-    track_ids: HashMap<(Key, Key), usize>,
+    track_ids: super::FastMap<(Key, Key), usize>,
     last_track: Option<((Key, Key), usize)>,
     counters: Vec<((Key, String), RawCounter)>,
     counter_ids: HashMap<(Key, String), usize>,
@@ -94,6 +140,7 @@ pub struct FileSink {
     process_sort: HashMap<Key, i64>,
     thread_sort: HashMap<(Key, Key), i64>,
     flow_points: Vec<FlowPoint>,
+    category_ids: Vec<(String, NameId)>,
     rank: Option<i64>,
     events: u64,
 }
@@ -241,9 +288,21 @@ impl TraceSink for FileSink {
                 }
                 let name = self.names.intern(event.name());
                 let category = event.normalized_category();
-                let category_id = category
-                    .as_ref()
-                    .map_or(0, |c| self.names.intern(c.as_str()));
+                let category_id = match &category {
+                    None => 0,
+                    Some(c) => {
+                        // A trace has a handful of categories: a short list beats hashing.
+                        let text = c.as_str();
+                        match self.category_ids.iter().find(|(t, _)| t == text) {
+                            Some((_, id)) => *id,
+                            None => {
+                                let id = self.names.intern(text);
+                                self.category_ids.push((text.to_owned(), id));
+                                id
+                            }
+                        }
+                    }
+                };
                 let track_id = self.track((pid, tid));
                 let track = &mut self.tracks[track_id].1;
                 match category {
@@ -258,8 +317,21 @@ impl TraceSink for FileSink {
                 }
                 let args_at = match &event.args {
                     Some(args) if !args.is_empty() => {
-                        let at = track.args.len() as u64;
-                        write_args(&mut track.args, args);
+                        // Arguments go into 1 MiB chunks: no growing string is ever
+                        // copied whole (reallocating one was a tenth of loading time).
+                        if track
+                            .args
+                            .last()
+                            .is_none_or(|c| c.len() >= ARGS_CHUNK_BYTES)
+                        {
+                            track
+                                .args
+                                .push(String::with_capacity(ARGS_CHUNK_BYTES + 4096));
+                        }
+                        let chunk = track.args.len() - 1;
+                        let text = &mut track.args[chunk];
+                        let at = ((chunk as u64) << 32) | text.len() as u64;
+                        write_args(text, args);
                         at
                     }
                     _ => u64::MAX,
@@ -304,12 +376,12 @@ impl FileResult {
 }
 
 /// [`nest`] for every track, on as many threads as there are cores (largest first).
-fn nest_all(slices: Vec<Vec<RawSlice>>, shift_ns: i64) -> Vec<Vec<Row>> {
+fn nest_all(slices: Vec<Chunked<RawSlice>>, shift_ns: i64) -> Vec<Vec<Row>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
     let mut order: Vec<usize> = (0..slices.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(slices[i].len()));
-    let inputs: Vec<Mutex<Vec<RawSlice>>> = slices.into_iter().map(Mutex::new).collect();
+    let inputs: Vec<Mutex<Chunked<RawSlice>>> = slices.into_iter().map(Mutex::new).collect();
     let outputs: Vec<Mutex<Vec<Row>>> = inputs.iter().map(|_| Mutex::new(Vec::new())).collect();
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
@@ -322,7 +394,7 @@ fn nest_all(slices: Vec<Vec<RawSlice>>, shift_ns: i64) -> Vec<Vec<Row>> {
                 let Some(&i) = order.get(k) else { break };
                 let input =
                     std::mem::take(&mut *inputs[i].lock().unwrap_or_else(|p| p.into_inner()));
-                let rows = nest(input, shift_ns);
+                let rows = nest(input.into_vec(), shift_ns);
                 *outputs[i].lock().unwrap_or_else(|p| p.into_inner()) = rows;
             });
         }
@@ -486,7 +558,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
         });
         let mut new_index = vec![0u32; sink.tracks.len()];
         let mut sink = sink;
-        let slices: Vec<Vec<RawSlice>> = sink
+        let slices: Vec<Chunked<RawSlice>> = sink
             .tracks
             .iter_mut()
             .map(|(_, t)| std::mem::take(&mut t.slices))
@@ -541,7 +613,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                     max,
                     block_max,
                 },
-                args: String::new(),
+                args: Vec::new(),
                 flow_points: Vec::new(),
             });
         }

@@ -269,7 +269,14 @@ fn runtime_metrics(entry: &RuntimeEntry, base: &Labels, f: &mut Families) {
             f.add("neuron_runtime_memory_used_bytes", &labels, bytes as f64);
         }
         for (core, mem) in &used.usage_breakdown.neuroncore_memory_usage {
-            for (category, bytes) in mem.entries() {
+            // The JSON keys, as neuron-monitor writes them.
+            for (category, bytes) in [
+                ("constants", mem.constants),
+                ("model_code", mem.model_code),
+                ("model_shared_scratchpad", mem.model_shared_scratchpad),
+                ("runtime_memory", mem.runtime_memory),
+                ("tensors", mem.tensors),
+            ] {
                 let labels = with(
                     base,
                     &[
@@ -589,6 +596,21 @@ mod tests {
             })
             .unwrap();
         assert_eq!(dropped.2, 17.0);
+        let categories: std::collections::BTreeSet<&str> = all
+            .iter()
+            .filter(|(n, _, _)| n == "neuronprof_neuroncore_memory_used_bytes")
+            .map(|(_, l, _)| l["memory_category"].as_str())
+            .collect();
+        assert_eq!(
+            categories.into_iter().collect::<Vec<_>>(),
+            [
+                "constants",
+                "model_code",
+                "model_shared_scratchpad",
+                "runtime_memory",
+                "tensors"
+            ]
+        );
     }
 
     #[test]

@@ -303,3 +303,49 @@ pub fn spawn_load(
         .map_err(|e| format!("cannot start the loader thread: {e}"))?;
     Ok(job)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_expand_to_their_traces_and_bad_paths_say_which() {
+        let dir = std::env::temp_dir().join(format!("gui-collect-{}", std::process::id()));
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        for name in ["rank1.json.gz", "rank0.json", "trace.pftrace", "notes.txt"] {
+            std::fs::write(dir.join(name), b"{}").unwrap();
+        }
+        let files = collect_trace_files(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(
+            files,
+            vec![dir.join("rank0.json"), dir.join("rank1.json.gz")]
+        );
+
+        let missing = dir.join("missing.json");
+        let error = format!("{:#}", collect_trace_files(&[missing]).unwrap_err());
+        assert!(error.contains("missing.json"), "{error}");
+        let error = format!("{:#}", collect_trace_files(&[empty]).unwrap_err());
+        assert!(error.contains("no .json or .json.gz trace"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_trace_is_an_error_not_a_panic() {
+        let path =
+            std::env::temp_dir().join(format!("gui-not-a-trace-{}.json", std::process::id()));
+        std::fs::write(&path, b"\x00\x01 this is not json").unwrap();
+        let progress = Progress::for_files(std::slice::from_ref(&path));
+        // Lenient reading: the damage is a warning on an empty timeline.
+        let timeline = load_timeline(std::slice::from_ref(&path), &progress).unwrap();
+        assert_eq!(timeline.slice_count, 0);
+        assert_eq!(timeline.files[0].warnings.len(), 1);
+        assert!(
+            timeline.files[0].warnings[0].contains("damaged"),
+            "{:?}",
+            timeline.files[0].warnings
+        );
+        assert!(progress.fraction() > 0.99);
+        let _ = std::fs::remove_file(&path);
+    }
+}

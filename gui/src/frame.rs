@@ -240,6 +240,7 @@ pub fn build_frame(
                 value,
                 max,
                 block_max,
+                ..
             } => {
                 if ts_ns.is_empty() || *max <= 0.0 {
                     continue;

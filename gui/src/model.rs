@@ -110,6 +110,8 @@ pub enum TrackKind {
         max: f64,
         /// Largest value of each [`crate::frame::COUNTER_BLOCK`] samples.
         block_max: Vec<f64>,
+        /// When the largest value was first reached (the peak marked on the chart).
+        peak_ns: i64,
     },
 }
 
@@ -136,6 +138,17 @@ impl Track {
         match &self.kind {
             TrackKind::Slices { rows } => rows,
             TrackKind::Counter { .. } => &[],
+        }
+    }
+
+    /// A counter's value at `t_ns` (the last sample at or before it), if it is one.
+    pub fn counter_value_at(&self, t_ns: i64) -> Option<f64> {
+        match &self.kind {
+            TrackKind::Counter { ts_ns, value, .. } => {
+                let i = ts_ns.partition_point(|&t| t <= t_ns);
+                Some(if i == 0 { 0.0 } else { value[i - 1] })
+            }
+            TrackKind::Slices { .. } => None,
         }
     }
 

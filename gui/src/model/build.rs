@@ -601,6 +601,10 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                 .chunks(crate::frame::COUNTER_BLOCK)
                 .map(|c| c.iter().map(|(_, v)| *v).fold(f64::MIN, f64::max))
                 .collect();
+            let peak_ns = samples
+                .iter()
+                .find(|(_, v)| *v == max)
+                .map_or(0, |(t, _)| t - shift);
             let index = timeline.tracks.len() as u32;
             let group = group_of[&(pid, 3)];
             timeline.groups[group as usize].tracks.push(index);
@@ -612,6 +616,7 @@ pub fn merge(files: Vec<FileResult>) -> Timeline {
                     value: samples.iter().map(|(_, v)| *v).collect(),
                     max,
                     block_max,
+                    peak_ns,
                 },
                 args: Vec::new(),
                 flow_points: Vec::new(),

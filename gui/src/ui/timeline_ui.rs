@@ -204,6 +204,34 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
         }
     }
 
+    // Counter peaks: a marker and the value where each counter is highest (the memory
+    // timeline's peak, the deepest queue).
+    for place in &view.layout.tracks {
+        let track = &timeline.tracks[place.track as usize];
+        if let crate::model::TrackKind::Counter { max, peak_ns, .. } = &track.kind {
+            let top = to_screen_y(place.top);
+            if top > rect.bottom() || top + place.height < tracks_rect.top() || *max <= 0.0 {
+                continue;
+            }
+            let x = tracks_rect.left() + view.viewport.x_of(*peak_ns as f64, width);
+            if !(tracks_rect.left()..=tracks_rect.right()).contains(&x) {
+                continue;
+            }
+            let color = Color32::from_rgb(255, 90, 90);
+            track_painter.line_segment(
+                [pos2(x, top), pos2(x, top + place.height)],
+                Stroke::new(1.0, color),
+            );
+            track_painter.text(
+                pos2(x + 3.0, top + 1.0),
+                Align2::LEFT_TOP,
+                format!("peak {}", format_value(*max)),
+                FontId::proportional(10.5),
+                color,
+            );
+        }
+    }
+
     // Flows of the selected slice.
     if let Some(slice) = selected {
         for (flow, _) in timeline.flows_of(slice) {
@@ -326,6 +354,15 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
                     timeline.slice_name(slice),
                     format_ns((e - s) as f64)
                 ));
+            } else if let (Some((place, _)), Some(t)) = (view.layout.track_at(y), hover_t) {
+                let track = &timeline.tracks[place.track as usize];
+                if let Some(v) = track.counter_value_at(t.floor() as i64) {
+                    response.clone().on_hover_text_at_pointer(format!(
+                        "{}\n{}",
+                        track.label,
+                        format_value(v)
+                    ));
+                }
             }
         }
     }
@@ -428,5 +465,21 @@ fn ruler_ui(
             visuals.text_color(),
         );
         t += step;
+    }
+}
+
+/// A counter value, compact (`1.5 G`, `342`, `0.25`).
+pub fn format_value(v: f64) -> String {
+    let abs = v.abs();
+    if abs >= 1e9 {
+        format!("{:.2} G", v / 1e9)
+    } else if abs >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if abs >= 1e4 {
+        format!("{:.1} k", v / 1e3)
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
     }
 }

@@ -141,6 +141,7 @@ pub struct FileSink {
     thread_sort: HashMap<(Key, Key), i64>,
     flow_points: Vec<FlowPoint>,
     category_ids: Vec<(String, NameId)>,
+    without_ts: u64,
     rank: Option<i64>,
     events: u64,
 }
@@ -237,7 +238,15 @@ impl TraceSink for FileSink {
         self.events += 1;
         let pid = self.key(event.pid.as_ref());
         let tid = self.key(event.tid.as_ref());
-        let ts_ns = event.ts_ns.unwrap_or(0);
+        let ts_ns = match (event.ts_ns, &event.phase) {
+            (Some(ts), _) => ts,
+            (None, Phase::Metadata) => 0,
+            (None, _) => {
+                // Nowhere to put it on a time axis: counted and reported instead.
+                self.without_ts += 1;
+                return ControlFlow::Continue(());
+            }
+        };
         match &event.phase {
             Phase::Metadata => self.on_metadata(event, pid, tid),
             Phase::Counter => {
@@ -367,6 +376,12 @@ impl FileResult {
     pub fn new(sink: FileSink, mut info: FileInfo, time_offset_ns: i64) -> Self {
         info.rank = sink.rank;
         info.events = sink.events;
+        if sink.without_ts > 0 {
+            info.warnings.push(format!(
+                "{} events without a timestamp (ts) are not shown",
+                sink.without_ts
+            ));
+        }
         FileResult {
             sink,
             info,
@@ -668,6 +683,27 @@ mod tests {
             event_index: 0,
             args_at: u64::MAX,
         }
+    }
+
+    #[test]
+    fn events_without_a_time_are_counted_not_placed_at_the_epoch() {
+        let json = br#"{"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 1, "ts": 100, "dur": 5},
+            {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 1, "dur": 5},
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": 1, "args": {"name": "q1"}}]}"#;
+        let mut sink = FileSink::default();
+        trace_format::TraceReader::from_slice("t.json", json)
+            .read(&mut sink)
+            .unwrap();
+        let file = FileResult::new(sink, FileInfo::default(), 0);
+        assert_eq!(
+            file.info.warnings,
+            vec!["1 events without a timestamp (ts) are not shown"]
+        );
+        let timeline = merge(vec![file]);
+        assert_eq!(timeline.slice_count, 1);
+        assert_eq!(timeline.tracks[0].label, "q1");
+        assert_eq!(timeline.origin_ns, 100_000);
     }
 
     #[test]

@@ -97,6 +97,11 @@ pub fn us(v: f64) -> String {
     format!("{v:.3}")
 }
 
+/// Formats a byte count exactly, with MiB beside it.
+pub fn bytes(n: i64) -> String {
+    format!("{n} bytes ({:.1} MiB)", n as f64 / (1u64 << 20) as f64)
+}
+
 /// Formats a percentage (2 decimals).
 pub fn pct(v: f64) -> String {
     format!("{v:.2}")
@@ -314,10 +319,11 @@ fn heatmap_ui(
     let cell = egui::vec2(3.0, 12.0);
     for row in &h.rows {
         ui.horizontal(|ui| {
-            let label = format!(
-                "{} / {}",
-                timeline.groups[row.group as usize].label, row.label
-            );
+            let group = &timeline.groups[row.group as usize];
+            let label = match timeline.files[group.file as usize].rank {
+                Some(rank) => format!("rank {rank} · {}", row.label),
+                None => format!("{} · {}", group.label, row.label),
+            };
             ui.add_sized(
                 [210.0, cell.y],
                 egui::Label::new(RichText::new(label).small()).truncate(),
@@ -329,8 +335,9 @@ fn heatmap_ui(
             let painter = ui.painter_at(rect);
             for (i, busy) in row.busy.iter().enumerate() {
                 let x = rect.left() + i as f32 * cell.x;
-                let v = (busy * 255.0) as u8;
-                let color = Color32::from_rgb(v, (v as f32 * 0.55) as u8, 255 - v);
+                // Idle is the panel's background, busy a bright orange.
+                let lerp = |a: u8, b: u8| (a as f32 + (b as f32 - a as f32) * busy) as u8;
+                let color = Color32::from_rgb(lerp(28, 255), lerp(30, 176), lerp(38, 48));
                 painter.rect_filled(
                     egui::Rect::from_min_size(egui::pos2(x, rect.top()), cell),
                     0.0,
@@ -407,8 +414,8 @@ fn memory_ui(ui: &mut egui::Ui, a: &Analyses, jump: &mut Option<Jump>) {
                     ui.label("peak allocated");
                     if ui
                         .link(format!(
-                            "{} bytes at {} µs",
-                            d.peak_allocated_bytes,
+                            "{} at {} µs",
+                            bytes(d.peak_allocated_bytes),
                             us(d.peak_allocated_at_us)
                         ))
                         .clicked()
@@ -418,18 +425,16 @@ fn memory_ui(ui: &mut egui::Ui, a: &Analyses, jump: &mut Option<Jump>) {
                     }
                     ui.end_row();
                     ui.label("peak reserved");
-                    ui.label(format!("{} bytes", d.peak_reserved_bytes));
+                    ui.label(bytes(d.peak_reserved_bytes));
                     ui.end_row();
                     ui.label("capacity");
-                    ui.label(
-                        d.capacity_bytes
-                            .map_or("–".into(), |c| format!("{c} bytes")),
-                    );
+                    ui.label(d.capacity_bytes.map_or("–".into(), bytes));
                     ui.end_row();
                     ui.label("live at peak");
                     ui.label(format!(
-                        "{} allocations, {} bytes",
-                        d.live_at_peak.count, d.live_at_peak.bytes
+                        "{} allocations, {}",
+                        d.live_at_peak.count,
+                        bytes(d.live_at_peak.bytes)
                     ));
                     ui.end_row();
                 });

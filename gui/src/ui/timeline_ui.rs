@@ -222,9 +222,15 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
                 [pos2(x, top), pos2(x, top + place.height)],
                 Stroke::new(1.0, color),
             );
+            // Label on the side with room.
+            let (at, align) = if x > tracks_rect.right() - 90.0 {
+                (pos2(x - 3.0, top + 1.0), Align2::RIGHT_TOP)
+            } else {
+                (pos2(x + 3.0, top + 1.0), Align2::LEFT_TOP)
+            };
             track_painter.text(
-                pos2(x + 3.0, top + 1.0),
-                Align2::LEFT_TOP,
+                at,
+                align,
                 format!("peak {}", format_value(*max)),
                 FontId::proportional(10.5),
                 color,

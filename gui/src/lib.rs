@@ -18,7 +18,9 @@
 //!   10000 + q → `DMA queue q`, device tid → `queue N`. Counter (`C`) series and the
 //!   `[memory]` events' `Total Allocated` become area-chart counter tracks in their
 //!   process' group; the `[memory]` instants stay on their thread as well.
-//! - **No event is lost.** Every `X` and instant event becomes a slice. Within a track,
+//! - **No event is lost.** Every `X` and instant event becomes a slice (Chrome `B`/`E`
+//!   pairs too, per track; an unclosed `B` shows as an instant). Events without `ts`
+//!   and unmatched `E`s cannot be placed: they are counted in the file's warnings. Within a track,
 //!   slices are sorted by (start, longer first) and each goes one row below the deepest
 //!   slice still open; a slice that partly overlaps another is put on a row where nothing
 //!   is open, so overlapping events are drawn on separate rows rather than hidden.

@@ -142,6 +142,8 @@ pub struct FileSink {
     flow_points: Vec<FlowPoint>,
     category_ids: Vec<(String, NameId)>,
     without_ts: u64,
+    open_begins: HashMap<usize, Vec<RawSlice>>,
+    unmatched_ends: u64,
     rank: Option<i64>,
     events: u64,
 }
@@ -346,14 +348,27 @@ impl TraceSink for FileSink {
                     _ => u64::MAX,
                 };
                 let dur = event.dur_ns.unwrap_or(0).max(0);
-                track.slices.push(RawSlice {
+                let slice = RawSlice {
                     start_ns: ts_ns,
                     end_ns: ts_ns.saturating_add(dur),
                     name,
                     category: category_id,
                     event_index: index,
                     args_at,
-                });
+                };
+                match event.phase {
+                    // Chrome's B/E pairs (Kineto writes X): a B waits on its track's
+                    // stack for the E that closes it.
+                    Phase::Begin => self.open_begins.entry(track_id).or_default().push(slice),
+                    Phase::End => match self.open_begins.get_mut(&track_id).and_then(Vec::pop) {
+                        Some(mut begin) => {
+                            begin.end_ns = ts_ns.max(begin.start_ns);
+                            track.slices.push(begin);
+                        }
+                        None => self.unmatched_ends += 1,
+                    },
+                    _ => track.slices.push(slice),
+                }
             }
         }
         ControlFlow::Continue(())
@@ -373,9 +388,28 @@ pub struct FileResult {
 
 impl FileResult {
     /// Wraps a finished sink.
-    pub fn new(sink: FileSink, mut info: FileInfo, time_offset_ns: i64) -> Self {
+    pub fn new(mut sink: FileSink, mut info: FileInfo, time_offset_ns: i64) -> Self {
         info.rank = sink.rank;
         info.events = sink.events;
+        // B events never closed: shown as instants where they began.
+        let mut unclosed = 0u64;
+        for (track, begins) in std::mem::take(&mut sink.open_begins) {
+            unclosed += begins.len() as u64;
+            for begin in begins {
+                sink.tracks[track].1.slices.push(begin);
+            }
+        }
+        if unclosed > 0 {
+            info.warnings.push(format!(
+                "{unclosed} B (begin) events without their E are shown as instants"
+            ));
+        }
+        if sink.unmatched_ends > 0 {
+            info.warnings.push(format!(
+                "{} E (end) events without a B before them are not shown",
+                sink.unmatched_ends
+            ));
+        }
         if sink.without_ts > 0 {
             info.warnings.push(format!(
                 "{} events without a timestamp (ts) are not shown",
@@ -704,6 +738,43 @@ mod tests {
         assert_eq!(timeline.slice_count, 1);
         assert_eq!(timeline.tracks[0].label, "q1");
         assert_eq!(timeline.origin_ns, 100_000);
+    }
+
+    #[test]
+    fn begin_and_end_events_pair_up_per_track() {
+        let json = br#"{"traceEvents": [
+            {"ph": "B", "name": "outer", "pid": 1, "tid": 1, "ts": 10},
+            {"ph": "B", "name": "inner", "pid": 1, "tid": 1, "ts": 12, "args": {"k": 1}},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 15},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 20},
+            {"ph": "E", "pid": 1, "tid": 1, "ts": 25},
+            {"ph": "B", "name": "open", "pid": 1, "tid": 1, "ts": 30}]}"#;
+        let mut sink = FileSink::default();
+        trace_format::TraceReader::from_slice("t.json", json)
+            .read(&mut sink)
+            .unwrap();
+        let file = FileResult::new(sink, FileInfo::default(), 0);
+        assert_eq!(file.info.warnings.len(), 2, "{:?}", file.info.warnings);
+        let timeline = merge(vec![file]);
+        let rows = timeline.tracks[0].rows();
+        assert_eq!(
+            rows[0].start_ns,
+            vec![0, 20_000],
+            "outer and the unclosed one"
+        );
+        assert_eq!(rows[0].end_ns, vec![10_000, 20_000]);
+        assert_eq!(rows[1].start_ns, vec![2_000]);
+        assert_eq!(rows[1].end_ns, vec![5_000]);
+        let inner = crate::model::SliceRef {
+            track: 0,
+            depth: 1,
+            index: 0,
+        };
+        assert_eq!(timeline.slice_name(inner), "inner");
+        assert_eq!(
+            timeline.tracks[0].slice_args(rows[1].args_at[0]),
+            vec![("k", "1")]
+        );
     }
 
     #[test]

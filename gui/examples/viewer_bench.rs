@@ -4,8 +4,12 @@
 //! files (`trace_format::CountingSink`, the floor for opening) and a frame built without
 //! level of detail (one shape per visible slice).
 //!
+//! With `--ui`, also whole viewer frames: the egui pass of the complete window (panels,
+//! timeline, shapes) at 1600×1000 points plus egui's tessellation into triangles, i.e.
+//! everything but the GPU upload and draw (headless through `egui_kittest`).
+//!
 //! ```text
-//! cargo run --release -p gui --example viewer_bench -- /tmp/big.json [--runs 3] [--width 1600]
+//! cargo run --release -p gui --example viewer_bench -- /tmp/big.json [--runs 3] [--width 1600] [--ui]
 //! ```
 
 use std::path::PathBuf;
@@ -63,11 +67,13 @@ fn main() -> anyhow::Result<()> {
     let mut paths = Vec::new();
     let mut runs = 3usize;
     let mut width = 1600f32;
+    let mut ui = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs),
             "--width" => width = args.next().and_then(|n| n.parse().ok()).unwrap_or(width),
+            "--ui" => ui = true,
             _ => paths.push(PathBuf::from(arg)),
         }
     }
@@ -137,6 +143,10 @@ fn main() -> anyhow::Result<()> {
     ] {
         frames_table(&timeline, layout, width, window_px, what);
     }
+    if ui {
+        drop(timeline);
+        ui_frames(&paths);
+    }
     Ok(())
 }
 
@@ -183,6 +193,67 @@ fn frames_table(timeline: &Timeline, layout: &Layout, width: f32, window_px: f32
             "  {zoom:<16}  {lod_m:>8.2} ms  {:>6.2} ms  {shapes:>7}  {naive_m:>10.2} ms  {:>6.1}x",
             ms(max),
             naive_m / lod_m.max(1e-6)
+        );
+    }
+}
+
+/// Whole-window frames: egui pass plus tessellation, at each zoom level.
+fn ui_frames(paths: &[PathBuf]) {
+    use eframe::egui;
+    let app = gui::ViewerApp::new(paths.to_vec(), gui::recent::RecentFiles::in_memory());
+    let mut harness = egui_kittest::Harness::builder()
+        .with_size(egui::vec2(1600.0, 1000.0))
+        .build_ui_state(|ui, app: &mut gui::ViewerApp| app.ui(ui), app);
+    // Wait for the timeline and the analyses (they use the cores while running).
+    while harness.state().is_loading() || harness.state().loaded.is_none() {
+        harness.step();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let timeline = harness
+        .state()
+        .loaded
+        .as_ref()
+        .expect("loaded")
+        .timeline
+        .clone();
+    let whole = Viewport::whole(&timeline);
+    println!("whole window, 1600x1000 points: egui pass + tessellation (no GPU):");
+    println!("  zoom (of trace)   median     max     triangles");
+    for zoom in [1.0, 0.1, 0.01, 0.001, 0.0001, 0.00001] {
+        let span = whole.span_ns() * zoom;
+        let mut times = Vec::new();
+        let mut triangles = 0;
+        for p in 0..20 {
+            let start = whole.start_ns + (whole.span_ns() - span) * p as f64 / 19.0;
+            harness
+                .state_mut()
+                .loaded
+                .as_mut()
+                .expect("loaded")
+                .view
+                .viewport = Viewport {
+                start_ns: start,
+                end_ns: start + span,
+            };
+            let t = Instant::now();
+            harness.step();
+            let shapes = harness.output().shapes.clone();
+            let meshes = harness.ctx.tessellate(shapes, 1.0);
+            times.push(t.elapsed());
+            triangles = meshes
+                .iter()
+                .map(|m| match &m.primitive {
+                    egui::epaint::Primitive::Mesh(mesh) => mesh.indices.len() / 3,
+                    _ => 0,
+                })
+                .sum::<usize>()
+                .max(triangles);
+        }
+        let max = *times.iter().max().expect("frames");
+        println!(
+            "  {zoom:<16}  {:>6.2} ms  {:>6.2} ms  {triangles:>9}",
+            ms(median(times)),
+            ms(max)
         );
     }
 }

@@ -52,10 +52,10 @@
 //!   logical core's engines. Collectives are left out: the CC-cores run them, and a
 //!   collective kernel spinning while it waits for a slow peer would otherwise read
 //!   as a busy core (they have their own figures below). `flops`: FLOPs of kernels
-//!   placed in the window per second of device time. At LNC=2 each logical core also
-//!   lists its physical cores as neuron-monitor does (`"v3d": {"nc_v3.0": …,
-//!   "nc_v3.1": …}`, `v4d`/`nc_v4.*` on Trainium3): the share of the window covered by
-//!   that physical core's instructions and DMA transfers.
+//!   placed in the window per second of device time. The per-physical-core entries
+//!   neuron-monitor adds at LNC=2 (`"v3d": {"nc_v3.0": …}`) are not produced: they
+//!   would need a union per physical core updated on every instruction, which slowed
+//!   the timing model by ~4 % when tried; `engine_utilization` gives the detail.
 //! - `engine_utilization` (extension): per engine (`tensor`, `vector`, `scalar`,
 //!   `gpsimd`, `dma`) busy time over the window, as a percentage of all such engines of
 //!   the logical core (LNC physical cores; 16 DMA engines per physical core).

@@ -324,7 +324,6 @@ impl KernelRun<'_> {
             state.tensor_last_end_ns = Some(end_ns);
         }
         self.timeline.time.compute_busy_ns[engine as usize] += end_ns - start_ns;
-        self.timeline.live.note_activity(core, start_ns, end_ns);
         self.timeline.time.instructions += 1;
         self.end_ns = self.end_ns.max(end_ns);
         if self.record_instructions {
@@ -380,7 +379,6 @@ impl KernelRun<'_> {
         let end_ns = start_ns + (dur_ns.round() as u64).max(1);
         state.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
         state.dma_queue_free_ns[queue] = end_ns;
-        self.timeline.live.note_activity(core, start_ns, end_ns);
         let time = &mut self.timeline.time;
         time.dma_busy_ns += occupancy_ns.round() as u64;
         time.dma_bytes += bytes;

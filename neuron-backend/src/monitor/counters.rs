@@ -37,9 +37,6 @@ pub(crate) struct TimelineLive {
     latencies: Vec<(u64, u64)>,
     /// Calls and device time per operator.
     pub(crate) ops: OpTable,
-    /// Per physical core: `(end of the union so far, busy ns of the union)` of its
-    /// instructions and DMA transfers.
-    physical: Vec<(u64, u64)>,
 }
 
 impl TimelineLive {
@@ -68,28 +65,6 @@ impl TimelineLive {
             self.latencies[slot] = (total_ns, device_ns);
         }
         self.executions += 1;
-    }
-
-    /// An instruction or DMA transfer ran on physical core `core` from `start_ns` to
-    /// `end_ns`. The union grows like the kernels' (see [`Self::note_kernel`]); engines
-    /// run side by side, so an activity placed after a later-starting one on another
-    /// engine and filling a gap before it is undercounted by that gap.
-    #[inline]
-    pub(crate) fn note_activity(&mut self, core: usize, start_ns: u64, end_ns: u64) {
-        if self.physical.len() <= core {
-            self.physical.resize(core + 1, (0, 0));
-        }
-        let (covered_ns, busy_ns) = &mut self.physical[core];
-        let from_ns = start_ns.max(*covered_ns);
-        if end_ns > from_ns {
-            *busy_ns += end_ns - from_ns;
-            *covered_ns = end_ns;
-        }
-    }
-
-    /// Busy ns of each physical core's activity union.
-    pub(crate) fn physical_busy_ns(&self) -> Vec<u64> {
-        self.physical.iter().map(|&(_, busy)| busy).collect()
     }
 
     /// One operator ran for `device_ns` of modeled device time.
@@ -362,15 +337,6 @@ mod tests {
         assert_eq!(live.flops, 10);
         assert_eq!(live.executions, 3);
         assert_eq!(live.latencies_since(1), vec![(30, 15), (50, 10)]);
-    }
-
-    #[test]
-    fn physical_core_union_counts_parallel_engines_once() {
-        let mut live = TimelineLive::default();
-        live.note_activity(1, 0, 10);
-        live.note_activity(1, 5, 12); // another engine, overlapping
-        live.note_activity(0, 3, 4);
-        assert_eq!(live.physical_busy_ns(), vec![1, 12]);
     }
 
     #[test]

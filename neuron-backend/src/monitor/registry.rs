@@ -51,8 +51,6 @@ pub(crate) struct CoreSample {
     /// The submitting thread's host clock (the device timeline) at the sample.
     pub(crate) timeline_ns: u64,
     pub(crate) kernel_busy_ns: u64,
-    /// Busy ns of each physical core (instructions and DMA).
-    pub(crate) physical_busy_ns: Vec<u64>,
     /// TensorE, VectorE, ScalarE, GpSimdE, then all DMA engines; summed over the
     /// physical cores.
     pub(crate) engine_busy_ns: [u64; 5],
@@ -127,7 +125,6 @@ impl Entry {
                     let c = &timeline.live;
                     CoreSample {
                         kernel_busy_ns: c.kernel_busy_ns,
-                        physical_busy_ns: c.physical_busy_ns(),
                         engine_busy_ns: [
                             time.compute_busy_ns[0],
                             time.compute_busy_ns[1],

@@ -64,15 +64,6 @@ struct NeuroncoreCounters {
 struct CoreCounters {
     neuroncore_utilization: f64,
     flops: f64,
-    /// At LNC=2: the physical cores under the core version, as neuron-monitor writes
-    /// them (`"v3d": {"nc_v3.0": {...}, "nc_v3.1": {...}}`).
-    #[serde(flatten)]
-    physical: BTreeMap<String, BTreeMap<String, PhysicalCounters>>,
-}
-
-#[derive(Debug, Serialize)]
-struct PhysicalCounters {
-    neuroncore_utilization: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -362,30 +353,11 @@ pub(crate) fn build(
         } else {
             0.0
         };
-        let mut physical = BTreeMap::new();
-        if profile.lnc >= 2 {
-            let core_version = if is_trn3(profile) { "v4" } else { "v3" };
-            let busy = |s: &super::registry::CoreSample, p: usize| {
-                s.physical_busy_ns.get(p).copied().unwrap_or(0)
-            };
-            let halves = (0..profile.lnc as usize)
-                .map(|p| {
-                    (
-                        format!("nc_{core_version}.{p}"),
-                        PhysicalCounters {
-                            neuroncore_utilization: percent(busy(b, p) - busy(a, p), window_ns),
-                        },
-                    )
-                })
-                .collect();
-            physical.insert(format!("{core_version}d"), halves);
-        }
         cores.insert(
             key.clone(),
             CoreCounters {
                 neuroncore_utilization: percent(b.kernel_busy_ns - a.kernel_busy_ns, window_ns),
                 flops: flops_per_sec,
-                physical,
             },
         );
         let dma_capacity = f64::from(profile.dma_engines.max(1));

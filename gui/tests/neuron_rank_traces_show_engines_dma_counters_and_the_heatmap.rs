@@ -109,4 +109,37 @@ fn neuron_rank_traces_show_engines_dma_counters_and_the_heatmap() {
             pct(e.active_pct)
         );
     }
+
+    // Collectives panel (key 4): a collective's sequence number jumps to its kernels on
+    // every rank and selects the one of the rank everyone waited for.
+    harness.key_press(egui::Key::Num4);
+    harness.run_steps(3);
+    let instance = report
+        .collectives
+        .instances
+        .iter()
+        .find(|i| i.seq == Some(3))
+        .expect("collective #3");
+    let kernels = gui::ui::panels_ui::collective_kernels(&timeline, &instance.process_group, 3);
+    assert_eq!(kernels.len(), 2, "one kernel per rank");
+    harness
+        .get_all_by_label("3")
+        .next()
+        .expect("the seq link")
+        .click();
+    harness.run_steps(3);
+    let view = &harness.state().loaded.as_ref().unwrap().view;
+    let gui::app::Selection::Slice(selected) = view.selection else {
+        panic!("the seq link selects a kernel, got {:?}", view.selection);
+    };
+    assert!(kernels.contains(&selected));
+    let file = timeline.groups[timeline.tracks[selected.track as usize].group as usize].file;
+    assert_eq!(
+        timeline.files[file as usize].rank,
+        Some(instance.waited_for_rank)
+    );
+    for k in &kernels {
+        let (s, e) = timeline.span(*k);
+        assert!(view.viewport.start_ns <= s as f64 && view.viewport.end_ns >= e as f64);
+    }
 }

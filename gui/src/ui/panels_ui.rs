@@ -90,6 +90,12 @@ enum Jump {
     Name(String),
     /// A time range on the timeline (ns since its origin).
     Timeline(f64, f64),
+    /// One collective: its kernel on every rank, the one on `rank` selected.
+    Collective {
+        process_group: String,
+        seq: i64,
+        rank: i64,
+    },
 }
 
 /// Formats µs the way every panel does (3 decimals), so tests can find the numbers.
@@ -149,7 +155,7 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
                 Tab::Overview => overview_ui(ui, a, &mut jump),
                 Tab::Utilization => utilization_ui(ui, a),
                 Tab::Memory => memory_ui(ui, a, &mut jump),
-                Tab::Collectives => collectives_ui(ui, a),
+                Tab::Collectives => collectives_ui(ui, a, &mut jump),
                 Tab::Kernels => kernels_ui(ui, a, state, &mut jump),
                 Tab::Operators => operators_ui(ui, a, state, &mut jump),
                 Tab::Insights => insights_ui(ui, a, &mut jump),
@@ -168,6 +174,32 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
                     }
                 }
             }
+            Jump::Collective {
+                process_group,
+                seq,
+                rank,
+            } => {
+                let kernels = collective_kernels(&timeline, &process_group, seq);
+                if let (Some(s), Some(e)) = (
+                    kernels.iter().map(|k| timeline.span(*k).0).min(),
+                    kernels.iter().map(|k| timeline.span(*k).1).max(),
+                ) {
+                    let chosen = kernels
+                        .iter()
+                        .find(|k| {
+                            let file = timeline.groups
+                                [timeline.tracks[k.track as usize].group as usize]
+                                .file;
+                            timeline.files[file as usize].rank == Some(rank)
+                        })
+                        .or(kernels.first())
+                        .copied();
+                    if let Some(kernel) = chosen {
+                        view.jump_to(&timeline, s as f64, e as f64, Some(kernel.track));
+                        view.selection = crate::app::Selection::Slice(kernel);
+                    }
+                }
+            }
             Jump::Timeline(s, e) => {
                 view.jump_to(&timeline, s, e, None);
                 view.selection = crate::app::Selection::Range(s, e);
@@ -181,6 +213,41 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
             }
         }
     }
+}
+
+/// The kernels of one collective on every rank: device slices whose arguments name the
+/// process group (`Process Group Name`) and sequence number (`Seq`), as NCCL kernels and
+/// ours carry them.
+pub fn collective_kernels(
+    timeline: &Timeline,
+    process_group: &str,
+    seq: i64,
+) -> Vec<crate::model::SliceRef> {
+    let Some(kernel) = timeline.names.lookup("kernel") else {
+        return Vec::new();
+    };
+    let seq = seq.to_string();
+    let mut found = Vec::new();
+    for (t, track) in timeline.tracks.iter().enumerate() {
+        for (depth, row) in track.rows().iter().enumerate() {
+            for i in 0..row.len() {
+                if row.category[i] != kernel || row.args_at[i] == u64::MAX {
+                    continue;
+                }
+                let args = track.slice_args(row.args_at[i]);
+                let has =
+                    |key: &str, value: &str| args.iter().any(|(k, v)| *k == key && *v == value);
+                if has("Process Group Name", process_group) && has("Seq", &seq) {
+                    found.push(crate::model::SliceRef {
+                        track: t as u32,
+                        depth: depth as u16,
+                        index: i as u32,
+                    });
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The longest slice named exactly `name`.
@@ -461,7 +528,7 @@ fn memory_ui(ui: &mut egui::Ui, a: &Analyses, jump: &mut Option<Jump>) {
     }
 }
 
-fn collectives_ui(ui: &mut egui::Ui, a: &Analyses) {
+fn collectives_ui(ui: &mut egui::Ui, a: &Analyses, jump: &mut Option<Jump>) {
     let c = &a.report.collectives;
     let slow = c.bottleneck_rank;
     match slow {
@@ -527,7 +594,20 @@ fn collectives_ui(ui: &mut egui::Ui, a: &Analyses) {
             for inst in c.instances.iter().take(500) {
                 ui.label(&inst.collective);
                 ui.label(&inst.process_group);
-                ui.label(inst.seq.map_or("–".into(), |s| s.to_string()));
+                match inst.seq {
+                    Some(seq) => {
+                        if ui.link(seq.to_string()).clicked() {
+                            *jump = Some(Jump::Collective {
+                                process_group: inst.process_group.clone(),
+                                seq,
+                                rank: inst.waited_for_rank,
+                            });
+                        }
+                    }
+                    None => {
+                        ui.label("–");
+                    }
+                }
                 ui.label(us(inst.arrival_skew_us));
                 let waited_for = RichText::new(inst.waited_for_rank.to_string());
                 if Some(inst.waited_for_rank) == slow {

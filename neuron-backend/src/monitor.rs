@@ -14,7 +14,9 @@
 //! The endpoint thread (`neuronprof-monitor`) starts with the first
 //! [`Runtime`](crate::Runtime) or [`World`](crate::dist::World) of the process, or
 //! earlier through [`start`] (`neuronprof run` calls it to report a bad directory at
-//! once). `NEURONPROF_MONITOR=0` in the environment switches publishing off.
+//! once). `NEURONPROF_MONITOR=0` in the environment switches publishing off. A child
+//! forked after the endpoint started (a PyTorch DataLoader worker) does not publish
+//! and leaves its parent's socket in place when it exits.
 //!
 //! # Protocol
 //!

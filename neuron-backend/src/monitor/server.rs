@@ -31,6 +31,9 @@ pub const MAX_PERIOD_S: f64 = (SAMPLE_INTERVAL_NS as f64 * HISTORY_SAMPLES as f6
 #[derive(Debug)]
 struct Server {
     path: PathBuf,
+    /// The process that bound the socket: a forked child (a PyTorch DataLoader worker)
+    /// inherits the exit handler but must not remove its parent's socket.
+    pid: u32,
 }
 
 static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
@@ -43,7 +46,9 @@ fn started_ns() -> u64 {
 
 extern "C" fn remove_socket_at_exit() {
     if let Some(Ok(server)) = SERVER.get() {
-        let _ = std::fs::remove_file(&server.path);
+        if server.pid == std::process::id() {
+            let _ = std::fs::remove_file(&server.path);
+        }
     }
 }
 
@@ -62,7 +67,10 @@ pub(crate) fn ensure_started() -> Result<PathBuf, String> {
                         .map_err(|e| format!("starting the live-monitor thread: {e}"))?;
                     // SAFETY: registering a plain extern "C" function with no captured state.
                     unsafe { libc::atexit(remove_socket_at_exit) };
-                    Ok(Server { path })
+                    Ok(Server {
+                        path,
+                        pid: std::process::id(),
+                    })
                 })
         })
         .as_ref()

@@ -131,7 +131,16 @@ fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
             step(last)
         );
     }
+    // A killed run leaves its socket behind (no exit handler ran): discovery removes it
+    // and lists nothing.
     drop(run);
+    let endpoints = runtime_dir.join("neuronprof");
+    let socket = endpoints.join(format!("{pid}.sock"));
+    assert!(socket.exists(), "SIGKILL skips the exit-time removal");
+    let found = analysis::live_client::discover(&endpoints).unwrap();
+    assert!(found.endpoints.is_empty(), "{found:?}");
+    assert_eq!(found.removed_stale, vec![socket.clone()]);
+    assert!(!socket.exists());
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&runtime_dir);
 }

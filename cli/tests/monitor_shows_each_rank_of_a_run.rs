@@ -63,7 +63,7 @@ fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
     let out = scratch("monitor-run");
     let run = Command::new(exe)
         .args([
-            "run", "gpt", "--ranks", "4", "--steps", "400", "--detail", "kernels",
+            "run", "gpt", "--ranks", "4", "--steps", "5000", "--detail", "kernels",
         ])
         .args(["--numerics", "off", "--profile", "active=1", "--out"])
         .arg(&out)

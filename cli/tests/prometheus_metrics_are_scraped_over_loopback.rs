@@ -64,7 +64,7 @@ fn metrics_of_each_rank_are_served_over_http() {
                 on_start: |_rank| {},
                 on_step: |_step: &_| {
                     if !done.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(2));
+                        std::thread::sleep(Duration::from_millis(5));
                     }
                 },
             };

@@ -87,7 +87,7 @@ fn four_ranks_are_published_separately_and_change_between_requests() {
                 // Paces the run so that it outlives the requests below.
                 on_step: |_step: &_| {
                     if !stop_sleeping.load(Ordering::Relaxed) {
-                        std::thread::sleep(Duration::from_millis(2));
+                        std::thread::sleep(Duration::from_millis(5));
                     }
                 },
             };

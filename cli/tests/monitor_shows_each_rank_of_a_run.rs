@@ -44,7 +44,14 @@ fn wait_for_ranks(endpoints: &Path, pid: u32) {
     while Instant::now() < deadline {
         if let Ok(doc) = analysis::live_client::fetch_document(&socket, 0.0, Duration::from_secs(5))
         {
-            if doc.neuron_runtime_data.len() == 4 {
+            // Past the profiled step (its trace is written on the rank threads), so
+            // every window below sees training steps.
+            let stepping = doc
+                .neuron_runtime_data
+                .iter()
+                .filter(|e| e.report.neuronprof.as_ref().and_then(|x| x.step) >= Some(2))
+                .count();
+            if stepping == 4 {
                 return;
             }
         }

@@ -119,6 +119,27 @@ fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
             let ext = entry.report.neuronprof.as_ref().unwrap();
             assert_eq!((ext.rank, ext.world_size), (Some(r as u32), Some(4)));
             assert!(ext.hbm.as_ref().unwrap().used_bytes > 0);
+            assert_eq!(ext.topology, "trn2.48xlarge", "document {d} rank {r}");
+            // The publisher's memory categories survive the typed model: the rank's
+            // core lists every category, and its allocations are somewhere in them.
+            let categories = &ext.memory_categories;
+            assert_eq!(categories.len(), 1, "document {d} rank {r}: {categories:?}");
+            let core = categories.values().next().unwrap();
+            let names: Vec<&str> = core.keys().map(String::as_str).collect();
+            assert_eq!(
+                names,
+                [
+                    "activations",
+                    "gradients",
+                    "optimizer_state",
+                    "other",
+                    "parameters"
+                ]
+            );
+            assert!(
+                core.values().sum::<u64>() > 0,
+                "document {d} rank {r}: {core:?}"
+            );
             let used = &entry
                 .report
                 .memory_used

@@ -1,5 +1,5 @@
 //! The typed neuron-monitor document: AWS's groups (`../shared/reference/neuron-monitor.md`)
-//! plus our `neuronprof` extension (`notes/LIVE-SCHEMA.md`).
+//! plus our `neuronprof` extension (`docs/LIVE.md`).
 //!
 //! Every group is an `Option`: neuron-monitor leaves out the groups its configuration did
 //! not enable, and our publisher fills only the runtime groups. Inside a group, counters
@@ -589,7 +589,7 @@ pub struct HardwareInfo {
     pub error: String,
 }
 
-/// Our extension under `report.neuronprof` (schema 1, `notes/LIVE-SCHEMA.md`).
+/// Our extension under `report.neuronprof` (schema 1, `docs/LIVE.md`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NeuronprofReport {
     /// Schema version of this object (1).
@@ -610,6 +610,10 @@ pub struct NeuronprofReport {
     /// Logical NeuronCore configuration (1 or 2).
     #[serde(default)]
     pub lnc: u32,
+    /// The machine the emulated device sits in, e.g. `"trn2.48xlarge"` (empty when not
+    /// known).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub topology: String,
     /// `"running"` or `"finished"`.
     #[serde(default)]
     pub state: String,
@@ -629,6 +633,10 @@ pub struct NeuronprofReport {
     /// Device memory (HBM).
     #[serde(default)]
     pub hbm: Option<Hbm>,
+    /// Device bytes allocated per core index, then per category (`"parameters"`,
+    /// `"activations"`, `"gradients"`, `"optimizer_state"`, `"other"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub memory_categories: BTreeMap<u32, BTreeMap<String, u64>>,
     /// Collectives.
     #[serde(default)]
     pub collectives: Option<Collectives>,

@@ -623,6 +623,8 @@ impl RankSeries {
             workload: String::new(),
             device: device.and_then(|d| d.profile.clone()).unwrap_or_default(),
             lnc: device.and_then(|d| d.lnc).unwrap_or(1),
+            // Traces name no machine, and carry no memory categories.
+            topology: String::new(),
             state: if last { "finished" } else { "running" }.to_string(),
             period: period_s,
             uptime_s: (end - grid.t0) as f64 / 1e9,
@@ -638,6 +640,7 @@ impl RankSeries {
                 peak_bytes: self.peak[b],
                 capacity_bytes: self.capacity_bytes,
             }),
+            memory_categories: BTreeMap::new(),
             collectives: Some(collectives_at(r, end, index, slowest_rank)),
             top_operators: ops,
             dropped_records: r.dropped_records,

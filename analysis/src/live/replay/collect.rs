@@ -312,7 +312,7 @@ impl TraceSink for RankData {
     }
 }
 
-/// The engine names of the live report (`notes/LIVE-SCHEMA.md`: the backend's timing
+/// The engine names of the live report (`docs/LIVE.md`: the backend's timing
 /// model names, `tensor`, `vector`, …) for the trace's (`TensorE`, `VectorE`, …), so
 /// replayed and live reports show the same rows; other names are kept.
 fn engine_name(trace_name: &str) -> &str {

@@ -269,22 +269,15 @@ pub fn device_profile(device: &str, lnc: u32) -> anyhow::Result<DeviceProfile> {
 /// How a trace describes logical core `index` of `profile` (its `deviceProperties`
 /// entry and the process name of its rows).
 pub fn device_info(profile: &DeviceProfile, index: u16) -> DeviceInfo {
-    let lnc = f64::from(profile.lnc);
-    let bf16 = profile.tensor_bf16_tflops * lnc;
     DeviceInfo {
-        core_version: if profile.name.starts_with("trn3") {
-            "v4"
-        } else {
-            "v3"
-        }
-        .to_owned(),
+        core_version: profile.core_version().to_owned(),
         lnc: profile.lnc,
         hbm_bytes: profile.hbm_bytes_per_core(),
-        peak_tflops: vec![
-            ("bf16".to_owned(), bf16),
-            ("fp8".to_owned(), bf16 * profile.tensor_fp8_speedup),
-            ("fp32".to_owned(), bf16 / profile.tensor_fp32_slowdown),
-        ],
+        peak_tflops: profile
+            .peak_tflops_per_core()
+            .iter()
+            .map(|&(dtype, tflops)| (dtype.to_owned(), tflops))
+            .collect(),
         compute_queues: profile.compute_queues,
         collective_queues: profile.collective_queues,
         tensor_op_queues: profile.tensor_op_queues,

@@ -253,6 +253,27 @@ impl DeviceProfile {
         self.compute_queues + self.collective_queues + self.tensor_op_queues
     }
 
+    /// The NeuronCore version a trace or a monitor names: `v3` on Trainium2, `v4` on
+    /// Trainium3 (neuron-monitor's `neuroncore_version` without the LNC suffix).
+    pub fn core_version(&self) -> &'static str {
+        if self.name.starts_with("trn3") {
+            "v4"
+        } else {
+            "v3"
+        }
+    }
+
+    /// Dense TensorE peak of one logical core in TFLOPS per dtype, as traces state it
+    /// (`deviceProperties`): `bf16`, `fp8` and `fp32`.
+    pub fn peak_tflops_per_core(&self) -> [(&'static str, f64); 3] {
+        let bf16 = self.tensor_bf16_tflops * f64::from(self.lnc);
+        [
+            ("bf16", bf16),
+            ("fp8", bf16 * self.tensor_fp8_speedup),
+            ("fp32", bf16 / self.tensor_fp32_slowdown),
+        ]
+    }
+
     /// Dense BF16 TensorE peak of one logical core in FLOP per ns (all its physical cores).
     pub fn tensor_peak_bf16_flops_per_ns(&self) -> f64 {
         self.tensor_bf16_tflops * 1e3 * f64::from(self.lnc)

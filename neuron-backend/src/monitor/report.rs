@@ -203,7 +203,7 @@ pub(crate) fn hardware_info(profile: &DeviceProfile) -> HardwareInfo {
         neuron_device_version: if trn3 { "" } else { "v4" },
         neuroncore_version: format!(
             "{}{}",
-            if trn3 { "v4" } else { "v3" },
+            profile.core_version(),
             if profile.lnc >= 2 { "d" } else { "" }
         ),
         neuron_device_count: topology.chips_per_instance,

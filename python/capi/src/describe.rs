@@ -14,22 +14,15 @@ use crate::device::runtime;
 /// `neuronprof run` states (cli/src/run.rs, `device_info`): peak TFLOPs of the logical
 /// core per dtype from the profile's TensorE rate, its HBM share, its queues.
 pub(crate) fn device_info(profile: &DeviceProfile, index: u16) -> DeviceInfo {
-    let lnc = f64::from(profile.lnc);
-    let bf16 = profile.tensor_bf16_tflops * lnc;
     DeviceInfo {
-        core_version: if profile.name.starts_with("trn3") {
-            "v4"
-        } else {
-            "v3"
-        }
-        .to_owned(),
+        core_version: profile.core_version().to_owned(),
         lnc: profile.lnc,
         hbm_bytes: profile.hbm_bytes_per_core(),
-        peak_tflops: vec![
-            ("bf16".to_owned(), bf16),
-            ("fp8".to_owned(), bf16 * profile.tensor_fp8_speedup),
-            ("fp32".to_owned(), bf16 / profile.tensor_fp32_slowdown),
-        ],
+        peak_tflops: profile
+            .peak_tflops_per_core()
+            .iter()
+            .map(|&(dtype, tflops)| (dtype.to_owned(), tflops))
+            .collect(),
         compute_queues: profile.compute_queues,
         collective_queues: profile.collective_queues,
         tensor_op_queues: profile.tensor_op_queues,

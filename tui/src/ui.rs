@@ -270,7 +270,14 @@ fn tabs_ui(frame: &mut Frame<'_>, area: Rect, app: &App) {
 
 fn help_ui(frame: &mut Frame<'_>, area: Rect) {
     let rows = crate::app::KEY_HELP.len() as u16 + 2;
-    let width = 56.min(area.width);
+    // Wide enough for the longest binding (a space, the 13-column key, its text) and
+    // the borders, so no line is cut at 80 columns.
+    let widest = crate::app::KEY_HELP
+        .iter()
+        .map(|(_, what)| 1 + 13 + what.chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = (widest as u16 + 3).min(area.width);
     let height = rows.min(area.height);
     let popup = Rect {
         x: area.x + (area.width - width) / 2,

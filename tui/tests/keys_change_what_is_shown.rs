@@ -116,6 +116,10 @@ fn question_mark_shows_help_and_any_key_closes_it() {
     assert!(s.contains(" help "), "{s}");
     assert!(s.contains("freeze / unfreeze"), "{s}");
     assert!(s.contains("replay: play / pause"), "{s}");
+    // Every binding's whole text fits at 80 columns (none cut by the box).
+    for (_, what) in tui::app::KEY_HELP {
+        assert!(s.contains(what), "{what:?} cut:\n{s}");
+    }
     key(&mut app, KeyCode::Char('q'));
     assert!(!app.help && !app.quit, "the key closes help, nothing else");
     assert!(!text(&screen(&app, 80, 24)).contains("freeze / unfreeze"));

@@ -302,6 +302,18 @@ pub(crate) fn launch<E>(
 /// The queue submission: blocks (moves the host clock) while the queue has
 /// `max_in_flight` kernels in flight; returns the host instant of the submission.
 pub(crate) fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) -> u64 {
+    submit_waiting(device, queue, launch, crate::device::wait_until)
+}
+
+/// [`submit`] with the wait for a free queue slot given: the emulator's own ops move
+/// the host clock (`wait_until`), a host program that computes numerics itself really
+/// sleeps (`external.rs`).
+pub(crate) fn submit_waiting(
+    device: &Device,
+    queue: usize,
+    launch: RuntimeCallPayload,
+    wait: impl FnOnce(u64) -> u64,
+) -> u64 {
     let _submit = RuntimeCallScope::new(
         RuntimeCallKind::QueueSubmit,
         RuntimeCallPayload {
@@ -311,7 +323,7 @@ pub(crate) fn submit(device: &Device, queue: usize, launch: RuntimeCallPayload) 
     );
     let now_ns = clock::now_ns();
     let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
-    let submitted_ns = crate::device::wait_until(ready_ns);
+    let submitted_ns = wait(ready_ns);
     device.shared.live.note_host();
     if runtime_hooks::is_enabled() {
         runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);

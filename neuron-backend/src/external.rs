@@ -17,9 +17,7 @@
 //!   lowered like [`crate::Tensor::matmul`], a copy like [`crate::Tensor::to_device`],
 //!   anything else as a flat row kernel over its elements on the engine the caller names.
 
-use runtime_hooks::{
-    DmaDirection, FlowKind, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope,
-};
+use runtime_hooks::{DmaDirection, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
 use crate::timing::cost::Precision;
 use crate::timing::lower::{MatmulPlan, RowPlan, Stage};
@@ -150,23 +148,7 @@ impl Device {
             ..Default::default()
         };
         let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, payload);
-        let launch_ns = {
-            let _submit = RuntimeCallScope::new(
-                RuntimeCallKind::QueueSubmit,
-                RuntimeCallPayload {
-                    name_id: runtime_hooks::name!("nrt_queue_submit"),
-                    ..payload
-                },
-            );
-            let now_ns = runtime_hooks::clock::now_ns();
-            let ready_ns = self.timeline().submit_ready_ns(queue, now_ns);
-            let submitted_ns = sleep_until(ready_ns);
-            self.shared.live.note_host();
-            if runtime_hooks::is_enabled() {
-                runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
-            }
-            submitted_ns
-        };
+        let launch_ns = crate::dispatch::submit_waiting(self, queue, payload, sleep_until);
         let kernel = KernelInfo {
             name_id: launch.name_id,
             corr_id: launch.corr_id,

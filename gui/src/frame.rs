@@ -323,6 +323,26 @@ fn push_merged(
     });
 }
 
+/// Draws `slice` as itself when it is at least [`MIN_SLICE_PX`] wide (ending any merged
+/// block before it); returns false, drawing nothing, when it is narrower.
+#[inline]
+fn push_if_wide(
+    frame: &mut FrameShapes,
+    last_merged: &mut Option<usize>,
+    slice: SliceRef,
+    x0: f32,
+    x1: f32,
+    y: f32,
+) -> bool {
+    if x1 - x0 < MIN_SLICE_PX {
+        return false;
+    }
+    frame.shapes.push(Shape::Slice { slice, x0, x1, y });
+    frame.slices_represented += 1;
+    *last_merged = None;
+    true
+}
+
 /// The shapes of one row: from the coarsest pyramid level whose buckets fit in a pixel
 /// when there is one, else slice by slice with one search per pixel column.
 fn row_shapes(
@@ -366,16 +386,7 @@ fn row_shapes(
                     let i = level.long[l] as usize;
                     let x0 = viewport.x_of(row.start_ns[i] as f64, width);
                     let x1 = viewport.x_of(row.end_ns[i] as f64, width);
-                    if x1 - x0 >= MIN_SLICE_PX {
-                        frame.shapes.push(Shape::Slice {
-                            slice: make_ref(i),
-                            x0,
-                            x1,
-                            y,
-                        });
-                        frame.slices_represented += 1;
-                        last_merged = None;
-                    } else {
+                    if !push_if_wide(frame, &mut last_merged, make_ref(i), x0, x1, y) {
                         push_merged(frame, &mut last_merged, make_ref(i), 1, x0, x1, y);
                     }
                     l += 1;
@@ -388,15 +399,7 @@ fn row_shapes(
     while i < row.len() && row.start_ns[i] <= t1 {
         let x0 = viewport.x_of(row.start_ns[i] as f64, width);
         let x1 = viewport.x_of(row.end_ns[i] as f64, width);
-        if x1 - x0 >= MIN_SLICE_PX {
-            frame.shapes.push(Shape::Slice {
-                slice: make_ref(i),
-                x0,
-                x1,
-                y,
-            });
-            frame.slices_represented += 1;
-            last_merged = None;
+        if push_if_wide(frame, &mut last_merged, make_ref(i), x0, x1, y) {
             i += 1;
             continue;
         }

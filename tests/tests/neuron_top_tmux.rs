@@ -305,6 +305,17 @@ fn stdin_stream_with_a_bad_line_updates_and_shows_the_error() {
 
 /// A private endpoint directory (`XDG_RUNTIME_DIR`) and a long `neuronprof run gpt`
 /// publishing in it (profiling nothing: its schedule waits past the end).
+/// Runs the checks, then kills and reaps the workload whether they passed or panicked
+/// (the panic goes on afterwards), so no workload outlives its test.
+fn checking_then_kill(mut workload: Child, checks: impl FnOnce(&mut Child)) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| checks(&mut workload)));
+    let _ = workload.kill();
+    let _ = workload.wait();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 fn start_workload(dir: &Path, neuronprof: &Path) -> (PathBuf, Child) {
     let runtime_dir = dir.join("xdg");
     std::fs::create_dir_all(&runtime_dir).unwrap();
@@ -333,7 +344,7 @@ fn neuronprof_monitor_piped_into_stdin_shows_the_workload() {
         return;
     };
     let dir = scratch("monitor");
-    let (runtime_dir, mut workload) = start_workload(&dir, &neuronprof);
+    let (runtime_dir, workload) = start_workload(&dir, &neuronprof);
     let cmd = format!(
         "XDG_RUNTIME_DIR={x} {np} monitor --period 500ms | {top} --stdin",
         x = sh_quote(&runtime_dir),
@@ -342,7 +353,7 @@ fn neuronprof_monitor_piped_into_stdin_shows_the_workload() {
     );
     let tmux = Tmux::start("monitor", &cmd, 120, 40);
     let pid = workload.id();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    checking_then_kill(workload, |_| {
         let screen = tmux.wait_for("the workload's ranks", Duration::from_secs(60), |s| {
             s.contains(&format!("{pid}/rank1")) && s.contains("NC0 ") && s.contains("used ")
         });
@@ -350,12 +361,7 @@ fn neuronprof_monitor_piped_into_stdin_shows_the_workload() {
         let system = line_with(&screen, "system  user").unwrap_or_default();
         assert!(system.contains('%'), "{screen}");
         tmux.quit();
-    }));
-    let _ = workload.kill();
-    let _ = workload.wait();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    });
 }
 
 #[test]
@@ -364,14 +370,14 @@ fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
         return;
     };
     let dir = scratch("live");
-    let (runtime_dir, mut workload) = start_workload(&dir, &neuronprof);
+    let (runtime_dir, workload) = start_workload(&dir, &neuronprof);
     let cmd = format!(
         "XDG_RUNTIME_DIR={} {} --refresh 0.5",
         sh_quote(&runtime_dir),
         sh_quote(&top)
     );
     let tmux = Tmux::start("live", &cmd, 120, 40);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    checking_then_kill(workload, |workload| {
         let pid = workload.id();
         let first = tmux.wait_for("the workload's ranks", Duration::from_secs(60), |s| {
             s.contains(&format!("{pid}/rank1")) && s.contains("NC0 ")
@@ -404,12 +410,7 @@ fn live_attach_to_a_running_workload_shows_it_and_then_its_exit() {
         });
         assert!(gone.contains("NeuronCore"), "{gone}");
         tmux.quit();
-    }));
-    let _ = workload.kill();
-    let _ = workload.wait();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    });
 }
 
 #[test]

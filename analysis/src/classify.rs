@@ -52,7 +52,73 @@ impl KernelType {
     }
 }
 
-/// HTA's `get_kernel_type(name)`.
+/// Which HTA release's definitions [`Mode::HtaCompat`] follows where releases differ.
+///
+/// HTA 0.5.0 is the newest release on PyPI (what `pip install HolisticTraceAnalysis`
+/// gives); 0.6 (tagged on GitHub, not on PyPI) printed `../shared/traces/hta-reference/`.
+/// Between them only the kernel-name rules changed for the analyses we reproduce
+/// (0.6's `CommunicateKernelGroupingPattern`, `MemoryKernelGroupingPattern` and
+/// `ComputeKernelGroupingPattern` replaced 0.5's three regular expressions, see
+/// [`hta_kernel_type_for`]) and 0.6 added `cuLaunchKernelEx` to the launch names; the
+/// same traces give the same numbers otherwise (checked by
+/// `tests/analyses_match_hta_run_here.rs`, which runs HTA 0.5 on the shared traces).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum HtaVersion {
+    /// HTA 0.5.0 (PyPI).
+    #[serde(rename = "0.5")]
+    V0_5,
+    /// HTA 0.6 (GitHub tags v0.6.0, v0.6.1).
+    #[default]
+    #[serde(rename = "0.6")]
+    V0_6,
+}
+
+impl std::str::FromStr for HtaVersion {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim_start_matches('v') {
+            "0.5" | "0.5.0" => Ok(HtaVersion::V0_5),
+            "0.6" | "0.6.0" | "0.6.1" => Ok(HtaVersion::V0_6),
+            other => Err(format!(
+                "unknown HTA version {other:?}: expected 0.5 (PyPI) or 0.6"
+            )),
+        }
+    }
+}
+
+/// HTA's `get_kernel_type(name)` under `version`'s rules.
+pub fn hta_kernel_type_for(version: HtaVersion, name: &str) -> KernelType {
+    match version {
+        HtaVersion::V0_6 => hta_kernel_type(name),
+        HtaVersion::V0_5 => hta05_kernel_type(name),
+    }
+}
+
+/// HTA 0.5's rules (`hta/utils/utils.py` of 0.5.0), with `re.match` semantics (anchored
+/// at the start; `.` does not cross a newline):
+/// communication `^nccl.*Kernel`; memory `(^Memcpy)|(^Memset)|(^dma)`; computation
+/// unless `(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)` matches, i.e. unless
+/// communication, the first line contains `Memcpy` or `Sync`, or the name starts with
+/// `Memset`; otherwise "other".
+fn hta05_kernel_type(name: &str) -> KernelType {
+    let line = first_line(name);
+    let nccl_kernel = line
+        .strip_prefix("nccl")
+        .is_some_and(|rest| rest.contains("Kernel"));
+    if nccl_kernel {
+        KernelType::Communication
+    } else if name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")
+    {
+        KernelType::Memory
+    } else if !(line.contains("Memcpy") || name.starts_with("Memset") || line.contains("Sync")) {
+        KernelType::Computation
+    } else {
+        KernelType::Other
+    }
+}
+
+/// HTA's `get_kernel_type(name)` (0.6's rules).
 pub fn hta_kernel_type(name: &str) -> KernelType {
     if is_hta_communication(name) {
         KernelType::Communication
@@ -175,6 +241,24 @@ mod tests {
         assert_eq!(t("Event Sync"), KernelType::Other);
         assert_eq!(t("pe_exe"), KernelType::Other);
         assert_eq!(t("fc-dtype_Float"), KernelType::Computation);
+    }
+
+    #[test]
+    fn hta05_name_rules() {
+        let t = |name| hta_kernel_type_for(HtaVersion::V0_5, name);
+        assert_eq!(t("ncclKernel_AllReduce(...)"), KernelType::Communication);
+        assert_eq!(t("ncclDevKernel_AllGather"), KernelType::Communication);
+        assert_eq!(t("void foo<ncclKernel>"), KernelType::Computation, "0.5 anchors nccl");
+        assert_eq!(t("hipMemcpyAsync"), KernelType::Other, "contains Memcpy");
+        assert_eq!(t("Memset (Device)"), KernelType::Memory);
+        assert_eq!(t("dma_request"), KernelType::Memory);
+        assert_eq!(t("Stream Wait Event"), KernelType::Computation);
+        assert_eq!(t("Stream Sync"), KernelType::Other);
+        assert_eq!(t("pe_exe"), KernelType::Computation);
+        assert_eq!(t("ncclFoo\nKernel"), KernelType::Computation, "no match across lines");
+        assert_eq!("0.5".parse::<HtaVersion>(), Ok(HtaVersion::V0_5));
+        assert_eq!("v0.6.1".parse::<HtaVersion>(), Ok(HtaVersion::V0_6));
+        assert!("0.4".parse::<HtaVersion>().is_err());
     }
 
     #[test]

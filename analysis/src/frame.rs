@@ -21,7 +21,7 @@ pub(crate) use hta_time::hta_round_us;
 
 use std::collections::HashMap;
 
-use crate::classify::{self, KernelType, Mode};
+use crate::classify::{self, HtaVersion, KernelType, Mode};
 use crate::model::{RankTrace, Row, TraceSet};
 
 /// One row of a [`Frame`].
@@ -59,6 +59,8 @@ pub struct Frame<'t> {
     pub trace: &'t RankTrace,
     /// The mode the frame was built for.
     pub mode: Mode,
+    /// Which HTA release's rules compat mode follows (unused in the default mode).
+    pub hta_version: HtaVersion,
     /// Nanoseconds per tick: 1000 when times are HTA's rounded µs, else 1.
     pub tick_ns: i64,
     /// Rows after filtering, in HTA's order (kept device rows, then kept host rows).
@@ -134,6 +136,16 @@ impl<'t> Frames<'t> {
     /// Preprocesses every rank for `mode`; `last_step_filter: false` is what HTA's
     /// `TraceDiff` sees (`parse_traces` without `align_and_filter_trace`).
     pub fn build_with(set: &'t TraceSet, mode: Mode, last_step_filter: bool) -> Self {
+        Self::build_for(set, mode, HtaVersion::default(), last_step_filter)
+    }
+
+    /// [`Frames::build_with`] following `hta_version`'s rules in compat mode.
+    pub fn build_for(
+        set: &'t TraceSet,
+        mode: Mode,
+        hta_version: HtaVersion,
+        last_step_filter: bool,
+    ) -> Self {
         let mut step_names: Vec<&str> = set
             .ranks
             .iter()
@@ -157,7 +169,7 @@ impl<'t> Frames<'t> {
                     scope.spawn(move || {
                         traces
                             .iter()
-                            .map(|trace| build_frame(trace, mode, filter))
+                            .map(|trace| build_frame(trace, mode, hta_version, filter))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -209,7 +221,12 @@ fn is_gpu_filter_row(trace: &RankTrace, row: &Row) -> bool {
     (row.stream >= 0 && row.correlation >= 0) || name == "Event Sync" || name == "Context Sync"
 }
 
-fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
+fn build_frame(
+    trace: &RankTrace,
+    mode: Mode,
+    hta_version: HtaVersion,
+    filter: bool,
+) -> Frame<'_> {
     let rounding = mode == Mode::HtaCompat && trace.ts_is_float;
     let tick_ns = if rounding { 1000 } else { 1 };
     let times = |ts_rel_ns: i64, dur_ns: i64| -> (i64, i64) {
@@ -231,7 +248,10 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
         let row = &trace.rows[i];
         let (start, end) = spans[i];
         let (is_device, kernel_type) = match mode {
-            Mode::HtaCompat => (row.stream != -1, classify::hta_kernel_type(trace.name(row))),
+            Mode::HtaCompat => (
+                row.stream != -1,
+                classify::hta_kernel_type_for(hta_version, trace.name(row)),
+            ),
             Mode::Default => (
                 classify::is_device_work_category(trace.category(row)),
                 classify::kernel_type(trace.category(row), trace.name(row), row.is_collective()),
@@ -297,6 +317,7 @@ fn build_frame(trace: &RankTrace, mode: Mode, filter: bool) -> Frame<'_> {
     Frame {
         trace,
         mode,
+        hta_version,
         tick_ns,
         rows,
         filtered,

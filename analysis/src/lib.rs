@@ -106,7 +106,7 @@ pub mod render;
 mod report;
 pub mod stats;
 
-pub use classify::{KernelType, Mode};
+pub use classify::{HtaVersion, KernelType, Mode};
 pub use error::AnalysisError;
 pub use frame::{Frame, FrameRow, Frames};
 pub use model::{load_paths, load_ranks, LoadOptions, LoadProgress, RankTrace, TraceSet};

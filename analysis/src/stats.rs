@@ -1,10 +1,21 @@
 //! pandas' `describe()`, numpy's rounding and numpy's argsort, reproduced.
+//!
+//! numpy's `argsort(kind="quicksort")` (what pandas' `sort_values` calls) orders equal keys
+//! differently depending on the kernel numpy picks at run time, so each is reproduced:
+//! [`numpy_argsort_avx512`] (x86-simd-sort's AVX-512 kernel: numpy ≥ 1.25 on x86-64
+//! CPUs with AVX-512 SKX), [`numpy_argsort_avx2`] (its AVX2 kernel: numpy 2.x on x86-64
+//! CPUs with AVX2 and no AVX-512) and [`numpy_argsort_scalar`] (numpy's own introsort:
+//! everything else). HTA-compat mode uses the AVX-512 order: HTA's reference outputs
+//! (`shared/traces/hta-reference`) were printed on such a machine, and numpy 2.4 on an
+//! AVX-512 CPU reproduces them where the other orders do not (nccl1's queue length).
 
 mod numpy_sort;
+mod x86_simd_argsort;
 
 use serde::Serialize;
 
-pub use numpy_sort::numpy_argsort;
+pub use numpy_sort::numpy_argsort_scalar;
+pub use x86_simd_argsort::{numpy_argsort_avx2, numpy_argsort_avx512};
 
 /// `Series.describe()`: count, mean, sample standard deviation (ddof = 1), min, the
 /// quartiles by linear interpolation, max. `None` where pandas prints `NaN`.

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::ticks_per_us;
 use crate::classify::Mode;
 use crate::frame::Frame;
-use crate::stats::{np_round, numpy_argsort, Describe};
+use crate::stats::{np_round, numpy_argsort_avx512, Describe};
 
 /// Why a device stream was idle before a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -105,7 +105,7 @@ pub fn idle_time_breakdown(
             .filter(|r| frame.model_row(r).stream == stream)
             .collect();
         let keys: Vec<i64> = on_stream.iter().map(|r| r.start_ticks).collect();
-        let on_stream: Vec<_> = numpy_argsort(&keys)
+        let on_stream: Vec<_> = numpy_argsort_avx512(&keys)
             .into_iter()
             .map(|i| on_stream[i])
             .collect();

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::ticks_per_us;
 use crate::classify::{memory_kind, KernelType};
 use crate::frame::Frame;
-use crate::stats::{numpy_argsort, Describe};
+use crate::stats::{numpy_argsort_avx512, Describe};
 
 /// Bandwidth statistics of one copy kind. JSON: `{"rank", "name", "memory_bw_gbps":
 /// Describe}`.
@@ -49,7 +49,7 @@ pub fn memory_bw_summary(frame: &Frame<'_>) -> Vec<MemoryBwEntry> {
     // pandas' `sort_values` (numpy's unstable quicksort) decides the order of equal
     // times, which changes the running sums seen.
     let keys: Vec<i64> = starts.iter().map(|p| p.0).collect();
-    let order = numpy_argsort(&keys);
+    let order = numpy_argsort_avx512(&keys);
     let starts: Vec<_> = order.into_iter().map(|i| starts[i].clone()).collect();
     let mut by_name: BTreeMap<String, (f64, Vec<f64>)> = BTreeMap::new();
     for (_, name, delta) in starts {

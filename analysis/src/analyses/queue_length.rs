@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::classify::Mode;
 use crate::frame::{Frame, FrameRow};
-use crate::stats::{numpy_argsort, Describe};
+use crate::stats::{numpy_argsort_avx512, Describe};
 
 /// Launch names HTA recognises (`TraceSymbolTable.get_runtime_launch_events_mask`).
 pub(crate) const HTA_LAUNCH_NAMES: [&str; 12] = [
@@ -146,7 +146,7 @@ pub fn queue_length_summary_with_limit(
         }
     }
     let keys: Vec<i64> = points.iter().map(|p| p.0).collect();
-    let points: Vec<(i64, Option<i64>, i64)> = numpy_argsort(&keys)
+    let points: Vec<(i64, Option<i64>, i64)> = numpy_argsort_avx512(&keys)
         .into_iter()
         .map(|i| points[i])
         .collect();

@@ -1,17 +1,21 @@
-//! numpy's default `argsort` (`kind="quicksort"`, an introsort), reproduced so that rows
-//! with equal keys come out in the order pandas' `sort_values` gives them.
+//! numpy's default `argsort` (`kind="quicksort"`) in its scalar form, an introsort,
+//! reproduced so that rows with equal keys come out in the order pandas' `sort_values`
+//! gives them where numpy runs it: numpy before 1.25, numpy 1.25/1.26 on x86-64 without
+//! AVX-512, numpy 2.x on x86-64 without AVX2 and on every other architecture (64-bit
+//! keys). Where numpy dispatches to x86-simd-sort instead, see
+//! [`super::numpy_argsort_avx512`] and [`super::numpy_argsort_avx2`].
 //!
 //! Order among equal timestamps changes HTA's queue length and bandwidth steps and its
 //! idle gaps, so a stable sort is not enough for equal numbers. This follows
 //! `numpy/_core/src/npysort/quicksort.cpp` (`aquicksort_`, `aheapsort_`): median of three,
-//! insertion sort below 17 elements, heapsort past a depth of 2·log2(n). (numpy builds
-//! with AVX-512 may dispatch 64-bit argsorts to x86-simd-sort instead, whose tie order
-//! differs.)
+//! partitioning while a range spans more than `SMALL_QUICKSORT` (15) positions, insertion
+//! sort below, heapsort past a depth of 2·⌊log2 n⌋. `tests/argsort_matches_numpy.rs`
+//! checks it against numpy forced onto this path (`NPY_DISABLE_CPU_FEATURES`).
 
-const SMALL_QUICKSORT: usize = 16;
+const SMALL_QUICKSORT: usize = 15;
 
 /// Indices that sort `keys` the way `numpy.argsort(keys)` does.
-pub fn numpy_argsort(keys: &[i64]) -> Vec<usize> {
+pub fn numpy_argsort_scalar(keys: &[i64]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..keys.len()).collect();
     if keys.len() < 2 {
         return idx;
@@ -130,13 +134,21 @@ mod tests {
     #[test]
     fn sorts_and_keeps_numpy_tie_order() {
         let keys: Vec<i64> = (0..200).map(|i| (i * 7919 % 13) as i64).collect();
-        let order = numpy_argsort(&keys);
+        let order = numpy_argsort_scalar(&keys);
         assert!(order.windows(2).all(|w| keys[w[0]] <= keys[w[1]]));
         let mut seen = order.clone();
         seen.sort_unstable();
         assert_eq!(seen, (0..200).collect::<Vec<_>>());
+        // numpy 2.4.6 with NPY_DISABLE_CPU_FEATURES="X86_V4 X86_V3" (FNV-1a of the order).
+        let keys: Vec<i64> = (0..3000).map(|i| i * 7919 % 13).collect();
+        let fnv = numpy_argsort_scalar(&keys)
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &i| {
+                (h ^ i as u64).wrapping_mul(0x0100_0000_01b3)
+            });
+        assert_eq!(fnv, 0xeb00_e52f_c805_d0ab);
         assert_eq!(
-            numpy_argsort(&[1, 0, 1, 0]),
+            numpy_argsort_scalar(&[1, 0, 1, 0]),
             vec![1, 3, 0, 2],
             "small: insertion sort"
         );

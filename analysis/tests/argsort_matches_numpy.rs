@@ -1,0 +1,266 @@
+//! Our emulations of numpy's `argsort(kind="quicksort")` give numpy's exact permutation,
+//! equal keys included, on a few thousand arrays full of ties (sizes 0 to 5000, three of
+//! 100 000; random keys from small and large ranges, runs, sorted and reversed inputs,
+//! all-equal, sorted with a few swaps, one dominating key), checked against the numpy in the HTA venv
+//! (`NEURONPROF_HTA_PYTHON`, else `target/hta-venv`, which `.ci/run` creates; without
+//! either the test skips with a message, except in CI where it fails).
+//!
+//! numpy picks its kernel at import time; the test runs it three times: as the CPU allows
+//! (AVX-512 → [`numpy_argsort_avx512`], AVX2 only → [`numpy_argsort_avx2`]), then forced
+//! down with `NPY_DISABLE_CPU_FEATURES` to the AVX2 kernel and to the scalar introsort
+//! ([`numpy_argsort_scalar`]). A kernel the CPU lacks is reported as not checked.
+//! The arrays travel through one file each way: three python launches in all.
+
+use std::path::Path;
+use std::process::Command;
+
+use analysis::stats::{numpy_argsort_avx2, numpy_argsort_avx512, numpy_argsort_scalar};
+
+/// `NEURONPROF_HTA_PYTHON`, else the workspace's `target/hta-venv` python if it exists.
+fn hta_python() -> Option<String> {
+    if let Ok(python) = std::env::var("NEURONPROF_HTA_PYTHON") {
+        return Some(python);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/hta-venv/bin/python");
+    venv.exists().then(|| venv.to_string_lossy().into_owned())
+}
+
+/// Reads arrays (little-endian i64: count, then length and keys of each), argsorts each
+/// with `kind="quicksort"` and writes the indices back as i64; prints the numpy version
+/// and the 64-bit argsort kernel this numpy dispatches to (the dispatch targets are
+/// `X86_V4`/`X86_V3` from numpy 2.4, `AVX512_SKX`/`AVX2` before).
+const HARNESS: &str = r#"
+import sys
+import numpy as np
+from numpy._core._multiarray_umath import __cpu_features__ as f
+if "X86_V4" in f:
+    avx512, avx2 = f["X86_V4"], f["X86_V3"]
+else:
+    avx512 = f.get("AVX512_SKX", False)
+    avx2 = f.get("AVX2", False) and int(np.__version__.split(".")[0]) >= 2
+data = np.fromfile(sys.argv[1], dtype="<i8")
+count, pos, out = int(data[0]), 1, []
+for _ in range(count):
+    n = int(data[pos])
+    out.append(np.argsort(data[pos + 1 : pos + 1 + n].copy(), kind="quicksort").astype("<i8"))
+    pos += 1 + n
+(np.concatenate(out) if out else np.zeros(0, "<i8")).tofile(sys.argv[2])
+print(np.__version__, "avx512" if avx512 else "avx2" if avx2 else "scalar")
+"#;
+
+/// splitmix64: a fixed sequence, so a failure names an array that stays the same.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// One array of `n` keys in shape `kind`.
+fn array(rng: &mut Rng, n: usize, kind: u64) -> Vec<i64> {
+    let range = [1u64, 2, 3, 5, 8, 17, 100, 1000, 1 << 40][rng.below(9) as usize];
+    let mut v: Vec<i64> = match kind {
+        0 => (0..n).map(|_| rng.below(range) as i64).collect(),
+        // Runs of equal keys, rising like timestamps.
+        1 => {
+            let mut t = 0i64;
+            let mut v = Vec::with_capacity(n);
+            while v.len() < n {
+                let run = 1 + rng.below(12) as usize;
+                v.extend(std::iter::repeat_n(t, run.min(n - v.len())));
+                t += rng.below(3) as i64;
+            }
+            v
+        }
+        2 => vec![rng.below(5) as i64 - 2; n],
+        // One key dominates: the SIMD kernels' pivot is then the smallest key level after
+        // level, and they end in their std::sort fallback.
+        5 => (0..n)
+            .map(|_| match rng.below(40) {
+                0 => rng.below(range) as i64,
+                _ => 0,
+            })
+            .collect(),
+        3 => (0..n as i64)
+            .map(|i| i / (1 + range as i64 % 7))
+            .rev()
+            .collect(),
+        // Negative and positive, a few extremes.
+        _ => (0..n)
+            .map(|_| match rng.below(20) {
+                0 => i64::MIN,
+                1 => i64::MAX - 1,
+                _ => rng.below(range) as i64 - (range / 2) as i64,
+            })
+            .collect(),
+    };
+    if kind == 1 || kind == 3 {
+        // Nearly sorted: a few swaps.
+        for _ in 0..rng.below(4) {
+            if n > 1 {
+                let (a, b) = (rng.below(n as u64) as usize, rng.below(n as u64) as usize);
+                v.swap(a, b);
+            }
+        }
+    }
+    v
+}
+
+fn arrays() -> Vec<Vec<i64>> {
+    let mut rng = Rng(0x5eed_0fa2_c5c5);
+    let mut out = Vec::new();
+    // Every length through the network sizes and the first partitions.
+    for n in 0..=300 {
+        let kind = rng.below(6);
+        out.push(array(&mut rng, n, kind));
+    }
+    for _ in 0..400 {
+        let n = rng.below(5000) as usize;
+        let kind = rng.below(6);
+        out.push(array(&mut rng, n, kind));
+    }
+    for kind in [0, 1, 5] {
+        out.push(array(&mut rng, 100_000, kind));
+    }
+    out
+}
+
+fn write_arrays(path: &Path, arrays: &[Vec<i64>]) {
+    let mut bytes = Vec::new();
+    bytes.extend((arrays.len() as i64).to_le_bytes());
+    for a in arrays {
+        bytes.extend((a.len() as i64).to_le_bytes());
+        for k in a {
+            bytes.extend(k.to_le_bytes());
+        }
+    }
+    std::fs::write(path, bytes).expect("write the arrays");
+}
+
+/// Runs the harness with `NPY_DISABLE_CPU_FEATURES=disable`; returns numpy's version, its
+/// kernel and every array's permutation.
+fn numpy_argsorts(
+    python: &str,
+    dir: &Path,
+    arrays: &[Vec<i64>],
+    disable: &str,
+) -> (String, String, Vec<Vec<usize>>) {
+    let (input, output) = (dir.join("keys.bin"), dir.join("order.bin"));
+    let run = Command::new(python)
+        .args(["-c", HARNESS])
+        .arg(&input)
+        .arg(&output)
+        .env("NPY_DISABLE_CPU_FEATURES", disable)
+        .output()
+        .expect("start python");
+    assert!(
+        run.status.success(),
+        "numpy harness failed (NPY_DISABLE_CPU_FEATURES={disable:?}): {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let mut words = stdout.split_whitespace();
+    let version = words.next().unwrap_or_default().to_owned();
+    let kernel = words.next().unwrap_or_default().to_owned();
+    let bytes = std::fs::read(&output).expect("read numpy's order");
+    let mut flat = bytes
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as usize);
+    let orders = arrays
+        .iter()
+        .map(|a| flat.by_ref().take(a.len()).collect())
+        .collect();
+    (version, kernel, orders)
+}
+
+/// Compares every array; returns how many differ (and prints the first few).
+fn mismatches(arrays: &[Vec<i64>], numpy: &[Vec<usize>], ours: fn(&[i64]) -> Vec<usize>) -> usize {
+    let mut bad = 0;
+    for (i, (keys, want)) in arrays.iter().zip(numpy).enumerate() {
+        let got = ours(keys);
+        if &got != want {
+            if bad < 3 {
+                let at = got.iter().zip(want).position(|(g, w)| g != w).unwrap_or(0);
+                eprintln!(
+                    "array {i} (n = {}): first difference at position {at}: ours {:?}, numpy {:?}",
+                    keys.len(),
+                    &got[at..(at + 8).min(got.len())],
+                    &want[at..(at + 8).min(want.len())]
+                );
+            }
+            bad += 1;
+        }
+    }
+    bad
+}
+
+#[test]
+fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
+    let Some(python) = hta_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: `bash scripts/hta-venv` makes the HTA venv"
+        );
+        eprintln!(
+            "skipped: no numpy; run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to \
+             a python with numpy"
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("neuronprof-argsort-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let arrays = arrays();
+    write_arrays(&dir.join("keys.bin"), &arrays);
+
+    let (version, native, orders) = numpy_argsorts(&python, &dir, &arrays, "");
+    // numpy 2.4 dispatches to targets X86_V4 / X86_V3, older numpy to AVX512_SKX / AVX2;
+    // numpy ignores names it does not know.
+    let (no_avx512, no_avx2) = ("X86_V4 AVX512_SKX", "X86_V4 AVX512_SKX X86_V3 AVX2");
+    let mut failures = Vec::new();
+    let mut check = |kernel: &str, orders: &[Vec<usize>]| {
+        let ours: fn(&[i64]) -> Vec<usize> = match kernel {
+            "avx512" => numpy_argsort_avx512,
+            "avx2" => numpy_argsort_avx2,
+            _ => numpy_argsort_scalar,
+        };
+        let bad = mismatches(&arrays, orders, ours);
+        eprintln!(
+            "numpy {version}, {kernel} kernel: {} of {} arrays match",
+            arrays.len() - bad,
+            arrays.len()
+        );
+        if bad > 0 {
+            failures.push(format!("{kernel}: {bad} arrays differ"));
+        }
+    };
+    check(&native, &orders);
+    if native != "avx512" {
+        eprintln!("AVX-512 kernel not checked: this CPU (or numpy build) does not use it");
+    }
+    let mut kernels_seen = vec![native.clone()];
+    for disable in [no_avx512, no_avx2] {
+        let (_, kernel, orders) = numpy_argsorts(&python, &dir, &arrays, disable);
+        if kernels_seen.contains(&kernel) {
+            continue;
+        }
+        check(&kernel, &orders);
+        kernels_seen.push(kernel);
+    }
+    if !kernels_seen.iter().any(|k| k == "avx2") {
+        eprintln!("AVX2 kernel not checked: this CPU (or numpy build) does not use it");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        kernels_seen.iter().any(|k| k == "scalar"),
+        "numpy did not fall back to its scalar argsort with NPY_DISABLE_CPU_FEATURES={no_avx2:?}"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("; "));
+}

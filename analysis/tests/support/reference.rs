@@ -1,4 +1,5 @@
-//! Parsing what HTA 0.6 printed (`../shared/traces/hta-reference/*.txt`) and comparing
+//! Parsing what HTA printed (`../shared/traces/hta-reference/*.txt`, or
+//! `scripts/hta_reference.py` run here) and comparing
 //! our numbers with it at the printed precision.
 
 use super::traces::traces_dir;
@@ -11,9 +12,19 @@ pub struct Reference {
 }
 
 impl Reference {
+    /// Reads `../shared/traces/hta-reference/<name>`, or `None` (with a message) when the
+    /// shared traces are absent.
+    #[allow(dead_code)] // not every test crate reads the shared references
     pub fn load(name: &str) -> Option<Reference> {
         let path = traces_dir()?.join("hta-reference").join(name);
-        let text = std::fs::read_to_string(&path).expect("reference readable");
+        Some(Self::from_path(&path, name))
+    }
+
+    /// Reads a reference printed elsewhere (by `scripts/hta_reference.py`), naming it
+    /// `label` in messages.
+    pub fn from_path(path: &std::path::Path, label: &str) -> Reference {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("reference {} unreadable: {e}", path.display()));
         let mut sections = BTreeMap::new();
         let mut current = String::from("header");
         for line in text.lines() {
@@ -29,10 +40,10 @@ impl Reference {
                 .or_insert_with(Vec::new)
                 .push(line.to_owned());
         }
-        Some(Reference {
-            file: name.to_owned(),
+        Reference {
+            file: label.to_owned(),
             sections,
-        })
+        }
     }
 
     pub fn section(&self, name: &str) -> &[String] {

@@ -155,9 +155,11 @@ impl<'t> Frames<'t> {
         step_names.sort_unstable();
         step_names.dedup();
         let device_type = set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type());
-        // HTA filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`); that
-        // path is not reproduced, such traces are left unfiltered.
-        let filter = last_step_filter && step_names.len() >= 2 && device_type != "MTIA";
+        // HTA 0.6 filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`);
+        // that path is not reproduced, such traces are left unfiltered. HTA 0.5 has no
+        // MTIA path: its one filter applies to every device.
+        let mtia_06 = device_type == "MTIA" && hta_version == HtaVersion::V0_6;
+        let filter = last_step_filter && step_names.len() >= 2 && !mtia_06;
         // Ranks are independent: build them on all cores.
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = set.ranks.len().div_ceil(workers).max(1);

@@ -1,7 +1,8 @@
 //! Our emulations of numpy's `argsort(kind="quicksort")` give numpy's exact permutation,
 //! equal keys included, on a few thousand arrays full of ties (sizes 0 to 5000, three of
 //! 100 000; random keys from small and large ranges, runs, sorted and reversed inputs,
-//! all-equal, sorted with a few swaps, one dominating key), checked against the numpy in the HTA venv
+//! all-equal, sorted with a few swaps, one dominating key, and stored worst cases that
+//! reach every fallback), checked against the numpy in the HTA venv
 //! (`NEURONPROF_HTA_PYTHON`, else `target/hta-venv`, which `.ci/run` creates; without
 //! either the test skips with a message, except in CI where it fails).
 //!
@@ -11,10 +12,15 @@
 //! ([`numpy_argsort_scalar`]). A kernel the CPU lacks is reported as not checked.
 //! The arrays travel through one file each way: three python launches in all.
 
+mod support {
+    pub mod adversary;
+}
+
 use std::path::Path;
 use std::process::Command;
 
 use analysis::stats::{numpy_argsort_avx2, numpy_argsort_avx512, numpy_argsort_scalar};
+use support::adversary;
 
 /// `NEURONPROF_HTA_PYTHON`, else the workspace's `target/hta-venv` python if it exists.
 fn hta_python() -> Option<String> {
@@ -130,7 +136,59 @@ fn arrays() -> Vec<Vec<i64>> {
     for kind in [0, 1, 5] {
         out.push(array(&mut rng, 100_000, kind));
     }
+    out.extend(worst_cases());
     out
+}
+
+/// Stored worst cases: McIlroy's adversary (`support/adversary.rs`, with runs of equal
+/// keys) run against each emulation. They reach the heapsort fallbacks (numpy's own, and
+/// libstdc++'s inside x86-simd-sort's `std::sort` fallback; the unit tests of
+/// `analysis::stats` check that), where ties then decide the order. Stored, not made at
+/// test time: made by a changed emulation they would follow its own comparisons.
+const WORST_CASES: &str = "tests/data/argsort-worst-cases.txt";
+
+/// `(n, tie)` of the stored worst cases; each is made against the AVX-512, AVX2 and
+/// scalar emulations in turn.
+const WORST_CASE_SHAPES: [(usize, usize); 2] = [(1000, 4), (2000, 8)];
+
+fn worst_cases() -> Vec<Vec<i64>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(WORST_CASES);
+    let text = std::fs::read_to_string(&path).expect("tests/data/argsort-worst-cases.txt");
+    let cases: Vec<Vec<i64>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            l.split_whitespace()
+                .map(|k| k.parse().expect("a key"))
+                .collect()
+        })
+        .collect();
+    assert_eq!(cases.len(), 3 * WORST_CASE_SHAPES.len(), "{WORST_CASES}");
+    cases
+}
+
+#[test]
+#[ignore = "rewrites tests/data/argsort-worst-cases.txt from the emulations"]
+fn regenerate_worst_cases() {
+    let mut text = String::from(
+        "# McIlroy worst cases with runs of equal keys (tests/support/adversary.rs), one a\n\
+         # line, made against numpy_argsort_avx512, _avx2 and _scalar for each (n, tie) in\n\
+         # argsort_matches_numpy.rs's WORST_CASE_SHAPES. Made by: cargo test -p analysis\n\
+         # --test argsort_matches_numpy -- --ignored regenerate_worst_cases\n",
+    );
+    for (n, tie) in WORST_CASE_SHAPES {
+        for keys in [
+            adversary::killer(n, tie, |k| numpy_argsort_avx512(k)),
+            adversary::killer(n, tie, |k| numpy_argsort_avx2(k)),
+            adversary::killer(n, tie, |k| numpy_argsort_scalar(k)),
+        ] {
+            let line: Vec<String> = keys.iter().map(i64::to_string).collect();
+            text += &line.join(" ");
+            text.push('\n');
+        }
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(WORST_CASES);
+    std::fs::write(path, text).expect("write the worst cases");
 }
 
 fn write_arrays(path: &Path, arrays: &[Vec<i64>]) {

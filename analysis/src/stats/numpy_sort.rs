@@ -14,8 +14,10 @@
 
 const SMALL_QUICKSORT: usize = 15;
 
-/// Indices that sort `keys` the way `numpy.argsort(keys)` does.
-pub fn numpy_argsort_scalar(keys: &[i64]) -> Vec<usize> {
+/// Indices that sort `keys` the way numpy's scalar `argsort(kind="quicksort")` does.
+/// `keys` must be totally ordered by `<` (integers, or floats without NaN: numpy sorts
+/// NaN last, which this does not reproduce).
+pub fn numpy_argsort_scalar<K: PartialOrd + Copy>(keys: &[K]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..keys.len()).collect();
     if keys.len() < 2 {
         return idx;
@@ -26,6 +28,8 @@ pub fn numpy_argsort_scalar(keys: &[i64]) -> Vec<usize> {
     let mut cdepth: i32 = 2 * (usize::BITS - 1 - keys.len().leading_zeros()) as i32;
     loop {
         if cdepth < 0 {
+            #[cfg(test)]
+            tests::HEAP_SORTS.with(|c| c.set(c.get() + 1));
             heapsort(v, &mut idx[pl..=pr]);
         } else {
             while pr - pl > SMALL_QUICKSORT {
@@ -85,7 +89,7 @@ pub fn numpy_argsort_scalar(keys: &[i64]) -> Vec<usize> {
 }
 
 /// numpy's `aheapsort_` on a slice of indices (1-based arithmetic as in numpy).
-fn heapsort(v: &[i64], a: &mut [usize]) {
+fn heapsort<K: PartialOrd + Copy>(v: &[K], a: &mut [usize]) {
     let n = a.len();
     let get = |a: &[usize], i: usize| a[i - 1];
     for l in (1..=n >> 1).rev() {
@@ -130,6 +134,30 @@ fn heapsort(v: &[i64], a: &mut [usize]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Ranges that went to the heapsort fallback.
+        pub(super) static HEAP_SORTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    mod adversary {
+        include!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/adversary.rs"
+        ));
+    }
+
+    /// McIlroy's adversary against the median of three reaches the heapsort fallback.
+    #[test]
+    fn adversarial_keys_reach_the_heapsort() {
+        for (n, tie) in [(100, 1), (1000, 4), (2000, 8)] {
+            let keys = adversary::killer(n, tie, |k| numpy_argsort_scalar(k));
+            HEAP_SORTS.set(0);
+            let order = numpy_argsort_scalar(&keys);
+            assert!(HEAP_SORTS.get() > 0, "n = {n}");
+            assert!(order.windows(2).all(|w| keys[w[0]] <= keys[w[1]]));
+        }
+    }
 
     #[test]
     fn sorts_and_keeps_numpy_tie_order() {

@@ -48,15 +48,18 @@
 //! place this code knowingly departs from numpy; timestamps never reach `i64::MAX`).
 
 /// Indices that sort `keys` the way numpy 2.x's `argsort(kind="quicksort")` does on an
-/// x86-64 CPU with AVX-512 (x86-simd-sort's `avx512_argsort`).
-pub fn numpy_argsort_avx512(keys: &[i64]) -> Vec<usize> {
-    argsort::<8>(keys, Store::Compress)
+/// x86-64 CPU with AVX-512 (x86-simd-sort's `avx512_argsort`). `keys` must be totally
+/// ordered by `<` (integers, or floats without NaN: numpy sorts arrays with NaN
+/// elsewhere).
+pub fn numpy_argsort_avx512<K: PartialOrd + Copy>(keys: &[K]) -> Vec<usize> {
+    argsort::<K, 8>(keys, Store::Compress)
 }
 
 /// Indices that sort `keys` the way numpy 2.x's `argsort(kind="quicksort")` does on an
-/// x86-64 CPU with AVX2 but no AVX-512 (x86-simd-sort's `avx2_argsort`).
-pub fn numpy_argsort_avx2(keys: &[i64]) -> Vec<usize> {
-    argsort::<4>(keys, Store::PermuteBoth)
+/// x86-64 CPU with AVX2 but no AVX-512 (x86-simd-sort's `avx2_argsort`). Keys as for
+/// [`numpy_argsort_avx512`].
+pub fn numpy_argsort_avx2<K: PartialOrd + Copy>(keys: &[K]) -> Vec<usize> {
+    argsort::<K, 4>(keys, Store::PermuteBoth)
 }
 
 /// How a partitioned register is written back.
@@ -74,84 +77,73 @@ const NETWORK_MAX: usize = 256;
 /// Registers per partition block.
 const UNROLL: usize = 4;
 
-fn argsort<const L: usize>(keys: &[i64], store: Store) -> Vec<usize> {
+fn argsort<K: PartialOrd + Copy, const L: usize>(keys: &[K], store: Store) -> Vec<usize> {
     let n = keys.len();
-    let mut arg: Vec<usize> = (0..n).collect();
-    if n < 2 || keys.windows(2).all(|w| w[0] <= w[1]) {
-        return arg;
+    if n < 2 || !keys.windows(2).any(|w| w[1] < w[0]) {
+        return (0..n).collect();
     }
+    // The kernels move indices and gather keys through them; moving each key with its
+    // index is the same data movement without the random reads.
+    let mut arg: Vec<(K, usize)> = keys.iter().copied().zip(0..).collect();
     let max_iters = 2 * ((n as f64).log2() as usize);
-    let mut sorter = Sorter::<L> {
-        keys,
+    let mut sorter = Sorter::<K, L> {
         store,
-        block: [0; 64],
         net: Vec::with_capacity(NETWORK_MAX),
     };
     sorter.sort(&mut arg, 0, n - 1, max_iters);
-    arg
+    arg.into_iter().map(|(_, i)| i).collect()
 }
 
-struct Sorter<'a, const L: usize> {
-    keys: &'a [i64],
+/// An index with its key.
+type Item<K> = (K, usize);
+
+struct Sorter<K, const L: usize> {
     store: Store,
-    /// One partition block (`UNROLL·L` indices).
-    block: [usize; 64],
-    /// The network's registers, `(key, index)` per lane; `index == PAD` for padding.
-    net: Vec<(i64, usize)>,
+    /// The network's registers when padding is needed; `index == PAD` for padding.
+    net: Vec<Item<K>>,
 }
 
 const PAD: usize = usize::MAX;
 
-impl<const L: usize> Sorter<'_, L> {
+impl<K: PartialOrd + Copy, const L: usize> Sorter<K, L> {
     /// `argsort_`: sorts `arg[left..=right]`.
-    fn sort(&mut self, arg: &mut [usize], left: usize, right: usize, max_iters: usize) {
+    fn sort(&mut self, arg: &mut [Item<K>], left: usize, right: usize, max_iters: usize) {
         if max_iters == 0 {
-            libstdcxx_sort(self.keys, &mut arg[left..=right]);
+            #[cfg(test)]
+            tests::count(&tests::STD_SORTS);
+            libstdcxx_sort(&mut arg[left..=right]);
             return;
         }
         if right + 1 - left <= NETWORK_MAX {
             self.network(&mut arg[left..=right]);
             return;
         }
-        let pivot = self.pivot(arg, left, right);
-        let (pivot_index, smallest, biggest) = self.partition(arg, left, right + 1, pivot);
-        if pivot != smallest {
+        let pivot = pivot::<K, L>(arg, left, right);
+        let pivot_index = self.partition(arg, left, right + 1, pivot);
+        // The kernel compares the pivot with the range's smallest and largest keys: the
+        // pivot is the smallest exactly when no key went left, the largest exactly when
+        // no key on the right exceeds it.
+        if pivot_index > left {
             self.sort(arg, left, pivot_index - 1, max_iters - 1);
         }
-        if pivot != biggest {
+        if arg[pivot_index..=right].iter().any(|e| pivot < e.0) {
             self.sort(arg, pivot_index, right, max_iters - 1);
         }
     }
 
-    /// `get_pivot_64bit`: the middle of `L` evenly spaced samples.
-    fn pivot(&self, arg: &[usize], left: usize, right: usize) -> i64 {
-        let step = (right - left) / L;
-        let mut sample = [0i64; L];
-        for (k, s) in sample.iter_mut().enumerate() {
-            *s = self.keys[arg[left + (k + 1) * step]];
-        }
-        sample.sort_unstable();
-        sample[L / 2]
-    }
-
     /// `argpartition_unrolled::<4>` on `arg[left..right)` (this is only reached above
     /// 256 keys, past the non-unrolled variant's bound). Returns the first index of the
-    /// `≥ pivot` part and the range's smallest and largest keys.
+    /// `≥ pivot` part.
     fn partition(
         &mut self,
-        arg: &mut [usize],
+        arg: &mut [Item<K>],
         mut left: usize,
         mut right: usize,
-        pivot: i64,
-    ) -> (usize, i64, i64) {
-        let keys = self.keys;
+        pivot: K,
+    ) -> usize {
         let block = UNROLL * L;
-        let (mut smallest, mut biggest) = (i64::MAX, i64::MIN);
         for _ in 0..(right - left) % block {
-            let k = keys[arg[left]];
-            smallest = smallest.min(k);
-            biggest = biggest.max(k);
-            if k < pivot {
+            if arg[left].0 < pivot {
                 left += 1;
             } else {
                 right -= 1;
@@ -159,17 +151,11 @@ impl<const L: usize> Sorter<'_, L> {
             }
         }
         if left == right {
-            return (left, smallest, biggest);
+            return left;
         }
-        for &i in &arg[left..right] {
-            let k = keys[i];
-            smallest = smallest.min(k);
-            biggest = biggest.max(k);
-        }
-        let mut first = [0usize; 64];
-        let mut last = [0usize; 64];
-        first[..block].copy_from_slice(&arg[left..left + block]);
-        last[..block].copy_from_slice(&arg[right - block..right]);
+        let first: Vec<Item<K>> = arg[left..left + block].to_vec();
+        let last: Vec<Item<K>> = arg[right - block..right].to_vec();
+        let mut loaded: Vec<Item<K>> = Vec::with_capacity(block);
         let mut r_store = right - L;
         let mut l_store = left;
         left += block;
@@ -182,234 +168,296 @@ impl<const L: usize> Sorter<'_, L> {
                 left += block;
                 left - block
             };
-            self.block[..block].copy_from_slice(&arg[from..from + block]);
-            for r in 0..UNROLL {
-                let reg: [usize; L] = self.block[r * L..(r + 1) * L].try_into().unwrap();
-                let ge = self.store_register(arg, l_store, r_store, &reg, pivot);
+            loaded.clear();
+            loaded.extend_from_slice(&arg[from..from + block]);
+            for reg in loaded.chunks_exact(L) {
+                let ge = self.store_register(arg, l_store, r_store, reg, pivot);
                 l_store += L - ge;
                 r_store -= ge;
             }
         }
         for saved in [&first, &last] {
-            for r in 0..UNROLL {
-                let reg: [usize; L] = saved[r * L..(r + 1) * L].try_into().unwrap();
-                let ge = self.store_register(arg, l_store, r_store, &reg, pivot);
+            for reg in saved.chunks_exact(L) {
+                let ge = self.store_register(arg, l_store, r_store, reg, pivot);
                 l_store += L - ge;
                 r_store = r_store.wrapping_sub(ge);
             }
         }
-        (l_store, smallest, biggest)
+        l_store
     }
 
-    /// `partition_vec`: writes one register's indices split by `key < pivot`; returns
-    /// how many were `≥ pivot`. `r_store + L` is the end of the right part's free room.
+    /// `partition_vec`: writes one register's items split by `key < pivot`; returns how
+    /// many were `≥ pivot`. `r_store + L` is the end of the right part's free room.
+    #[inline(always)]
     fn store_register(
         &self,
-        arg: &mut [usize],
+        arg: &mut [Item<K>],
         l_store: usize,
         r_store: usize,
-        reg: &[usize; L],
-        pivot: i64,
+        reg: &[Item<K>],
+        pivot: K,
     ) -> usize {
-        let keys = self.keys;
-        let ge = reg.iter().filter(|&&i| keys[i] >= pivot).count();
+        let ng = L - reg.iter().filter(|e| e.0 < pivot).count();
         match self.store {
             Store::Compress => {
-                let (mut l, mut r) = (l_store, r_store.wrapping_add(L) - ge);
-                for &i in reg {
-                    if keys[i] < pivot {
-                        arg[l] = i;
+                // `< pivot` lanes packed at l_store, `≥` lanes packed to end at r_store + L.
+                let (mut l, mut r) = (l_store, r_store.wrapping_add(L) - ng);
+                for &e in reg {
+                    if e.0 < pivot {
+                        arg[l] = e;
                         l += 1;
                     } else {
-                        arg[r] = i;
+                        arg[r] = e;
                         r += 1;
                     }
                 }
             }
             Store::PermuteBoth => {
-                let mut permuted = [0usize; L];
-                let (mut l, mut r) = (0, L);
-                for &i in reg {
-                    if keys[i] < pivot {
-                        permuted[l] = i;
+                // `[< lanes in order, ≥ lanes last-first]`, stored whole at both cursors.
+                let (mut l, mut r) = (l_store, l_store + L);
+                for &e in reg {
+                    if e.0 < pivot {
+                        arg[l] = e;
                         l += 1;
                     } else {
                         r -= 1;
-                        permuted[r] = i;
+                        arg[r] = e;
                     }
                 }
-                arg[l_store..l_store + L].copy_from_slice(&permuted);
-                arg[r_store..r_store + L].copy_from_slice(&permuted);
+                if r_store != l_store {
+                    arg.copy_within(l_store..l_store + L, r_store);
+                }
             }
         }
-        ge
+        ng
     }
 
-    /// `argsort_n::<256>`: the bitonic network on `arg` (1 ..= 256 indices).
-    fn network(&mut self, arg: &mut [usize]) {
+    /// `argsort_n::<256>`: the bitonic network on `arg` (1 ..= 256 items).
+    fn network(&mut self, arg: &mut [Item<K>]) {
         let n = arg.len();
         let mut vecs = NETWORK_MAX / L;
         while vecs > 1 && n * 2 <= vecs * L {
             vecs /= 2;
         }
-        let keys = self.keys;
+        if n == vecs * L {
+            network_steps::<K, L, false>(arg, vecs);
+            return;
+        }
         let net = &mut self.net;
         net.clear();
-        net.extend(arg.iter().map(|&i| (keys[i], i)));
-        net.resize(vecs * L, (i64::MAX, PAD));
-        for v in 0..vecs {
-            sort_register::<L>(&mut net[v * L..(v + 1) * L]);
+        net.extend_from_slice(arg);
+        net.resize(vecs * L, (arg[0].0, PAD));
+        network_steps::<K, L, true>(net, vecs);
+        arg.copy_from_slice(&net[..n]);
+    }
+}
+
+/// `get_pivot_64bit`: the middle of `L` evenly spaced samples.
+fn pivot<K: PartialOrd + Copy, const L: usize>(arg: &[Item<K>], left: usize, right: usize) -> K {
+    let step = (right - left) / L;
+    let mut sample = [arg[left].0; L];
+    for (k, s) in sample.iter_mut().enumerate() {
+        *s = arg[left + (k + 1) * step].0;
+    }
+    // Any sort gives the same middle value.
+    for i in 1..L {
+        let mut j = i;
+        while j > 0 && sample[j] < sample[j - 1] {
+            sample.swap(j, j - 1);
+            j -= 1;
         }
-        let mut per = 2;
-        while per <= vecs {
-            for group in net.chunks_exact_mut(per * L) {
-                merge_registers::<L>(group, per);
-            }
-            per *= 2;
+    }
+    sample[L / 2]
+}
+
+/// The whole network on `vecs` registers: sort each, then merge pairs, fours, ….
+fn network_steps<K: PartialOrd + Copy, const L: usize, const PADDED: bool>(
+    net: &mut [Item<K>],
+    vecs: usize,
+) {
+    let (regs, rest) = net.as_chunks_mut::<L>();
+    debug_assert!(rest.is_empty() && regs.len() == vecs);
+    for reg in regs.iter_mut() {
+        sort_register::<K, L, PADDED>(reg);
+    }
+    let mut per = 2;
+    while per <= vecs {
+        for group in regs.chunks_exact_mut(per) {
+            merge_registers::<K, L, PADDED>(group);
         }
-        for (a, &(_, i)) in arg.iter_mut().zip(net.iter()) {
-            *a = i;
-        }
+        per *= 2;
     }
 }
 
 /// One compare-exchange: the pair trades places only when `lo`'s key is strictly greater
 /// (the kernels keep each lane's own index wherever the min/max result equals its key).
+/// Padding sorts after every key.
 #[inline(always)]
-fn coex(net: &mut [(i64, usize)], lo: usize, hi: usize) {
-    let (a, b) = (net[lo], net[hi]);
-    if a.0 > b.0 || (a.0 == b.0 && a.1 == PAD && b.1 != PAD) {
-        net[lo] = b;
-        net[hi] = a;
-    }
+fn coex<K: PartialOrd + Copy, const PADDED: bool>(lo: &mut Item<K>, hi: &mut Item<K>) {
+    let (a, b) = (*lo, *hi);
+    let swap = if PADDED {
+        b.1 != PAD && (a.1 == PAD || b.0 < a.0)
+    } else {
+        b.0 < a.0
+    };
+    *lo = if swap { b } else { a };
+    *hi = if swap { a } else { b };
 }
 
 /// One in-register step: every lane whose bit in `max_lanes` is clear takes the minimum
 /// of itself and lane `i ^ xor` (which takes the maximum).
 #[inline(always)]
-fn lane_step<const L: usize>(reg: &mut [(i64, usize)], xor: usize, max_lanes: u32) {
+fn lane_step<K: PartialOrd + Copy, const L: usize, const PADDED: bool>(
+    reg: &mut [Item<K>; L],
+    xor: usize,
+    max_lanes: u32,
+) {
     for i in 0..L {
         if max_lanes >> i & 1 == 0 {
-            coex(reg, i, i ^ xor);
+            let (mut lo, mut hi) = (reg[i], reg[(i ^ xor) % L]);
+            coex::<K, PADDED>(&mut lo, &mut hi);
+            reg[i] = lo;
+            reg[(i ^ xor) % L] = hi;
         }
     }
 }
 
 /// `sort_reg_8lanes` / `sort_reg_4lanes` (key-index versions).
-fn sort_register<const L: usize>(reg: &mut [(i64, usize)]) {
+#[inline(always)]
+fn sort_register<K: PartialOrd + Copy, const L: usize, const PADDED: bool>(reg: &mut [Item<K>; L]) {
     if L == 8 {
-        lane_step::<L>(reg, 1, 0xAA);
-        lane_step::<L>(reg, 3, 0xCC);
-        lane_step::<L>(reg, 1, 0xAA);
-        lane_step::<L>(reg, 7, 0xF0);
-        lane_step::<L>(reg, 2, 0xCC);
-        lane_step::<L>(reg, 1, 0xAA);
+        lane_step::<K, L, PADDED>(reg, 1, 0xAA);
+        lane_step::<K, L, PADDED>(reg, 3, 0xCC);
+        lane_step::<K, L, PADDED>(reg, 1, 0xAA);
+        lane_step::<K, L, PADDED>(reg, 7, 0xF0);
+        lane_step::<K, L, PADDED>(reg, 2, 0xCC);
+        lane_step::<K, L, PADDED>(reg, 1, 0xAA);
     } else {
-        lane_step::<L>(reg, 1, 0xA);
-        lane_step::<L>(reg, 3, 0xC);
-        lane_step::<L>(reg, 1, 0xA);
+        lane_step::<K, L, PADDED>(reg, 1, 0xA);
+        lane_step::<K, L, PADDED>(reg, 3, 0xC);
+        lane_step::<K, L, PADDED>(reg, 1, 0xA);
     }
 }
 
 /// `bitonic_merge_reg_8lanes` / `_4lanes`: half cleaners inside one register.
-fn clean_register<const L: usize>(reg: &mut [(i64, usize)]) {
+#[inline(always)]
+fn clean_register<K: PartialOrd + Copy, const L: usize, const PADDED: bool>(
+    reg: &mut [Item<K>; L],
+) {
     if L == 8 {
-        lane_step::<L>(reg, 4, 0xF0);
-        lane_step::<L>(reg, 2, 0xCC);
-        lane_step::<L>(reg, 1, 0xAA);
+        lane_step::<K, L, PADDED>(reg, 4, 0xF0);
+        lane_step::<K, L, PADDED>(reg, 2, 0xCC);
+        lane_step::<K, L, PADDED>(reg, 1, 0xAA);
     } else {
-        lane_step::<L>(reg, 2, 0xC);
-        lane_step::<L>(reg, 1, 0xA);
+        lane_step::<K, L, PADDED>(reg, 2, 0xC);
+        lane_step::<K, L, PADDED>(reg, 1, 0xA);
     }
 }
 
-/// `bitonic_merge_n_vec::<per>` on `per` registers (two sorted halves of `per / 2`).
-fn merge_registers<const L: usize>(group: &mut [(i64, usize)], per: usize) {
+/// `coex` lane by lane between two registers, the second one's lanes read reversed when
+/// `REVERSED`.
+#[inline(always)]
+fn coex_registers<
+    K: PartialOrd + Copy,
+    const L: usize,
+    const PADDED: bool,
+    const REVERSED: bool,
+>(
+    lo: &mut [Item<K>; L],
+    hi: &mut [Item<K>; L],
+) {
+    for (lane, l) in lo.iter_mut().enumerate() {
+        let h = if REVERSED { L - 1 - lane } else { lane };
+        coex::<K, PADDED>(l, &mut hi[h]);
+    }
+}
+
+/// `bitonic_merge_n_vec` on a group of registers (two sorted halves).
+fn merge_registers<K: PartialOrd + Copy, const L: usize, const PADDED: bool>(
+    group: &mut [[Item<K>; L]],
+) {
+    let per = group.len();
     // Register i against register per-1-i reversed, lane by lane.
-    for i in 0..per / 2 {
-        let j = per - 1 - i;
-        for lane in 0..L {
-            coex(group, i * L + lane, j * L + (L - 1 - lane));
-        }
+    let (low, high) = group.split_at_mut(per / 2);
+    for (i, lo) in low.iter_mut().enumerate() {
+        coex_registers::<K, L, PADDED, true>(lo, &mut high[per / 2 - 1 - i]);
     }
     // Half cleaners across registers.
     let mut num = per / 2;
     while num >= 2 {
-        for j in (0..per).step_by(num) {
-            for i in 0..num / 2 {
-                let (a, b) = ((i + j) * L, (i + j + num / 2) * L);
-                for lane in 0..L {
-                    coex(group, a + lane, b + lane);
-                }
+        for chunk in group.chunks_exact_mut(num) {
+            let (lo, hi) = chunk.split_at_mut(num / 2);
+            for (a, b) in lo.iter_mut().zip(hi) {
+                coex_registers::<K, L, PADDED, false>(a, b);
             }
         }
         num /= 2;
     }
-    for reg in group.chunks_exact_mut(L) {
-        clean_register::<L>(reg);
+    for reg in group.iter_mut() {
+        clean_register::<K, L, PADDED>(reg);
     }
 }
 
 /// libstdc++'s `std::sort` (introsort: median of three moved to the front, unguarded
 /// partition, heapsort past `2·⌊log2 n⌋` levels, then one insertion sort over the whole
-/// range with 16-element runs) on indices compared by `keys[a] < keys[b]`.
-pub(crate) fn libstdcxx_sort(keys: &[i64], a: &mut [usize]) {
+/// range with 16-element runs) on items compared by key.
+fn libstdcxx_sort<K: PartialOrd + Copy>(a: &mut [Item<K>]) {
     let n = a.len();
     if n < 2 {
         return;
     }
-    let less = |x: usize, y: usize| keys[x] < keys[y];
-    introsort_loop(keys, a, 2 * (n.ilog2() as usize));
+    introsort_loop(a, 2 * (n.ilog2() as usize));
     // __final_insertion_sort
     if n > THRESHOLD {
-        insertion_sort(keys, &mut a[..THRESHOLD]);
+        insertion_sort(&mut a[..THRESHOLD]);
         for i in THRESHOLD..n {
-            unguarded_linear_insert(a, i, &less);
+            unguarded_linear_insert(a, i);
         }
     } else {
-        insertion_sort(keys, a);
+        insertion_sort(a);
     }
 }
 
 const THRESHOLD: usize = 16;
 
-fn introsort_loop(keys: &[i64], a: &mut [usize], mut depth: usize) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn introsort_loop<K: PartialOrd + Copy>(a: &mut [Item<K>], mut depth: usize) {
     let mut last = a.len();
     while last > THRESHOLD {
         if depth == 0 {
-            heap_sort(keys, &mut a[..last]);
+            #[cfg(test)]
+            tests::count(&tests::HEAP_SORTS);
+            heap_sort(&mut a[..last]);
             return;
         }
         depth -= 1;
         let s = &mut a[..last];
         // __move_median_to_first(first, first+1, mid, last-1)
         let (x, y, z) = (1, last / 2, last - 1);
-        let m = if less(s[x], s[y]) {
-            if less(s[y], s[z]) {
+        let m = if s[x].0 < s[y].0 {
+            if s[y].0 < s[z].0 {
                 y
-            } else if less(s[x], s[z]) {
+            } else if s[x].0 < s[z].0 {
                 z
             } else {
                 x
             }
-        } else if less(s[x], s[z]) {
+        } else if s[x].0 < s[z].0 {
             x
-        } else if less(s[y], s[z]) {
+        } else if s[y].0 < s[z].0 {
             z
         } else {
             y
         };
         s.swap(0, m);
         // __unguarded_partition(first+1, last, first)
-        let pivot = s[0];
+        let pivot = s[0].0;
         let (mut i, mut j) = (1, last);
         loop {
-            while less(s[i], pivot) {
+            while s[i].0 < pivot {
                 i += 1;
             }
             j -= 1;
-            while less(pivot, s[j]) {
+            while pivot < s[j].0 {
                 j -= 1;
             }
             if i >= j {
@@ -418,27 +466,26 @@ fn introsort_loop(keys: &[i64], a: &mut [usize], mut depth: usize) {
             s.swap(i, j);
             i += 1;
         }
-        introsort_loop(keys, &mut s[i..], depth);
+        introsort_loop(&mut s[i..], depth);
         last = i;
     }
 }
 
-fn insertion_sort(keys: &[i64], a: &mut [usize]) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn insertion_sort<K: PartialOrd + Copy>(a: &mut [Item<K>]) {
     for i in 1..a.len() {
-        if less(a[i], a[0]) {
+        if a[i].0 < a[0].0 {
             let v = a[i];
             a.copy_within(0..i, 1);
             a[0] = v;
         } else {
-            unguarded_linear_insert(a, i, &less);
+            unguarded_linear_insert(a, i);
         }
     }
 }
 
-fn unguarded_linear_insert(a: &mut [usize], mut last: usize, less: &impl Fn(usize, usize) -> bool) {
+fn unguarded_linear_insert<K: PartialOrd + Copy>(a: &mut [Item<K>], mut last: usize) {
     let v = a[last];
-    while less(v, a[last - 1]) {
+    while v.0 < a[last - 1].0 {
         a[last] = a[last - 1];
         last -= 1;
     }
@@ -446,7 +493,7 @@ fn unguarded_linear_insert(a: &mut [usize], mut last: usize, less: &impl Fn(usiz
 }
 
 /// `std::__partial_sort(first, last, last)`: `__make_heap` then `__sort_heap`.
-fn heap_sort(keys: &[i64], a: &mut [usize]) {
+fn heap_sort<K: PartialOrd + Copy>(a: &mut [Item<K>]) {
     let n = a.len();
     if n < 2 {
         return;
@@ -454,7 +501,7 @@ fn heap_sort(keys: &[i64], a: &mut [usize]) {
     let mut parent = (n - 2) / 2;
     loop {
         let v = a[parent];
-        adjust_heap(keys, a, parent, n, v);
+        adjust_heap(a, parent, n, v);
         if parent == 0 {
             break;
         }
@@ -465,17 +512,16 @@ fn heap_sort(keys: &[i64], a: &mut [usize]) {
         last -= 1;
         let v = a[last];
         a[last] = a[0];
-        adjust_heap(keys, a, 0, last, v);
+        adjust_heap(a, 0, last, v);
     }
 }
 
-fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: usize) {
-    let less = |x: usize, y: usize| keys[x] < keys[y];
+fn adjust_heap<K: PartialOrd + Copy>(a: &mut [Item<K>], mut hole: usize, len: usize, v: Item<K>) {
     let top = hole;
     let mut child = hole;
     while child < (len - 1) / 2 {
         child = 2 * (child + 1);
-        if less(a[child], a[child - 1]) {
+        if a[child].0 < a[child - 1].0 {
             child -= 1;
         }
         a[hole] = a[child];
@@ -488,7 +534,7 @@ fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: us
     }
     // __push_heap
     let mut parent = hole.wrapping_sub(1) / 2;
-    while hole > top && less(a[parent], v) {
+    while hole > top && a[parent].0 < v.0 {
         a[hole] = a[parent];
         hole = parent;
         parent = hole.wrapping_sub(1) / 2;
@@ -499,6 +545,51 @@ fn adjust_heap(keys: &[i64], a: &mut [usize], mut hole: usize, len: usize, v: us
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Ranges handed to the `std::sort` fallback, and heapsorts inside it.
+        pub(super) static STD_SORTS: Cell<usize> = const { Cell::new(0) };
+        pub(super) static HEAP_SORTS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count(counter: &'static std::thread::LocalKey<Cell<usize>>) {
+        counter.with(|c| c.set(c.get() + 1));
+    }
+
+    mod adversary {
+        include!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/adversary.rs"
+        ));
+    }
+
+    /// McIlroy's adversary against each kernel: it peels a few keys per level until the
+    /// depth budget runs out, and then drives the `std::sort` fallback into its heapsort.
+    #[test]
+    fn adversarial_keys_reach_std_sort_and_its_heapsort() {
+        for avx512 in [true, false] {
+            let sort = if avx512 {
+                numpy_argsort_avx512::<i64>
+            } else {
+                numpy_argsort_avx2::<i64>
+            };
+            for (n, tie) in [(1000, 4), (2000, 8), (5000, 1)] {
+                let keys = adversary::killer(n, tie, |k| {
+                    if avx512 {
+                        numpy_argsort_avx512(k)
+                    } else {
+                        numpy_argsort_avx2(k)
+                    }
+                });
+                STD_SORTS.set(0);
+                HEAP_SORTS.set(0);
+                let order = sort(&keys);
+                assert!(STD_SORTS.get() > 0 && HEAP_SORTS.get() > 0, "n = {n}");
+                assert!(order.windows(2).all(|w| keys[w[0]] <= keys[w[1]]));
+            }
+        }
+    }
 
     /// FNV-1a over the indices: a short fingerprint of a whole permutation.
     fn fingerprint(order: &[usize]) -> u64 {
@@ -573,14 +664,14 @@ mod tests {
 
     #[test]
     fn libstdcxx_sort_sorts_and_its_heapsort_too() {
-        let keys: Vec<i64> = (0..500).map(|i| (i * 7919) % 17).collect();
-        let mut a: Vec<usize> = (0..500).collect();
-        libstdcxx_sort(&keys, &mut a);
-        assert!(a.windows(2).all(|w| keys[w[0]] <= keys[w[1]]));
-        let mut h: Vec<usize> = (0..500).collect();
-        heap_sort(&keys, &mut h);
-        assert!(h.windows(2).all(|w| keys[w[0]] <= keys[w[1]]));
-        let mut seen = h.clone();
+        let items: Vec<(i64, usize)> = (0..500).map(|i| ((i as i64 * 7919) % 17, i)).collect();
+        let mut a = items.clone();
+        libstdcxx_sort(&mut a);
+        assert!(a.windows(2).all(|w| w[0].0 <= w[1].0));
+        let mut h = items.clone();
+        heap_sort(&mut h);
+        assert!(h.windows(2).all(|w| w[0].0 <= w[1].0));
+        let mut seen: Vec<usize> = h.iter().map(|e| e.1).collect();
         seen.sort_unstable();
         assert_eq!(seen, (0..500).collect::<Vec<_>>());
     }

@@ -1,16 +1,19 @@
 //! Our emulations of numpy's `argsort(kind="quicksort")` give numpy's exact permutation,
-//! equal keys included, on a few thousand arrays full of ties (sizes 0 to 5000, three of
-//! 100 000; random keys from small and large ranges, runs, sorted and reversed inputs,
-//! all-equal, sorted with a few swaps, one dominating key, and stored worst cases that
-//! reach every fallback), checked against the numpy in the HTA venv
+//! equal keys included, on 710 arrays full of ties (every size 0 to 300, 400 more up to
+//! 5000, three of 100 000; random keys from small and large ranges, runs, sorted and
+//! reversed inputs, all-equal, sorted with a few swaps, one dominating key, and stored
+//! worst cases that reach every fallback), checked against the numpy in the HTA venv
 //! (`NEURONPROF_HTA_PYTHON`, else `target/hta-venv`, which `.ci/run` creates; without
 //! either the test skips with a message, except in CI where it fails).
 //!
-//! numpy picks its kernel at import time; the test runs it three times: as the CPU allows
-//! (AVX-512 → [`numpy_argsort_avx512`], AVX2 only → [`numpy_argsort_avx2`]), then forced
-//! down with `NPY_DISABLE_CPU_FEATURES` to the AVX2 kernel and to the scalar introsort
-//! ([`numpy_argsort_scalar`]). A kernel the CPU lacks is reported as not checked.
-//! The arrays travel through one file each way: three python launches in all.
+//! numpy picks its kernel at import time; the test runs it as the CPU allows (AVX-512 →
+//! [`numpy_argsort_avx512`], AVX2 only → [`numpy_argsort_avx2`]), then forced down with
+//! `NPY_DISABLE_CPU_FEATURES` to the AVX2 kernel and to the scalar introsort
+//! ([`numpy_argsort_scalar`]), then once more as the CPU allows on the same keys as
+//! float64. A kernel the CPU lacks is reported as not checked. The arrays travel through
+//! files: four python launches in all. `NEURONPROF_ARGSORT_ROUNDS=N` multiplies the 400
+//! random arrays by N for a longer search (N = 100, in release: 40,310 arrays, every one
+//! equal on all four checks, with numpy 2.4.6 on an AVX-512 CPU).
 
 mod support {
     pub mod adversary;
@@ -31,10 +34,11 @@ fn hta_python() -> Option<String> {
     venv.exists().then(|| venv.to_string_lossy().into_owned())
 }
 
-/// Reads arrays (little-endian i64: count, then length and keys of each), argsorts each
-/// with `kind="quicksort"` and writes the indices back as i64; prints the numpy version
-/// and the 64-bit argsort kernel this numpy dispatches to (the dispatch targets are
-/// `X86_V4`/`X86_V3` from numpy 2.4, `AVX512_SKX`/`AVX2` before).
+/// Reads arrays (`argv[1]`: their lengths, little-endian i64; `argv[2]`: their keys,
+/// one after another, as numpy dtype `argv[3]`), argsorts each with `kind="quicksort"`
+/// and writes the indices to `argv[4]` as i64; prints the numpy version and the 64-bit
+/// argsort kernel this numpy dispatches to (the dispatch targets are `X86_V4`/`X86_V3`
+/// from numpy 2.4, `AVX512_SKX`/`AVX2` before).
 const HARNESS: &str = r#"
 import sys
 import numpy as np
@@ -44,13 +48,13 @@ if "X86_V4" in f:
 else:
     avx512 = f.get("AVX512_SKX", False)
     avx2 = f.get("AVX2", False) and int(np.__version__.split(".")[0]) >= 2
-data = np.fromfile(sys.argv[1], dtype="<i8")
-count, pos, out = int(data[0]), 1, []
-for _ in range(count):
-    n = int(data[pos])
-    out.append(np.argsort(data[pos + 1 : pos + 1 + n].copy(), kind="quicksort").astype("<i8"))
-    pos += 1 + n
-(np.concatenate(out) if out else np.zeros(0, "<i8")).tofile(sys.argv[2])
+lengths = np.fromfile(sys.argv[1], dtype="<i8")
+keys = np.fromfile(sys.argv[2], dtype=sys.argv[3])
+pos, out = 0, []
+for n in lengths:
+    out.append(np.argsort(keys[pos : pos + n].copy(), kind="quicksort").astype("<i8"))
+    pos += n
+(np.concatenate(out) if out else np.zeros(0, "<i8")).tofile(sys.argv[4])
 print(np.__version__, "avx512" if avx512 else "avx2" if avx2 else "scalar")
 "#;
 
@@ -128,7 +132,12 @@ fn arrays() -> Vec<Vec<i64>> {
         let kind = rng.below(6);
         out.push(array(&mut rng, n, kind));
     }
-    for _ in 0..400 {
+    // NEURONPROF_ARGSORT_ROUNDS=N: N times as many (for a longer search; 1 by default).
+    let rounds: usize = std::env::var("NEURONPROF_ARGSORT_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    for _ in 0..400 * rounds {
         let n = rng.below(5000) as usize;
         let kind = rng.below(6);
         out.push(array(&mut rng, n, kind));
@@ -191,16 +200,30 @@ fn regenerate_worst_cases() {
     std::fs::write(path, text).expect("write the worst cases");
 }
 
-fn write_arrays(path: &Path, arrays: &[Vec<i64>]) {
-    let mut bytes = Vec::new();
-    bytes.extend((arrays.len() as i64).to_le_bytes());
-    for a in arrays {
-        bytes.extend((a.len() as i64).to_le_bytes());
-        for k in a {
-            bytes.extend(k.to_le_bytes());
-        }
+/// Writes the arrays' lengths to `lengths.bin` and their keys to `i64.bin` and, as
+/// floats, `f64.bin` in `dir`.
+fn write_arrays(dir: &Path, arrays: &[Vec<i64>]) {
+    let lengths: Vec<u8> = arrays
+        .iter()
+        .flat_map(|a| (a.len() as i64).to_le_bytes())
+        .collect();
+    let ints: Vec<u8> = arrays
+        .iter()
+        .flatten()
+        .flat_map(|k| k.to_le_bytes())
+        .collect();
+    let floats: Vec<u8> = arrays
+        .iter()
+        .flatten()
+        .flat_map(|&k| (k as f64).to_le_bytes())
+        .collect();
+    for (name, bytes) in [
+        ("lengths.bin", lengths),
+        ("i64.bin", ints),
+        ("f64.bin", floats),
+    ] {
+        std::fs::write(dir.join(name), bytes).expect("write the arrays");
     }
-    std::fs::write(path, bytes).expect("write the arrays");
 }
 
 /// Runs the harness with `NPY_DISABLE_CPU_FEATURES=disable`; returns numpy's version, its
@@ -210,11 +233,19 @@ fn numpy_argsorts(
     dir: &Path,
     arrays: &[Vec<i64>],
     disable: &str,
+    float: bool,
 ) -> (String, String, Vec<Vec<usize>>) {
-    let (input, output) = (dir.join("keys.bin"), dir.join("order.bin"));
+    let output = dir.join("order.bin");
+    let (keys, dtype) = if float {
+        ("f64.bin", "<f8")
+    } else {
+        ("i64.bin", "<i8")
+    };
     let run = Command::new(python)
         .args(["-c", HARNESS])
-        .arg(&input)
+        .arg(dir.join("lengths.bin"))
+        .arg(dir.join(keys))
+        .arg(dtype)
         .arg(&output)
         .env("NPY_DISABLE_CPU_FEATURES", disable)
         .output()
@@ -240,7 +271,7 @@ fn numpy_argsorts(
 }
 
 /// Compares every array; returns how many differ (and prints the first few).
-fn mismatches(arrays: &[Vec<i64>], numpy: &[Vec<usize>], ours: fn(&[i64]) -> Vec<usize>) -> usize {
+fn mismatches<K>(arrays: &[Vec<K>], numpy: &[Vec<usize>], ours: fn(&[K]) -> Vec<usize>) -> usize {
     let mut bad = 0;
     for (i, (keys, want)) in arrays.iter().zip(numpy).enumerate() {
         let got = ours(keys);
@@ -276,9 +307,9 @@ fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
     let dir = std::env::temp_dir().join(format!("neuronprof-argsort-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let arrays = arrays();
-    write_arrays(&dir.join("keys.bin"), &arrays);
+    write_arrays(&dir, &arrays);
 
-    let (version, native, orders) = numpy_argsorts(&python, &dir, &arrays, "");
+    let (version, native, orders) = numpy_argsorts(&python, &dir, &arrays, "", false);
     // numpy 2.4 dispatches to targets X86_V4 / X86_V3, older numpy to AVX512_SKX / AVX2;
     // numpy ignores names it does not know.
     let (no_avx512, no_avx2) = ("X86_V4 AVX512_SKX", "X86_V4 AVX512_SKX X86_V3 AVX2");
@@ -291,7 +322,7 @@ fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
         };
         let bad = mismatches(&arrays, orders, ours);
         eprintln!(
-            "numpy {version}, {kernel} kernel: {} of {} arrays match",
+            "numpy {version}, {kernel} kernel, int64: {} of {} arrays match",
             arrays.len() - bad,
             arrays.len()
         );
@@ -305,7 +336,7 @@ fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
     }
     let mut kernels_seen = vec![native.clone()];
     for disable in [no_avx512, no_avx2] {
-        let (_, kernel, orders) = numpy_argsorts(&python, &dir, &arrays, disable);
+        let (_, kernel, orders) = numpy_argsorts(&python, &dir, &arrays, disable, false);
         if kernels_seen.contains(&kernel) {
             continue;
         }
@@ -314,6 +345,26 @@ fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
     }
     if !kernels_seen.iter().any(|k| k == "avx2") {
         eprintln!("AVX2 kernel not checked: this CPU (or numpy build) does not use it");
+    }
+    // float64 takes the same paths (no NaN here); checked on the native kernel.
+    let floats: Vec<Vec<f64>> = arrays
+        .iter()
+        .map(|a| a.iter().map(|&k| k as f64).collect())
+        .collect();
+    let (_, kernel, orders) = numpy_argsorts(&python, &dir, &arrays, "", true);
+    let ours: fn(&[f64]) -> Vec<usize> = match kernel.as_str() {
+        "avx512" => numpy_argsort_avx512,
+        "avx2" => numpy_argsort_avx2,
+        _ => numpy_argsort_scalar,
+    };
+    let bad = mismatches(&floats, &orders, ours);
+    eprintln!(
+        "numpy {version}, {kernel} kernel, float64: {} of {} arrays match",
+        floats.len() - bad,
+        floats.len()
+    );
+    if bad > 0 {
+        failures.push(format!("{kernel} float64: {bad} arrays differ"));
     }
     std::fs::remove_dir_all(&dir).ok();
     assert!(

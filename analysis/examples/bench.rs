@@ -3,18 +3,23 @@
 //!
 //! ```text
 //! cargo run --release -p analysis --example bench -- \
-//!     [--runs N] [--json] [--sequential] [--no-compat | --only default|compat] FILE…
+//!     [--runs N] [--json] [--sequential] [--no-compat | --only default|compat]
+//!     [--no-host-ops] FILE…
 //! ```
 //!
 //! Phases: reading (all files in parallel, one pass each), `analyze` in the default mode
 //! (HTA's analyses, steps, collectives, memory timeline, transfers, utilization,
-//! insights) on every rank, `analyze` in HTA-compat mode (unless `--no-compat`), the
-//! operator table of every
-//! rank and the trace-diff summary of the first rank (these two read their file once
-//! more). Once the files are read, these run at the same time on their own threads
-//! (they are independent), unless `--sequential`. `--only MODE` reads and runs `analyze` in that mode only (the analyses HTA
-//! has, and ours beyond them). With `--runs N` the whole sequence runs N times and the median total is
-//! printed too. `--json` prints one JSON line per run instead of text.
+//! operator table of the ranks analysed, insights) on every rank, `analyze` in
+//! HTA-compat mode (unless `--no-compat`), the operator table of every rank by input
+//! shape and the trace-diff summary of the first rank (both from what the read kept:
+//! no file is read twice). Once the files are read, these run at the same time on their
+//! own threads (they are independent), unless `--sequential`. `--only MODE` reads and
+//! runs `analyze` in that mode only (the analyses HTA has, and ours beyond them).
+//! `--no-host-ops` reads without keeping host operators
+//! (`LoadOptions::with_host_ops(false)`) and skips the operator and diff phases: the
+//! difference in peak RSS is what keeping them costs. With `--runs N` the whole sequence
+//! runs N times and the median total is printed too. `--json` prints one JSON line per
+//! run instead of text.
 
 use std::time::Instant;
 
@@ -28,7 +33,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut with_compat = !args.iter().any(|a| a == "--no-compat");
     let parallel = !args.iter().any(|a| a == "--sequential");
     let mut with_default = true;
-    let mut with_rereads = true;
+    let host_ops = !args.iter().any(|a| a == "--no-host-ops");
+    let mut with_rereads = host_ops;
     if let Some(i) = args.iter().position(|a| a == "--only") {
         let only = args.get(i + 1).cloned().unwrap_or_default();
         with_compat = only == "compat";
@@ -36,7 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         with_rereads = false;
         args.drain(i..(i + 2).min(args.len()));
     }
-    args.retain(|a| a != "--json" && a != "--no-compat" && a != "--sequential");
+    args.retain(|a| {
+        a != "--json" && a != "--no-compat" && a != "--sequential" && a != "--no-host-ops"
+    });
     let mut runs = 1usize;
     if let Some(i) = args.iter().position(|a| a == "--runs") {
         runs = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(1);
@@ -61,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             peaks.push(peak_rss_bytes().unwrap_or(0));
             *lap = Instant::now();
         };
-        let set = load_paths(&args, &LoadOptions::default())?;
+        let set = load_paths(&args, &LoadOptions::default().with_host_ops(host_ops))?;
         phase("read", &mut lap);
         let ranks: Vec<i64> = set.ranks.iter().map(|r| r.rank).collect();
         let run_default = || {
@@ -87,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let run_operators = || -> Result<usize, analysis::AnalysisError> {
             let mut operators = 0;
             for trace in &set.ranks {
-                operators += operator_table(trace, false)?.operators.len();
+                operators += operator_table(trace, true)?.operators.len();
             }
             Ok(operators)
         };
@@ -134,6 +142,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let peak_rss = peak_rss_bytes();
         let rows: usize = set.ranks.iter().map(|r| r.rows.len()).sum();
         let events: u64 = set.ranks.iter().map(|r| r.counts.events).sum();
+        let (host_ops, host_spans) = set
+            .ranks
+            .iter()
+            .filter_map(|r| r.host_ops.as_ref())
+            .fold((0, 0), |(o, s), h| {
+                (o + h.operators.len(), s + h.spans.len())
+            });
+        let host_bytes = host_ops * std::mem::size_of::<analysis::model::HostOp>()
+            + host_spans * std::mem::size_of::<analysis::model::HostSpan>();
         if json {
             let phases: Vec<String> = phases
                 .iter()
@@ -146,9 +163,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         } else {
             println!(
-                "run {run}: {} files, {:.1} MB, {events} events, {rows} rows kept",
+                "run {run}: {} files, {:.1} MB, {events} events, {rows} rows kept, \
+                 {host_ops} host operators + {host_spans} host spans kept ({:.1} MiB)",
                 args.len(),
-                bytes as f64 / 1e6
+                bytes as f64 / 1e6,
+                host_bytes as f64 / (1u64 << 20) as f64
             );
             for ((name, secs), peak) in phases.iter().zip(&peaks) {
                 println!(

@@ -4,14 +4,21 @@
 //! that an analysis can use: device activity (a `stream` arg), every event with a
 //! `correlation` arg (runtime launches and their device work), `ProfilerStep#N`
 //! annotations, synchronization rows (`Event Sync`, `Context Sync`) and the first event
-//! of the file (HTA joins unmatched kernels onto it, see [`crate::frame`]). Everything else
-//! (`cpu_op`s, Python frames, flows, metadata) only updates counters.
+//! of the file (HTA joins unmatched kernels onto it, see [`crate::frame`]).
+//!
+//! Unless [`LoadOptions::with_host_ops`] turns it off, the same pass also keeps what the
+//! operator table ([`crate::analyses::operators`]) and the trace diff
+//! ([`crate::analyses::trace_diff`]) need of the other complete events, compactly, in
+//! [`RankTrace::host_ops`] (see [`HostOps`]): every host operator (`cpu_op`,
+//! `user_annotation`) as a 40-byte [`HostOp`], every other complete event that is not a
+//! row as a 24-byte [`HostSpan`], and device time summed per `External id`. So no
+//! analysis reads a file twice. Flows and metadata only update counters.
 
 mod load;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-pub(crate) use load::int_coerce;
 pub use load::{
     load_paths, load_ranks, LoadOptions, LoadProgress, ProgressFn, PROGRESS_INTERVAL_BYTES,
 };
@@ -20,7 +27,70 @@ pub use load::{
 #[derive(Clone, Debug, Default)]
 pub struct Names {
     texts: Vec<String>,
-    ids: HashMap<String, NameId>,
+    ids: HashMap<String, NameId, BuildHasherDefault<NameHasher>>,
+}
+
+/// The hasher of [`Names`]: names are looked up once per kept event, host operator and
+/// host span, and SipHash (the standard map's, built against hash flooding) was the
+/// largest cost of keeping host operators. This multiply-rotate hash over 8-byte words
+/// is enough here: a trace is the user's own file, and a flood would only slow its load.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NameHasher(u64);
+
+impl NameHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        // An odd constant with well-mixed bits (from the digits of π).
+        const K: u64 = 0x243f_6a88_85a3_08d3;
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+    }
+}
+
+impl Hasher for NameHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    #[inline]
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The map takes its control bits from the top: fold the low bits up.
+        self.0.rotate_left(26)
+    }
 }
 
 /// An interned string (event name or category) of one rank.
@@ -192,6 +262,74 @@ pub struct DeviceInfo {
     pub memory_bytes: Option<i64>,
 }
 
+/// What the operator table and the trace diff need beyond [`RankTrace::rows`], gathered in
+/// the same streaming pass: a few numbers per event, names interned.
+///
+/// Together, [`RankTrace::rows`], [`HostOps::operators`] not marked
+/// [`HostOp::in_rows`] and [`HostOps::spans`] hold every complete event of the file (`cat`,
+/// `ts` and `dur` present, `cat` not `Trace`) exactly once.
+#[derive(Clone, Debug, Default)]
+pub struct HostOps {
+    /// Interned operator and span names and `Input Dims` texts. Kept apart from
+    /// [`RankTrace::names`], whose lookups (device type, steps) concern rows only.
+    pub names: Names,
+    /// Host operators: events whose category is `cpu_op` or `user_annotation` after
+    /// normalisation (legacy `Operator` included), in file order, rows or not.
+    pub operators: Vec<HostOp>,
+    /// Every other complete event that is not a row (its `stream` is then absent), in
+    /// file order: Python frames, runtime calls without a correlation, and so on.
+    pub spans: Vec<HostSpan>,
+    /// Σ duration (ns) of device work (kernels, copies, memsets, see
+    /// [`crate::classify::is_device_work_category`]) per `External id` arg: the device
+    /// time of the operator with that id.
+    pub device_ns_by_external_id: std::collections::HashMap<i64, i64>,
+    /// Distinct (`pid`, `tid`) of the operators; [`HostOp::thread`] indexes it.
+    pub threads: Vec<(IdentKey, IdentKey)>,
+}
+
+/// A `pid` or `tid` as written.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdentKey {
+    /// Absent.
+    Absent,
+    /// A number.
+    Num(i64),
+    /// A string.
+    Text(String),
+}
+
+/// One host operator (40 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostOp {
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+    /// `External id` arg, -1 when absent.
+    pub external_id: i64,
+    /// The name, in [`HostOps::names`].
+    pub name: NameId,
+    /// `Input Dims` as written (the JSON array's text) in [`HostOps::names`]; the empty
+    /// string when absent or not an array.
+    pub input_dims: NameId,
+    /// Index into [`HostOps::threads`].
+    pub thread: u32,
+    /// Whether the event is also in [`RankTrace::rows`] (a step annotation, an operator
+    /// with a `correlation` or `stream` arg, the file's first event).
+    pub in_rows: bool,
+}
+
+/// One complete event that is neither a row nor a host operator (24 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostSpan {
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+    /// The name, in [`HostOps::names`].
+    pub name: NameId,
+}
+
 /// Counters over every complete event of a rank, kept or not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankCounts {
@@ -245,6 +383,10 @@ pub struct RankTrace {
     /// Lenient reads: the first errors of skipped events, then the error that stopped the
     /// read early (a truncated file), as messages with file, byte offset and event index.
     pub damage: Vec<String>,
+    /// Host operators and the other complete events that are not rows, for the operator
+    /// table and the trace diff; `None` when the load was asked not to keep them
+    /// ([`LoadOptions::with_host_ops`]).
+    pub host_ops: Option<HostOps>,
 }
 
 impl RankTrace {

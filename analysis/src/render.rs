@@ -251,6 +251,9 @@ pub fn render_report(report: &Report) -> String {
             &format!("Launch statistics, rank {}", rank.rank),
             &t,
         );
+        if let Some(table) = &rank.operators {
+            render_operators(&mut out, table, TOP_OPERATORS);
+        }
     }
     let mut t = Table::new(&[
         "rank",
@@ -427,6 +430,76 @@ fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {
     if !t.is_empty() {
         section(out, "DMA", &t);
     }
+}
+
+/// Operators shown per rank in the text report (the JSON has them all).
+pub const TOP_OPERATORS: usize = 10;
+
+/// The `top` operators of a table by self device time, then self host time (ties by
+/// name, then shapes), as an aligned table under a title that says how many there are.
+/// An empty table (no host operators) is not shown.
+pub fn render_operators(
+    out: &mut String,
+    table: &crate::analyses::operators::OperatorTable,
+    top: usize,
+) {
+    if table.operators.is_empty() {
+        return;
+    }
+    let mut ops: Vec<_> = table.operators.iter().collect();
+    ops.sort_by(|a, b| {
+        b.device_self_us
+            .total_cmp(&a.device_self_us)
+            .then(b.cpu_self_us.total_cmp(&a.cpu_self_us))
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.input_dims.cmp(&b.input_dims))
+    });
+    let mut headers = vec!["operator"];
+    if table.by_shape {
+        headers.push("input dims");
+    }
+    headers.extend([
+        "calls",
+        "host total us",
+        "host self us",
+        "device self us",
+        "device total us",
+    ]);
+    let mut t = Table::new(&headers);
+    for o in ops.iter().take(top) {
+        let mut cells = vec![shorten(&o.name, 60)];
+        if table.by_shape {
+            cells.push(shorten(&o.input_dims, 40));
+        }
+        cells.extend([
+            o.calls.to_string(),
+            num(o.cpu_total_us),
+            num(o.cpu_self_us),
+            num(o.device_self_us),
+            num(o.device_total_us),
+        ]);
+        t.row(cells);
+    }
+    let step = table
+        .step
+        .map_or_else(String::new, |s| format!(", ProfilerStep#{s}"));
+    let title = format!(
+        "Operators, rank {}{step} (top {} of {} by self device, then self host time)",
+        table.rank,
+        top.min(ops.len()),
+        ops.len()
+    );
+    section(out, &title, &t);
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 fn section(out: &mut String, title: &str, table: &Table) {

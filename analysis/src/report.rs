@@ -8,6 +8,7 @@ use crate::analyses::kernel_breakdown::{kernel_breakdown, KernelBreakdown};
 use crate::analyses::launch_stats::{launch_stats, LaunchStats};
 use crate::analyses::memory::{memory_timeline, MemoryTimeline};
 use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
+use crate::analyses::operators::{operator_table_with, OperatorOptions, OperatorTable};
 use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
 use crate::analyses::steps::{step_splits, Bound, StepSplit};
@@ -51,6 +52,9 @@ pub struct ReportOptions {
     pub ranks: Option<Vec<i64>>,
     /// The dtype whose peak MFU/HFU are computed against (`bf16`).
     pub peak_dtype: String,
+    /// Split the operator table by `Input Dims`
+    /// (`key_averages(group_by_input_shape=True)`); default off.
+    pub operators_by_shape: bool,
 }
 
 impl Default for ReportOptions {
@@ -68,6 +72,7 @@ impl Default for ReportOptions {
             step: None,
             ranks: None,
             peak_dtype: "bf16".to_owned(),
+            operators_by_shape: false,
         }
     }
 }
@@ -113,6 +118,12 @@ impl ReportOptions {
         self
     }
 
+    /// Sets [`ReportOptions::operators_by_shape`].
+    pub fn with_operators_by_shape(mut self, on: bool) -> Self {
+        self.operators_by_shape = on;
+        self
+    }
+
     /// Sets [`ReportOptions::num_kernels`].
     pub fn with_num_kernels(mut self, num_kernels: usize) -> Self {
         self.num_kernels = num_kernels;
@@ -137,6 +148,17 @@ pub struct RankReport {
     pub memory: MemoryTimeline,
     /// Copies and memsets by kind, with small-transfer counts (beyond HTA).
     pub transfers: Vec<TransferKind>,
+    /// The `key_averages`-style operator table (beyond HTA; see
+    /// [`crate::analyses::operators`]): per operator name (and `Input Dims` with
+    /// [`ReportOptions::operators_by_shape`]) calls, host total and self time, device self
+    /// and total time, every operator, largest device total first. JSON: `{"rank",
+    /// "by_shape", "step", "operators": [{"name", "input_dims", "calls", "cpu_total_us",
+    /// "cpu_self_us", "device_self_us", "device_total_us"}, …]}`. With
+    /// [`ReportOptions::step`] only operators that start in that `ProfilerStep`, with the
+    /// device time they launched. Same in both modes (HTA has no such table). `null` when
+    /// it cannot be made (the traces were loaded without host operators, or the rank has
+    /// no such step), with the reason in [`Report::errors`].
+    pub operators: Option<OperatorTable>,
 }
 
 /// All analyses. JSON schema: this struct serialized with serde (field names as here;
@@ -212,6 +234,9 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         .ranks
         .clone()
         .unwrap_or_else(|| frames.ranks.iter().take(1).map(|f| f.rank()).collect());
+    let operator_options = OperatorOptions::default()
+        .with_by_shape(options.operators_by_shape)
+        .with_step(options.step);
     let per_rank = frames
         .ranks
         .iter()
@@ -228,6 +253,9 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             ),
             memory: memory_timeline(frame.trace),
             transfers: transfers(frame, SMALL_TRANSFER_BYTES),
+            operators: operator_table_with(frame.trace, &operator_options)
+                .map_err(|e| errors.push(e.to_string()))
+                .ok(),
         })
         .collect();
     let stragglers = potential_stragglers(&frames, options.num_candidates)

@@ -1,6 +1,9 @@
 //! `neuronprof analyze` and `neuronprof diff`: the `analysis` crate's report and trace
 //! diff over files or directories of rank traces.
 //!
+//! Each file is read once, streaming; the operator table (`--by-shape` splits it by
+//! input shapes) and the diff's summary come from that same read.
+//!
 //! Reading is strict by default: a damaged trace stops the command with the file, byte
 //! offset and event index. `--lenient` analyses what could be read and lists the damage
 //! in the report's notes (`errors` in JSON).
@@ -34,6 +37,8 @@ pub struct AnalyzeRequest {
     /// Show reading progress on standard error (when it is a terminal and the input is
     /// large; see [`ProgressLine`]).
     pub progress: bool,
+    /// Split the operator table by input shapes (`--by-shape`).
+    pub operators_by_shape: bool,
 }
 
 /// Reads the traces and runs every analysis.
@@ -60,7 +65,8 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     let options = ReportOptions::default()
         .with_mode(mode)
         .with_ranks(request.rank.map(|r| vec![r]))
-        .with_step(request.step);
+        .with_step(request.step)
+        .with_operators_by_shape(request.operators_by_shape);
     let options = match &request.peak_dtype {
         Some(dtype) => options.with_peak_dtype(dtype),
         None => options,

@@ -58,6 +58,10 @@ enum Command {
         /// The dtype whose peak TFLOPS MFU is measured against: bf16 (default), fp8, fp32.
         #[arg(long, value_parser = ["bf16", "fp8", "fp32"])]
         peak_dtype: Option<String>,
+        /// Split the operator table by input shapes (`Input Dims`), as PyTorch's
+        /// key_averages(group_by_input_shape=True).
+        #[arg(long)]
+        by_shape: bool,
     },
     /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
     /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
@@ -204,6 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hta_compat,
             lenient,
             peak_dtype,
+            by_shape,
         } => {
             let request = neuronprof::analyze::AnalyzeRequest {
                 paths,
@@ -213,6 +218,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 lenient,
                 peak_dtype,
                 progress: true,
+                operators_by_shape: by_shape,
             };
             let report = neuronprof::analyze::run_analyze(&request)?;
             let mut out = std::io::stdout().lock();

@@ -354,6 +354,7 @@ mod tests {
             engine_rows: Vec::new(),
             dma_rows: Vec::new(),
             max_end_rel_ns: Some(100_000),
+            host_ops: None,
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

@@ -1,23 +1,35 @@
 //! A `key_averages`-style operator table: per operator name (and input shapes), calls,
 //! total and self host time, and device time.
 //!
-//! Host operators (`cpu_op`, `user_annotation`) are not kept by [`crate::RankTrace`], so
-//! the rank's file is read a second time, streaming, keeping 40 bytes per operator.
+//! The table is built from [`crate::RankTrace::host_ops`], which the loader fills in the
+//! same streaming pass as everything else (no second read of the file): per host operator
+//! (`cpu_op`, `user_annotation`) 40 bytes (start, duration, `External id`, interned name
+//! and `Input Dims`, thread), and the device time summed per `External id`.
+//!
 //! Self host time is the duration minus that of direct children on the same thread
 //! (nesting by time, as the profiler records it). Device time is linked the way Kineto
 //! links it: a kernel, copy or memset carries the `External id` of the operator that
 //! launched it; that is the operator's self device time, and its total device time adds
 //! its descendants'.
+//!
+//! With a step ([`OperatorOptions::step`]) only operators that start inside that
+//! `ProfilerStep#N` (on any thread) are counted, with the device time they launched
+//! (wherever it ran), as the other analyses assign host rows and their device work to
+//! steps; self time still subtracts every child (nesting is computed over the whole
+//! thread).
+//!
+//! JSON ([`OperatorTable`]): `{"rank": 0, "by_shape": false, "step": null, "operators":
+//! [{"name", "input_dims", "calls", "cpu_total_us", "cpu_self_us", "device_self_us",
+//! "device_total_us"}, …]}`, sorted by device total, then host total time, largest
+//! first, then by name and shapes.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ops::ControlFlow;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
-use trace_format::{ArgValue, Event, Ident, TraceReader, TraceSink};
 
-use crate::classify::is_device_work_category;
 use crate::error::AnalysisError;
-use crate::model::{Names, RankTrace};
+use crate::frame::step_number;
+use crate::model::{HostOp, HostOps, NameId, RankTrace};
 
 /// One line of the table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -38,75 +50,43 @@ pub struct OperatorStats {
     pub device_total_us: f64,
 }
 
-/// The operator table of one rank. JSON: `{"rank", "operators": [OperatorStats…]}`, sorted
-/// by device total then host total time, largest first.
+/// The operator table of one rank. JSON: `{"rank", "by_shape", "step", "operators":
+/// [OperatorStats…]}`, sorted by device total then host total time, largest first (ties
+/// by name, then shapes).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OperatorTable {
     /// The rank.
     pub rank: i64,
+    /// Whether lines are split by `Input Dims`
+    /// (`key_averages(group_by_input_shape=True)`).
+    pub by_shape: bool,
+    /// The one `ProfilerStep#N` counted, when chosen.
+    pub step: Option<i64>,
     /// One line per (name, shapes).
     pub operators: Vec<OperatorStats>,
 }
 
-#[derive(Clone, Copy)]
-struct Op {
-    start_ns: i64,
-    end_ns: i64,
-    name: u32,
-    dims: u32,
-    external_id: i64,
+/// What [`operator_table_with`] counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OperatorOptions {
+    /// Split lines by `Input Dims`.
+    pub by_shape: bool,
+    /// Count only operators that start in `ProfilerStep#N`.
+    pub step: Option<i64>,
 }
 
-struct OpSink {
-    names: Names,
-    by_thread: HashMap<(i64, i64), Vec<Op>>,
-    device_by_external_ns: HashMap<i64, i64>,
-    group_by_shape: bool,
-}
-
-fn ident_key(ident: Option<&Ident<'_>>) -> i64 {
-    match ident {
-        Some(Ident::Num(n)) => *n,
-        Some(Ident::Str(s)) => s.len() as i64 ^ i64::MIN,
-        None => -1,
+impl OperatorOptions {
+    /// Sets [`OperatorOptions::by_shape`].
+    pub fn with_by_shape(mut self, on: bool) -> Self {
+        self.by_shape = on;
+        self
     }
-}
 
-impl TraceSink for OpSink {
-    fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        let (Some(ts_ns), Some(dur_ns), Some(category)) =
-            (event.ts_ns, event.dur_ns, &event.category)
-        else {
-            return ControlFlow::Continue(());
-        };
-        let category = category.normalized();
-        let external_id = event
-            .arg("External id")
-            .and_then(|v| v.as_i64())
-            .unwrap_or(-1);
-        if is_device_work_category(category.as_str()) {
-            if external_id >= 0 {
-                *self.device_by_external_ns.entry(external_id).or_default() += dur_ns;
-            }
-            return ControlFlow::Continue(());
-        }
-        if !matches!(category.as_str(), "cpu_op" | "user_annotation") {
-            return ControlFlow::Continue(());
-        }
-        let dims = match (self.group_by_shape, event.arg("Input Dims")) {
-            (true, Some(ArgValue::Array(raw))) => self.names.intern(raw.as_str()),
-            _ => self.names.intern(""),
-        };
-        let op = Op {
-            start_ns: ts_ns,
-            end_ns: ts_ns + dur_ns,
-            name: self.names.intern(event.name()),
-            dims,
-            external_id,
-        };
-        let thread = (ident_key(event.pid.as_ref()), ident_key(event.tid.as_ref()));
-        self.by_thread.entry(thread).or_default().push(op);
-        ControlFlow::Continue(())
+    /// Sets [`OperatorOptions::step`].
+    pub fn with_step(mut self, step: Option<i64>) -> Self {
+        self.step = step;
+        self
     }
 }
 
@@ -119,51 +99,115 @@ struct Totals {
     device_total_ns: i64,
 }
 
+fn not_applicable(reason: String) -> AnalysisError {
+    AnalysisError::NotApplicable {
+        analysis: "operators",
+        reason,
+    }
+}
+
+/// The host operators kept by the loader, or why there are none.
+pub(crate) fn host_ops<'t>(
+    trace: &'t RankTrace,
+    analysis: &'static str,
+) -> Result<&'t HostOps, AnalysisError> {
+    trace
+        .host_ops
+        .as_ref()
+        .ok_or_else(|| AnalysisError::NotApplicable {
+            analysis,
+            reason: format!(
+                "rank {}: host operators were not kept when {} was read \
+                 (LoadOptions::with_host_ops(false))",
+                trace.rank,
+                trace.path.display()
+            ),
+        })
+}
+
 /// Builds the operator table of one rank; `group_by_shape` splits names by `Input Dims`.
 pub fn operator_table(
     trace: &RankTrace,
     group_by_shape: bool,
 ) -> Result<OperatorTable, AnalysisError> {
-    let mut sink = OpSink {
-        names: Names::default(),
-        by_thread: HashMap::new(),
-        device_by_external_ns: HashMap::new(),
-        group_by_shape,
+    operator_table_with(
+        trace,
+        &OperatorOptions::default().with_by_shape(group_by_shape),
+    )
+}
+
+/// Builds the operator table of one rank as `options` say.
+pub fn operator_table_with(
+    trace: &RankTrace,
+    options: &OperatorOptions,
+) -> Result<OperatorTable, AnalysisError> {
+    let host = host_ops(trace, "operators")?;
+    // The step's time range(s): `ProfilerStep#N` rows, as the frame's iterations use.
+    let windows: Option<Vec<(i64, i64)>> = match options.step {
+        None => None,
+        Some(step) => {
+            let windows: Vec<(i64, i64)> = trace
+                .rows
+                .iter()
+                .filter(|r| step_number(trace.name(r), true) == Some(step))
+                .map(|r| (r.ts_rel_ns, r.ts_rel_ns.saturating_add(r.dur_ns)))
+                .collect();
+            if windows.is_empty() {
+                return Err(not_applicable(format!(
+                    "rank {} has no ProfilerStep#{step}",
+                    trace.rank
+                )));
+            }
+            Some(windows)
+        }
     };
-    TraceReader::open(&trace.path)
-        .read(&mut sink)
-        .map_err(|source| AnalysisError::Read {
-            path: trace.path.clone(),
-            source: Box::new(source),
-        })?;
-    let mut totals: BTreeMap<(u32, u32), Totals> = BTreeMap::new();
-    for ops in sink.by_thread.values_mut() {
-        ops.sort_by_key(|o| (o.start_ns, std::cmp::Reverse(o.end_ns)));
+    let counted = |op: &HostOp| {
+        windows.as_ref().is_none_or(|w| {
+            w.iter()
+                .any(|&(start, end)| start <= op.ts_rel_ns && op.ts_rel_ns < end)
+        })
+    };
+    let device_self = |op: &HostOp| {
+        if op.external_id >= 0 {
+            host.device_ns_by_external_id
+                .get(&op.external_id)
+                .copied()
+                .unwrap_or(0)
+        } else {
+            0
+        }
+    };
+    // Operators by thread, as indexes into `host.operators`.
+    let mut by_thread: Vec<Vec<u32>> = vec![Vec::new(); host.threads.len()];
+    for (i, op) in host.operators.iter().enumerate() {
+        by_thread[op.thread as usize].push(i as u32);
+    }
+    let no_dims = host.names.lookup("");
+    let mut totals: BTreeMap<(NameId, Option<NameId>), Totals> = BTreeMap::new();
+    let mut child_ns: Vec<i64> = Vec::new();
+    let mut device_total: Vec<i64> = Vec::new();
+    for mut indexes in by_thread {
+        let op = |i: u32| &host.operators[i as usize];
+        let end = |o: &HostOp| o.ts_rel_ns + o.dur_ns;
+        indexes.sort_by_key(|&i| (op(i).ts_rel_ns, std::cmp::Reverse(end(op(i)))));
+        let ops: Vec<&HostOp> = indexes.iter().map(|&i| op(i)).collect();
         // Per op: children time and device total, accumulated through a nesting stack.
         let n = ops.len();
-        let mut child_ns = vec![0i64; n];
-        let mut device_total = vec![0i64; n];
+        child_ns.clear();
+        child_ns.resize(n, 0);
+        device_total.clear();
+        device_total.resize(n, 0);
         let mut stack: Vec<usize> = Vec::new();
-        let device_self = |o: &Op| {
-            if o.external_id >= 0 {
-                sink.device_by_external_ns
-                    .get(&o.external_id)
-                    .copied()
-                    .unwrap_or(0)
-            } else {
-                0
-            }
-        };
         let finish = |i: usize, stack: &[usize], child_ns: &mut [i64], device_total: &mut [i64]| {
-            device_total[i] += device_self(&ops[i]);
+            device_total[i] += device_self(ops[i]);
             if let Some(&parent) = stack.last() {
-                child_ns[parent] += ops[i].end_ns - ops[i].start_ns;
+                child_ns[parent] += ops[i].dur_ns;
                 device_total[parent] += device_total[i];
             }
         };
         for i in 0..n {
             while let Some(&top) = stack.last() {
-                if ops[i].start_ns >= ops[top].end_ns {
+                if ops[i].ts_rel_ns >= end(ops[top]) {
                     stack.pop();
                     finish(top, &stack, &mut child_ns, &mut device_total);
                 } else {
@@ -176,10 +220,14 @@ pub fn operator_table(
             finish(top, &stack, &mut child_ns, &mut device_total);
         }
         for (i, o) in ops.iter().enumerate() {
-            let t = totals.entry((o.name, o.dims)).or_default();
+            if !counted(o) {
+                continue;
+            }
+            let dims = (options.by_shape && Some(o.input_dims) != no_dims).then_some(o.input_dims);
+            let t = totals.entry((o.name, dims)).or_default();
             t.calls += 1;
-            t.cpu_total_ns += o.end_ns - o.start_ns;
-            t.cpu_self_ns += o.end_ns - o.start_ns - child_ns[i];
+            t.cpu_total_ns += o.dur_ns;
+            t.cpu_self_ns += o.dur_ns - child_ns[i];
             t.device_self_ns += device_self(o);
             t.device_total_ns += device_total[i];
         }
@@ -188,8 +236,8 @@ pub fn operator_table(
     let mut operators: Vec<OperatorStats> = totals
         .into_iter()
         .map(|((name, dims), t)| OperatorStats {
-            name: sink.names.get(name).to_owned(),
-            input_dims: sink.names.get(dims).to_owned(),
+            name: host.names.get(name).to_owned(),
+            input_dims: dims.map_or("", |d| host.names.get(d)).to_owned(),
             calls: t.calls,
             cpu_total_us: us(t.cpu_total_ns),
             cpu_self_us: us(t.cpu_self_ns),
@@ -201,9 +249,13 @@ pub fn operator_table(
         b.device_total_us
             .total_cmp(&a.device_total_us)
             .then(b.cpu_total_us.total_cmp(&a.cpu_total_us))
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.input_dims.cmp(&b.input_dims))
     });
     Ok(OperatorTable {
         rank: trace.rank,
+        by_shape: options.by_shape,
+        step: options.step,
         operators,
     })
 }

@@ -7,20 +7,21 @@
 //! without the last-step filter, and assigns iterations as everywhere else (host rows by
 //! the `ProfilerStep` they start in, device rows by their launch).
 //!
-//! Unlike the other analyses this needs every host operator of the chosen iterations,
-//! which [`crate::RankTrace`] does not keep: the rank's file is read a second time,
-//! streaming, keeping one total per distinct name.
+//! Unlike the other analyses this needs every complete event of the chosen iterations:
+//! the rows of [`crate::RankTrace::rows`] plus the host operators and other host events
+//! the loader keeps in [`crate::RankTrace::host_ops`] in the same streaming pass (start,
+//! duration and interned name of each), so the file is not read again. Durations are
+//! summed as integers (ns, or HTA's rounded µs) and turned into µs once per name.
 
 use std::collections::{BTreeMap, HashMap};
-use std::ops::ControlFlow;
 
 use serde::Serialize;
-use trace_format::{Event, TraceMeta, TraceReader, TraceSink};
 
+use crate::analyses::operators::host_ops;
 use crate::classify::Mode;
 use crate::error::AnalysisError;
 use crate::frame::{hta_round_us, step_number, Frames};
-use crate::model::{int_coerce, TraceSet};
+use crate::model::TraceSet;
 
 /// Which rows a diff compares.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -105,8 +106,11 @@ fn not_applicable(reason: String) -> AnalysisError {
     }
 }
 
-/// Summarizes one trace for a diff (reads the rank's file once more).
-pub fn ops_summary(set: &TraceSet, options: &DiffOptions) -> Result<OpsSummary, AnalysisError> {
+/// Summarizes one trace for a diff, from what the loader kept (no second read).
+pub fn ops_summary<'t>(
+    set: &'t TraceSet,
+    options: &DiffOptions,
+) -> Result<OpsSummary, AnalysisError> {
     let frames = Frames::build_with(set, options.mode, false);
     let rank = options
         .rank
@@ -115,6 +119,8 @@ pub fn ops_summary(set: &TraceSet, options: &DiffOptions) -> Result<OpsSummary, 
     let frame = frames
         .rank(rank)
         .ok_or_else(|| not_applicable(format!("no rank {rank}")))?;
+    let trace = frame.trace;
+    let host = host_ops(trace, "trace_diff")?;
     let mut available: Vec<i64> = set
         .ranks
         .iter()
@@ -146,98 +152,114 @@ pub fn ops_summary(set: &TraceSet, options: &DiffOptions) -> Result<OpsSummary, 
         .filter(|r| frame.model_row(r).stream > 0)
         .map(|r| (frame.model_row(r).event_index, r.iteration))
         .collect();
-    let mut sink = DiffSink {
-        options,
-        iterations: &iterations,
-        steps,
-        device_iteration,
-        rounding: options.mode == Mode::HtaCompat && frame.trace.ts_is_float,
-        base_ns: 0,
-        ops: BTreeMap::new(),
+    let rounding = options.mode == Mode::HtaCompat && trace.ts_is_float;
+    // (start in the steps' unit, duration in ns or rounded µs).
+    let times = |ts_rel_ns: i64, dur_ns: i64| {
+        if rounding {
+            let (s, e) = hta_round_us(ts_rel_ns, dur_ns);
+            (s, e - s)
+        } else {
+            (ts_rel_ns, dur_ns)
+        }
     };
-    let path = &frame.trace.path;
-    TraceReader::open(path)
-        .read(&mut sink)
-        .map_err(|source| AnalysisError::Read {
-            path: path.clone(),
-            source: Box::new(source),
-        })?;
-    let ops = sink.ops;
+    // HTA: the last step (in row order) that contains the start. When the steps do not
+    // overlap at most one does, and a binary search over them sorted finds it.
+    let mut sorted = steps.clone();
+    sorted.sort_unstable();
+    let disjoint = sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
+    let host_iteration = |start: i64| {
+        if disjoint {
+            let i = sorted.partition_point(|&(s, _, _)| s <= start);
+            return match i.checked_sub(1).map(|i| sorted[i]) {
+                Some((s, d, n)) if start < s + d => n,
+                _ => -1,
+            };
+        }
+        let mut found = -1;
+        for &(s, d, n) in &steps {
+            if s <= start && start < s + d {
+                found = n;
+            }
+        }
+        found
+    };
+    let wanted = |stream: i64| match options.device {
+        DeviceFilter::Cpu => stream == -1,
+        DeviceFilter::Gpu => stream != -1,
+        DeviceFilter::All => true,
+    };
+    // Σ per name, in integer units (ns, or rounded µs), then µs.
+    let mut totals: HashMap<&str, (u64, i64)> = HashMap::new();
+    let mut add = |name: &'t str, dur: i64| {
+        let t = totals.entry(name).or_default();
+        t.0 += 1;
+        t.1 += dur;
+    };
+    for row in &trace.rows {
+        if !wanted(row.stream) {
+            continue;
+        }
+        let (start, dur) = times(row.ts_rel_ns, row.dur_ns);
+        let iteration = if row.stream < 0 || (row.stream == 0 && trace.category(row) == "cpu_op") {
+            host_iteration(start)
+        } else if row.stream > 0 {
+            device_iteration
+                .get(&row.event_index)
+                .copied()
+                .unwrap_or(-1)
+        } else {
+            -1
+        };
+        if iterations.contains(&iteration) {
+            add(trace.name(row), dur);
+        }
+    }
+    // Host events that are not rows have no `stream`.
+    if wanted(-1) {
+        let others = host
+            .operators
+            .iter()
+            .filter(|o| !o.in_rows)
+            .map(|o| (o.ts_rel_ns, o.dur_ns, o.name))
+            .chain(host.spans.iter().map(|s| (s.ts_rel_ns, s.dur_ns, s.name)));
+        for (ts_rel_ns, dur_ns, name) in others {
+            let (start, dur) = times(ts_rel_ns, dur_ns);
+            if iterations.contains(&host_iteration(start)) {
+                add(host.names.get(name), dur);
+            }
+        }
+    }
+    let mut by_key: BTreeMap<String, (u64, i64)> = BTreeMap::new();
+    for (name, (counts, dur)) in totals {
+        let key = if options.use_short_name {
+            shorten_name(name)
+        } else {
+            name.to_owned()
+        };
+        let t = by_key.entry(key).or_default();
+        t.0 += counts;
+        t.1 += dur;
+    }
+    let ops = by_key
+        .into_iter()
+        .map(|(name, (counts, dur))| {
+            let total_duration_us = if rounding {
+                dur as f64
+            } else {
+                dur as f64 / 1000.0
+            };
+            let totals = OpTotals {
+                counts,
+                total_duration_us,
+            };
+            (name, totals)
+        })
+        .collect();
     Ok(OpsSummary {
         rank,
         iterations,
         ops,
     })
-}
-
-struct DiffSink<'o> {
-    options: &'o DiffOptions,
-    iterations: &'o [i64],
-    steps: Vec<(i64, i64, i64)>,
-    device_iteration: HashMap<u64, i64>,
-    rounding: bool,
-    base_ns: i64,
-    ops: BTreeMap<String, OpTotals>,
-}
-
-impl TraceSink for DiffSink<'_> {
-    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
-        self.base_ns = meta.base_time_ns().unwrap_or(0);
-        ControlFlow::Continue(())
-    }
-
-    fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        let (Some(ts_ns), Some(category), Some(dur_ns)) =
-            (event.ts_ns, &event.category, event.dur_ns)
-        else {
-            return ControlFlow::Continue(());
-        };
-        if category.as_str() == "Trace" {
-            return ControlFlow::Continue(());
-        }
-        let stream = event.arg("stream").map_or(-1, |v| int_coerce(&v));
-        let keep_device = match self.options.device {
-            DeviceFilter::Cpu => stream == -1,
-            DeviceFilter::Gpu => stream != -1,
-            DeviceFilter::All => true,
-        };
-        if !keep_device {
-            return ControlFlow::Continue(());
-        }
-        let ts_rel_ns = ts_ns.saturating_sub(self.base_ns);
-        let (start, dur_us) = if self.rounding {
-            let (s, e) = hta_round_us(ts_rel_ns, dur_ns);
-            (s, (e - s) as f64)
-        } else {
-            (ts_rel_ns, dur_ns as f64 / 1000.0)
-        };
-        let iteration = if stream < 0 || (stream == 0 && category.as_str() == "cpu_op") {
-            let mut found = -1;
-            for &(s, d, n) in &self.steps {
-                if s <= start && start < s + d {
-                    found = n;
-                }
-            }
-            found
-        } else if stream > 0 {
-            self.device_iteration.get(&index).copied().unwrap_or(-1)
-        } else {
-            -1
-        };
-        if !self.iterations.contains(&iteration) {
-            return ControlFlow::Continue(());
-        }
-        let name = event.name();
-        let key = if self.options.use_short_name {
-            shorten_name(name)
-        } else {
-            name.to_owned()
-        };
-        let totals = self.ops.entry(key).or_default();
-        totals.counts += 1;
-        totals.total_duration_us += dur_us;
-        ControlFlow::Continue(())
-    }
 }
 
 /// HTA's `shorten_name`: drops template arguments `<…>`, call arguments `(…)` and the

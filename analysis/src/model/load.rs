@@ -8,13 +8,14 @@ use std::sync::Arc;
 use trace_format::{ArgValue, Event, Ident, TimeBase, TraceMeta, TraceReader, TraceSink};
 
 use super::{
-    CollectiveArgs, DeviceInfo, DmaRow, EngineRow, MemoryEvent, Names, RankCounts, RankTrace, Row,
-    TraceSet,
+    CollectiveArgs, DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey,
+    MemoryEvent, NameId, Names, RankCounts, RankTrace, Row, TraceSet,
 };
+use crate::classify::is_device_work_category;
 use crate::error::AnalysisError;
 
 /// How traces are read.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct LoadOptions {
     /// Skip damaged events and stop quietly at a truncation instead of failing
@@ -22,6 +23,22 @@ pub struct LoadOptions {
     pub lenient: bool,
     /// Called while files are read (see [`LoadProgress`]); `None`: no reports.
     pub progress: Option<ProgressFn>,
+    /// Keep [`RankTrace::host_ops`] (host operators and other host events, for the
+    /// operator table and the trace diff). On by default; off saves 40 bytes per host
+    /// operator and 24 per other host event (about 70 MiB per GB of JSON on HTA's NCCL
+    /// trace, see `docs/PERFORMANCE.md`), and those two analyses then report that they
+    /// cannot run.
+    pub host_ops: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            lenient: false,
+            progress: None,
+            host_ops: true,
+        }
+    }
 }
 
 /// A progress callback: called from the reading threads (one per file), so it must be
@@ -51,6 +68,7 @@ impl std::fmt::Debug for LoadOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadOptions")
             .field("lenient", &self.lenient)
+            .field("host_ops", &self.host_ops)
             .field("progress", &self.progress.as_ref().map(|_| "Fn"))
             .finish()
     }
@@ -60,6 +78,12 @@ impl LoadOptions {
     /// Sets [`LoadOptions::lenient`].
     pub fn with_lenient(mut self, on: bool) -> Self {
         self.lenient = on;
+        self
+    }
+
+    /// Sets [`LoadOptions::host_ops`].
+    pub fn with_host_ops(mut self, on: bool) -> Self {
+        self.host_ops = on;
         self
     }
 
@@ -160,6 +184,9 @@ fn load_one(
     options: &LoadOptions,
 ) -> Result<RankTrace, AnalysisError> {
     let mut sink = RankSink::new(path.to_path_buf());
+    if options.host_ops {
+        sink.host_ops = Some(HostOpsBuilder::default());
+    }
     let read_error = |source| AnalysisError::Read {
         path: path.to_path_buf(),
         source: Box::new(source),
@@ -205,6 +232,7 @@ fn load_one(
             .map_err(read_error)?,
     };
     let mut trace = sink.trace;
+    trace.host_ops = sink.host_ops.map(HostOpsBuilder::finish);
     if let TimeBase::LateNotApplied(base) = report.time_base {
         trace.base_ns = base;
     }
@@ -264,6 +292,69 @@ fn load_one(
 struct RankSink {
     trace: RankTrace,
     base_ns: i64,
+    host_ops: Option<HostOpsBuilder>,
+}
+
+/// Builds [`HostOps`]: interns names, `Input Dims` texts and threads as events arrive.
+#[derive(Default)]
+struct HostOpsBuilder {
+    ops: HostOps,
+    thread_ids: std::collections::HashMap<
+        (IdentKey, IdentKey),
+        u32,
+        std::hash::BuildHasherDefault<super::NameHasher>,
+    >,
+    /// The thread of the previous operator (operators of one thread come in runs).
+    last_thread: Option<(IdentKey, IdentKey, u32)>,
+    /// The id of the empty string (no `Input Dims`).
+    no_dims: Option<NameId>,
+}
+
+impl HostOpsBuilder {
+    fn thread(&mut self, pid: Option<&Ident<'_>>, tid: Option<&Ident<'_>>) -> u32 {
+        if let Some((p, t, id)) = &self.last_thread {
+            if ident_is(p, pid) && ident_is(t, tid) {
+                return *id;
+            }
+        }
+        let key = (ident_key(pid), ident_key(tid));
+        let threads = &mut self.ops.threads;
+        let id = *self.thread_ids.entry(key.clone()).or_insert_with(|| {
+            threads.push(key.clone());
+            (threads.len() - 1) as u32
+        });
+        self.last_thread = Some((key.0, key.1, id));
+        id
+    }
+
+    fn no_dims(&mut self) -> NameId {
+        *self
+            .no_dims
+            .get_or_insert_with(|| self.ops.names.intern(""))
+    }
+
+    fn finish(mut self) -> HostOps {
+        self.ops.operators.shrink_to_fit();
+        self.ops.spans.shrink_to_fit();
+        self.ops
+    }
+}
+
+fn ident_key(ident: Option<&Ident<'_>>) -> IdentKey {
+    match ident {
+        None => IdentKey::Absent,
+        Some(Ident::Num(n)) => IdentKey::Num(*n),
+        Some(Ident::Str(s)) => IdentKey::Text(s.to_string()),
+    }
+}
+
+fn ident_is(key: &IdentKey, ident: Option<&Ident<'_>>) -> bool {
+    match (key, ident) {
+        (IdentKey::Absent, None) => true,
+        (IdentKey::Num(a), Some(Ident::Num(b))) => a == b,
+        (IdentKey::Text(a), Some(Ident::Str(b))) => a.as_str() == &**b,
+        _ => false,
+    }
 }
 
 impl RankSink {
@@ -287,8 +378,10 @@ impl RankSink {
                 engine_rows: Vec::new(),
                 dma_rows: Vec::new(),
                 max_end_rel_ns: None,
+                host_ops: None,
             },
             base_ns: 0,
+            host_ops: None,
         }
     }
 }
@@ -370,6 +463,40 @@ impl TraceSink for RankSink {
             || is_sync
             || index == 0
             || name.starts_with("ProfilerStep");
+        if let Some(host) = &mut self.host_ops {
+            let normalized = category.normalized();
+            let category = normalized.as_str();
+            if is_device_work_category(category) && args.external_id >= 0 {
+                *host
+                    .ops
+                    .device_ns_by_external_id
+                    .entry(args.external_id)
+                    .or_default() += dur_ns;
+            }
+            if matches!(category, "cpu_op" | "user_annotation") {
+                let input_dims = match event.arg("Input Dims") {
+                    Some(ArgValue::Array(raw)) => host.ops.names.intern(raw.as_str()),
+                    _ => host.no_dims(),
+                };
+                let op = HostOp {
+                    ts_rel_ns,
+                    dur_ns,
+                    external_id: args.external_id,
+                    name: host.ops.names.intern(name),
+                    input_dims,
+                    thread: host.thread(event.pid.as_ref(), event.tid.as_ref()),
+                    in_rows: keep,
+                };
+                host.ops.operators.push(op);
+            } else if !keep {
+                let name = host.ops.names.intern(name);
+                host.ops.spans.push(HostSpan {
+                    ts_rel_ns,
+                    dur_ns,
+                    name,
+                });
+            }
+        }
         if !keep {
             return ControlFlow::Continue(());
         }
@@ -419,6 +546,8 @@ struct PickedArgs {
     engine: Option<String>,
     dma_queue: Option<i64>,
     engine_busy: Vec<(String, i64)>,
+    /// `External id` (the first such key, when an integer), -1 when absent.
+    external_id: i64,
 }
 
 impl PickedArgs {
@@ -440,11 +569,13 @@ impl PickedArgs {
             engine: None,
             dma_queue: None,
             engine_busy: Vec::new(),
+            external_id: -1,
         };
         let Some(args) = &event.args else {
             return picked;
         };
         let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
+        let mut external_id: Option<Option<i64>> = None;
         for (key, value) in args.iter() {
             let text = || value.as_str().map(str::to_owned);
             match &*key {
@@ -465,6 +596,8 @@ impl PickedArgs {
                 "core" => set(&mut picked.core, || value.as_i64()),
                 "engine" => set(&mut picked.engine, text),
                 "dma queue" => set(&mut picked.dma_queue, || value.as_i64()),
+                // As `Event::arg`: the first key, whatever its value.
+                "External id" => set(&mut external_id, || Some(value.as_i64())),
                 other => {
                     if let Some(engine) = other.strip_suffix(" busy (ns)") {
                         if let Some(ns) = value.as_i64() {
@@ -478,6 +611,7 @@ impl PickedArgs {
         picked.correlation = correlation.unwrap_or(-1);
         picked.bytes = bytes.unwrap_or(-1);
         picked.memory_bw_gbps = bw.unwrap_or(0.0);
+        picked.external_id = external_id.flatten().unwrap_or(-1);
         picked
     }
 

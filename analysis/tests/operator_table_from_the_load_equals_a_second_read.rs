@@ -1,0 +1,233 @@
+//! The operator table is built from what the loader keeps (`RankTrace::host_ops`), in the
+//! same streaming pass as every other analysis. Here a reference reads each shared trace a
+//! second time with `trace_format` directly and builds the table from the events as they
+//! come (what the table did before the loader kept host operators); both must agree on
+//! every line, by name and by name and input shapes.
+
+mod support {
+    pub mod traces;
+}
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use analysis::analyses::operators::{operator_table, operator_table_with, OperatorOptions};
+use analysis::{load_paths, AnalysisError, LoadOptions};
+use support::traces::traces_dir;
+use trace_format::{ArgValue, Event, Ident, TraceReader, TraceSink};
+
+#[derive(Clone)]
+struct Op {
+    start: i64,
+    end: i64,
+    key: (String, String),
+    external_id: i64,
+}
+
+#[derive(Default)]
+struct Reference {
+    by_thread: HashMap<(String, String), Vec<Op>>,
+    device_by_external: HashMap<i64, i64>,
+}
+
+fn ident(i: Option<&Ident<'_>>) -> String {
+    match i {
+        None => "-".into(),
+        Some(Ident::Num(n)) => format!("n{n}"),
+        Some(Ident::Str(s)) => format!("s{s}"),
+    }
+}
+
+impl TraceSink for Reference {
+    fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        let (Some(ts), Some(dur), Some(category)) = (event.ts_ns, event.dur_ns, &event.category)
+        else {
+            return ControlFlow::Continue(());
+        };
+        let category = category.normalized();
+        let external_id = event
+            .arg("External id")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(-1);
+        if matches!(
+            category.as_str(),
+            "kernel" | "gpu_memcpy" | "gpu_memset" | "mtia_ccp_events"
+        ) {
+            if external_id >= 0 {
+                *self.device_by_external.entry(external_id).or_default() += dur;
+            }
+            return ControlFlow::Continue(());
+        }
+        if !matches!(category.as_str(), "cpu_op" | "user_annotation") {
+            return ControlFlow::Continue(());
+        }
+        let dims = match event.arg("Input Dims") {
+            Some(ArgValue::Array(raw)) => raw.as_str().to_owned(),
+            _ => String::new(),
+        };
+        let thread = (ident(event.pid.as_ref()), ident(event.tid.as_ref()));
+        self.by_thread.entry(thread).or_default().push(Op {
+            start: ts,
+            end: ts + dur,
+            key: (event.name().to_owned(), dims),
+            external_id,
+        });
+        ControlFlow::Continue(())
+    }
+}
+
+/// (name, dims) → (calls, host total, host self, device self, device total), ns.
+type Lines = BTreeMap<(String, String), (u64, i64, i64, i64, i64)>;
+
+/// The table by name and the table by name and shapes.
+fn reference(path: &Path, window: Option<(i64, i64)>) -> Option<[Lines; 2]> {
+    let mut sink = Reference::default();
+    // Damaged shared traces (read leniently elsewhere) are left out.
+    TraceReader::open(path).read(&mut sink).ok()?;
+    let mut tables = [Lines::new(), Lines::new()];
+    for ops in sink.by_thread.values_mut() {
+        ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
+        let device = |o: &Op| {
+            (o.external_id >= 0)
+                .then(|| sink.device_by_external.get(&o.external_id).copied())
+                .flatten()
+                .unwrap_or(0)
+        };
+        // Children and descendants' device time by an explicit parent search.
+        let n = ops.len();
+        let mut parent: Vec<Option<usize>> = vec![None; n];
+        let mut open: Vec<usize> = Vec::new();
+        for i in 0..n {
+            while open.last().is_some_and(|&t| ops[i].start >= ops[t].end) {
+                open.pop();
+            }
+            parent[i] = open.last().copied();
+            open.push(i);
+        }
+        let mut child = vec![0i64; n];
+        let mut device_total: Vec<i64> = ops.iter().map(device).collect();
+        for i in (0..n).rev() {
+            if let Some(p) = parent[i] {
+                child[p] += ops[i].end - ops[i].start;
+                device_total[p] += device_total[i];
+            }
+        }
+        for (i, o) in ops.iter().enumerate() {
+            if window.is_some_and(|(s, e)| o.start < s || o.start >= e) {
+                continue;
+            }
+            let by_name = (o.key.0.clone(), String::new());
+            for (lines, key) in tables.iter_mut().zip([by_name, o.key.clone()]) {
+                let line = lines.entry(key).or_default();
+                line.0 += 1;
+                line.1 += o.end - o.start;
+                line.2 += o.end - o.start - child[i];
+                line.3 += device(o);
+                line.4 += device_total[i];
+            }
+        }
+    }
+    Some(tables)
+}
+
+fn shared_traces(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for sub in ["hta", "torch-2.15", "kineto-legacy"] {
+        if let Ok(entries) = std::fs::read_dir(dir.join(sub)) {
+            files.extend(entries.filter_map(|e| e.ok()).map(|e| e.path()));
+        }
+    }
+    files.sort();
+    files
+}
+
+fn lines_of(table: &analysis::analyses::operators::OperatorTable) -> Lines {
+    let ns = |us: f64| (us * 1000.0).round() as i64;
+    table
+        .operators
+        .iter()
+        .map(|o| {
+            (
+                (o.name.clone(), o.input_dims.clone()),
+                (
+                    o.calls,
+                    ns(o.cpu_total_us),
+                    ns(o.cpu_self_us),
+                    ns(o.device_self_us),
+                    ns(o.device_total_us),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_shared_trace_gives_the_table_of_a_second_read() {
+    let Some(dir) = traces_dir() else { return };
+    let mut compared = 0;
+    for path in shared_traces(&dir) {
+        let Ok(set) = load_paths(&[&path], &LoadOptions::default()) else {
+            continue;
+        };
+        let Some(tables) = reference(&path, None) else {
+            continue;
+        };
+        for (by_shape, expected) in [false, true].into_iter().zip(tables) {
+            let table = operator_table(&set.ranks[0], by_shape).unwrap();
+            assert_eq!(
+                lines_of(&table),
+                expected,
+                "{} by_shape={by_shape}",
+                path.display()
+            );
+            compared += usize::from(!expected.is_empty());
+        }
+    }
+    assert!(
+        compared >= 10,
+        "host operators in most shared traces: {compared}"
+    );
+}
+
+#[test]
+fn a_step_counts_the_operators_that_start_in_it() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("hta/nccl_data.json.gz");
+    let set = load_paths(&[&path], &LoadOptions::default()).unwrap();
+    let trace = &set.ranks[0];
+    let step = trace
+        .rows
+        .iter()
+        .find(|r| trace.name(r) == "ProfilerStep#5")
+        .unwrap();
+    let base = trace.base_ns;
+    let window = (base + step.ts_rel_ns, base + step.ts_rel_ns + step.dur_ns);
+    let [expected, _] = reference(&path, Some(window)).unwrap();
+    let table = operator_table_with(trace, &OperatorOptions::default().with_step(Some(5))).unwrap();
+    assert_eq!(table.step, Some(5));
+    assert_eq!(lines_of(&table), expected);
+    let whole = operator_table(trace, false).unwrap();
+    let calls = |t: &analysis::analyses::operators::OperatorTable| -> u64 {
+        t.operators.iter().map(|o| o.calls).sum()
+    };
+    assert!(calls(&table) * 2 < calls(&whole), "one step of three");
+    let err =
+        operator_table_with(trace, &OperatorOptions::default().with_step(Some(99))).unwrap_err();
+    assert!(err.to_string().contains("no ProfilerStep#99"), "{err}");
+}
+
+#[test]
+fn without_host_ops_the_table_says_why() {
+    let Some(dir) = traces_dir() else { return };
+    let path = dir.join("hta/simple_add.json.gz");
+    let set = load_paths(&[&path], &LoadOptions::default().with_host_ops(false)).unwrap();
+    assert!(set.ranks[0].host_ops.is_none());
+    let err = operator_table(&set.ranks[0], false).unwrap_err();
+    assert!(matches!(err, AnalysisError::NotApplicable { .. }));
+    assert!(
+        err.to_string().contains("host operators were not kept")
+            && err.to_string().contains("simple_add.json.gz"),
+        "{err}"
+    );
+}

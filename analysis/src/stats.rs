@@ -7,8 +7,9 @@
 //! kernel: numpy 2.x on x86-64 CPUs with AVX2 and no AVX-512, target `X86_V3`) and
 //! [`numpy_argsort_scalar`] (numpy's own introsort: x86-64 without AVX2, other
 //! architectures, numpy before 1.25). All three are checked permutation for permutation
-//! against numpy 2.4.6 (`tests/argsort_matches_numpy.rs`); numpy 1.25–2.3 on AVX-512
-//! vendored older x86-simd-sort, whose tie order may differ in places. HTA-compat mode
+//! against numpy 2.4.6 (`tests/argsort_matches_numpy.rs`); numpy 1.25–2.3 vendored
+//! older x86-simd-sort, whose tie order differs (`src/stats/x86_simd_argsort.rs`; the scalar
+//! introsort also matches numpy 2.2.6 and 1.26.4). HTA-compat mode
 //! uses the AVX-512 order: HTA's reference outputs (`shared/traces/hta-reference`) were
 //! printed on such a machine, and numpy 2.4 on an AVX-512 CPU reproduces them where the
 //! other orders do not (nccl1's queue length).

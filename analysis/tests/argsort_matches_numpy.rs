@@ -42,11 +42,14 @@ fn hta_python() -> Option<String> {
 const HARNESS: &str = r#"
 import sys
 import numpy as np
-from numpy._core._multiarray_umath import __cpu_features__ as f
+try:
+    from numpy._core._multiarray_umath import __cpu_features__ as f
+except ImportError:  # numpy 1.x
+    from numpy.core._multiarray_umath import __cpu_features__ as f
 if "X86_V4" in f:
     avx512, avx2 = f["X86_V4"], f["X86_V3"]
 else:
-    avx512 = f.get("AVX512_SKX", False)
+    avx512 = f.get("AVX512_SKX", False) and f.get("AVX512F", False)
     avx2 = f.get("AVX2", False) and int(np.__version__.split(".")[0]) >= 2
 lengths = np.fromfile(sys.argv[1], dtype="<i8")
 keys = np.fromfile(sys.argv[2], dtype=sys.argv[3])
@@ -312,9 +315,13 @@ fn argsort_matches_numpy_on_every_kernel_this_cpu_has() {
     write_arrays(&dir, &arrays);
 
     let (version, native, orders) = numpy_argsorts(&python, &dir, &arrays, "", false);
-    // numpy 2.4 dispatches to targets X86_V4 / X86_V3, older numpy to AVX512_SKX / AVX2;
-    // numpy ignores names it does not know.
-    let (no_avx512, no_avx2) = ("X86_V4 AVX512_SKX", "X86_V4 AVX512_SKX X86_V3 AVX2");
+    // numpy 2.4 dispatches to targets X86_V4 / X86_V3. Older numpy dispatches to
+    // AVX512_SKX / AVX2 but keeps taking its AVX-512 kernel until AVX512F is off too
+    // (seen with numpy 2.2.6). numpy ignores names it does not know.
+    let no_avx512 = "X86_V4 AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX \
+                     AVX512_CNL AVX512_ICL AVX512_SPR";
+    let no_avx2 = format!("{no_avx512} X86_V3 AVX2");
+    let (no_avx512, no_avx2) = (no_avx512, no_avx2.as_str());
     let mut failures = Vec::new();
     let mut check = |kernel: &str, orders: &[Vec<usize>]| {
         let ours: fn(&[i64]) -> Vec<usize> = match kernel {

@@ -2,17 +2,17 @@
 //!
 //! numpy's `argsort(kind="quicksort")` (what pandas' `sort_values` calls) orders equal keys
 //! differently depending on the kernel numpy picks at run time, so each is reproduced:
-//! [`numpy_argsort_avx512`] (x86-simd-sort's AVX-512 kernel: numpy 2.x on x86-64 CPUs
-//! with AVX-512 SKX, target `X86_V4` from numpy 2.4), [`numpy_argsort_avx2`] (its AVX2
-//! kernel: numpy 2.x on x86-64 CPUs with AVX2 and no AVX-512, target `X86_V3`) and
+//! [`numpy_argsort_avx512`] (x86-simd-sort's AVX-512 kernel: numpy 2.x on x86-64 CPUs with
+//! AVX-512 SKX, target `X86_V4` from numpy 2.4), [`numpy_argsort_avx2`] (its AVX2 kernel:
+//! numpy 2.x on x86-64 CPUs with AVX2 and no AVX-512, target `X86_V3`) and
 //! [`numpy_argsort_scalar`] (numpy's own introsort: x86-64 without AVX2, other
 //! architectures, numpy before 1.25). All three are checked permutation for permutation
-//! against numpy 2.4.6 (`tests/argsort_matches_numpy.rs`); numpy 1.25–2.3 vendored
-//! older x86-simd-sort, whose tie order differs (`src/stats/x86_simd_argsort.rs`; the scalar
-//! introsort also matches numpy 2.2.6 and 1.26.4). HTA-compat mode
-//! uses the AVX-512 order: HTA's reference outputs (`shared/traces/hta-reference`) were
-//! printed on such a machine, and numpy 2.4 on an AVX-512 CPU reproduces them where the
-//! other orders do not (nccl1's queue length).
+//! against numpy 2.4.6 (`tests/argsort_matches_numpy.rs`); numpy 1.25–2.3 vendored older
+//! x86-simd-sort, whose tie order differs (`src/stats/x86_simd_argsort.rs`; the scalar
+//! introsort also matches numpy 2.2.6 and 1.26.4). HTA-compat mode uses the AVX-512 order:
+//! HTA's reference outputs (`shared/traces/hta-reference`) were printed on such a machine,
+//! and numpy 2.4 on an AVX-512 CPU reproduces them where the other orders do not (nccl1's
+//! queue length).
 
 mod numpy_sort;
 mod x86_simd_argsort;

@@ -177,60 +177,60 @@ pub fn operator_table_with(
             0
         }
     };
-    // Operators by thread, as indexes into `host.operators`.
-    let mut by_thread: Vec<Vec<u32>> = vec![Vec::new(); host.threads.len()];
-    for (i, op) in host.operators.iter().enumerate() {
-        by_thread[op.thread as usize].push(i as u32);
-    }
+    // Every operator, as an index into `host.operators` (4 bytes each), by thread, then
+    // start, longest first (a parent before its children), then file order.
+    let ops = &host.operators;
+    let end = |o: &HostOp| o.ts_rel_ns + o.dur_ns;
+    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let o = &ops[i as usize];
+        (o.thread, o.ts_rel_ns, std::cmp::Reverse(end(o)), i)
+    });
     let no_dims = host.names.lookup("");
     let mut totals: BTreeMap<(NameId, Option<NameId>), Totals> = BTreeMap::new();
-    let mut child_ns: Vec<i64> = Vec::new();
-    let mut device_total: Vec<i64> = Vec::new();
-    for mut indexes in by_thread {
-        let op = |i: u32| &host.operators[i as usize];
-        let end = |o: &HostOp| o.ts_rel_ns + o.dur_ns;
-        indexes.sort_by_key(|&i| (op(i).ts_rel_ns, std::cmp::Reverse(end(op(i)))));
-        let ops: Vec<&HostOp> = indexes.iter().map(|&i| op(i)).collect();
-        // Per op: children time and device total, accumulated through a nesting stack.
-        let n = ops.len();
-        child_ns.clear();
-        child_ns.resize(n, 0);
-        device_total.clear();
-        device_total.resize(n, 0);
-        let mut stack: Vec<usize> = Vec::new();
-        let finish = |i: usize, stack: &[usize], child_ns: &mut [i64], device_total: &mut [i64]| {
-            device_total[i] += device_self(ops[i]);
-            if let Some(&parent) = stack.last() {
-                child_ns[parent] += ops[i].dur_ns;
-                device_total[parent] += device_total[i];
-            }
-        };
-        for i in 0..n {
-            while let Some(&top) = stack.last() {
-                if ops[i].ts_rel_ns >= end(ops[top]) {
-                    stack.pop();
-                    finish(top, &stack, &mut child_ns, &mut device_total);
-                } else {
-                    break;
-                }
-            }
-            stack.push(i);
+    // The operators open at the current one (its ancestors), with what their finished
+    // children added: time on the host and device time including descendants'.
+    struct Open {
+        op: u32,
+        child_ns: i64,
+        device_total_ns: i64,
+    }
+    let mut stack: Vec<Open> = Vec::new();
+    let mut finish = |done: Open, stack: &mut Vec<Open>| {
+        let o = &ops[done.op as usize];
+        if let Some(parent) = stack.last_mut() {
+            parent.child_ns += o.dur_ns;
+            parent.device_total_ns += done.device_total_ns;
         }
-        while let Some(top) = stack.pop() {
-            finish(top, &stack, &mut child_ns, &mut device_total);
-        }
-        for (i, o) in ops.iter().enumerate() {
-            if !counted(o) {
-                continue;
-            }
+        if counted(o) {
             let dims = (options.by_shape && Some(o.input_dims) != no_dims).then_some(o.input_dims);
             let t = totals.entry((o.name, dims)).or_default();
             t.calls += 1;
             t.cpu_total_ns += o.dur_ns;
-            t.cpu_self_ns += o.dur_ns - child_ns[i];
+            t.cpu_self_ns += o.dur_ns - done.child_ns;
             t.device_self_ns += device_self(o);
-            t.device_total_ns += device_total[i];
+            t.device_total_ns += done.device_total_ns;
         }
+    };
+    for &i in &order {
+        let o = &ops[i as usize];
+        while let Some(top) = stack.last() {
+            let t = &ops[top.op as usize];
+            if t.thread != o.thread || o.ts_rel_ns >= end(t) {
+                let done = stack.pop().expect("a top");
+                finish(done, &mut stack);
+            } else {
+                break;
+            }
+        }
+        stack.push(Open {
+            op: i,
+            child_ns: 0,
+            device_total_ns: device_self(o),
+        });
+    }
+    while let Some(done) = stack.pop() {
+        finish(done, &mut stack);
     }
     let us = |ns: i64| ns as f64 / 1000.0;
     let mut operators: Vec<OperatorStats> = totals

@@ -104,6 +104,7 @@ pub fn idle_time_breakdown(
             .iter()
             .filter(|r| frame.model_row(r).stream == stream)
             .collect();
+        // Equal starts in the order numpy's AVX-512 argsort leaves them (`crate::stats`).
         let keys: Vec<i64> = on_stream.iter().map(|r| r.start_ticks).collect();
         let on_stream: Vec<_> = numpy_argsort_avx512(&keys)
             .into_iter()

@@ -47,7 +47,8 @@ pub fn memory_bw_summary(frame: &Frame<'_>) -> Vec<MemoryBwEntry> {
     }
     starts.extend(ends);
     // pandas' `sort_values` (numpy's unstable quicksort) decides the order of equal
-    // times, which changes the running sums seen.
+    // times, which changes the running sums seen: the order numpy's AVX-512 argsort
+    // gives, as for HTA's reference outputs (`crate::stats`).
     let keys: Vec<i64> = starts.iter().map(|p| p.0).collect();
     let order = numpy_argsort_avx512(&keys);
     let starts: Vec<_> = order.into_iter().map(|i| starts[i].clone()).collect();

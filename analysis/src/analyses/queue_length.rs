@@ -145,6 +145,8 @@ pub fn queue_length_summary_with_limit(
             points.push((row.start_ticks, Some(model.stream), -1));
         }
     }
+    // Equal times in the order pandas' `sort_values` leaves them with numpy's AVX-512
+    // argsort, as for HTA's reference outputs (`crate::stats`).
     let keys: Vec<i64> = points.iter().map(|p| p.0).collect();
     let points: Vec<(i64, Option<i64>, i64)> = numpy_argsort_avx512(&keys)
         .into_iter()

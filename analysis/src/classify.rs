@@ -184,11 +184,22 @@ fn first_line(name: &str) -> &str {
 
 /// The default mode's kernel type: category and args first, names second.
 pub fn kernel_type(category: &str, name: &str, is_collective: bool) -> KernelType {
+    kernel_type_given(category, name, is_collective, hta_kernel_type(name))
+}
+
+/// [`kernel_type`] with the name rules' answer for `name` already known (`by_name`,
+/// what [`hta_kernel_type`] gives), for callers that cache it per name.
+pub fn kernel_type_given(
+    category: &str,
+    name: &str,
+    is_collective: bool,
+    by_name: KernelType,
+) -> KernelType {
     match category {
         "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset" => KernelType::Memory,
         "mtia_ccp_events" if name.starts_with("dma") => KernelType::Memory,
         _ if is_collective => KernelType::Communication,
-        _ => hta_kernel_type(name),
+        _ => by_name,
     }
 }
 

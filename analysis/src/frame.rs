@@ -20,9 +20,10 @@ mod hta_time;
 pub(crate) use hta_time::hta_round_us;
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use crate::classify::{self, HtaVersion, KernelType, Mode};
-use crate::model::{RankTrace, Row, TraceSet};
+use crate::model::{NameHasher, RankTrace, Row, TraceSet};
 
 /// One row of a [`Frame`].
 #[derive(Clone, Debug, PartialEq)]
@@ -146,6 +147,36 @@ impl<'t> Frames<'t> {
         hta_version: HtaVersion,
         last_step_filter: bool,
     ) -> Self {
+        let filter = last_step_filter && Self::filters(set, hta_version);
+        let (ranks, _) = Self::build_ranks(set, mode, hta_version, filter, false);
+        Frames {
+            ranks,
+            device_type: device_type_of(set),
+        }
+    }
+
+    /// Both preprocessings at once, sharing the work: with HTA's last-step filter (what
+    /// [`Frames::build_for`] gives with `last_step_filter: true`) and without it.
+    pub fn build_both(set: &'t TraceSet, mode: Mode, hta_version: HtaVersion) -> (Self, Self) {
+        let filter = Self::filters(set, hta_version);
+        let (filtered, unfiltered) = Self::build_ranks(set, mode, hta_version, filter, true);
+        let device_type = device_type_of(set);
+        let unfiltered = unfiltered.unwrap_or_else(|| filtered.clone());
+        (
+            Frames {
+                ranks: filtered,
+                device_type,
+            },
+            Frames {
+                ranks: unfiltered,
+                device_type,
+            },
+        )
+    }
+
+    /// Whether HTA's last-step filter applies to `set`: ≥ 2 distinct `ProfilerStep#N`
+    /// names across ranks.
+    fn filters(set: &TraceSet, hta_version: HtaVersion) -> bool {
         let mut step_names: Vec<&str> = set
             .ranks
             .iter()
@@ -154,16 +185,26 @@ impl<'t> Frames<'t> {
             .collect();
         step_names.sort_unstable();
         step_names.dedup();
-        let device_type = set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type());
         // HTA 0.6 filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`);
         // that path is not reproduced, such traces are left unfiltered. HTA 0.5 has no
         // MTIA path: its one filter applies to every device.
-        let mtia_06 = device_type == "MTIA" && hta_version == HtaVersion::V0_6;
-        let filter = last_step_filter && step_names.len() >= 2 && !mtia_06;
-        // Ranks are independent: build them on all cores.
+        let mtia_06 = device_type_of(set) == "MTIA" && hta_version == HtaVersion::V0_6;
+        step_names.len() >= 2 && !mtia_06
+    }
+
+    /// Every rank's frame (with the filter when `filter`), and when `unfiltered_too` also
+    /// without it. Ranks are independent: built on all cores.
+    #[allow(clippy::type_complexity)]
+    fn build_ranks(
+        set: &'t TraceSet,
+        mode: Mode,
+        hta_version: HtaVersion,
+        filter: bool,
+        unfiltered_too: bool,
+    ) -> (Vec<Frame<'t>>, Option<Vec<Frame<'t>>>) {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let chunk = set.ranks.len().div_ceil(workers).max(1);
-        let ranks = std::thread::scope(|scope| {
+        let built: Vec<(Frame<'t>, Option<Frame<'t>>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = set
                 .ranks
                 .chunks(chunk)
@@ -171,7 +212,12 @@ impl<'t> Frames<'t> {
                     scope.spawn(move || {
                         traces
                             .iter()
-                            .map(|trace| build_frame(trace, mode, hta_version, filter))
+                            .map(|trace| {
+                                let prepared = Prepared::new(trace, mode, hta_version);
+                                let unfiltered = (unfiltered_too && filter)
+                                    .then(|| prepared.frame(false));
+                                (prepared.frame(filter), unfiltered)
+                            })
                             .collect::<Vec<_>>()
                     })
                 })
@@ -181,7 +227,14 @@ impl<'t> Frames<'t> {
                 .flat_map(|h| h.join().expect("frame building thread panicked"))
                 .collect()
         });
-        Frames { ranks, device_type }
+        let unfiltered_built = built.iter().all(|(_, u)| u.is_some()) && !built.is_empty();
+        let mut filtered = Vec::with_capacity(built.len());
+        let mut unfiltered = Vec::with_capacity(built.len());
+        for (f, u) in built {
+            filtered.push(f);
+            unfiltered.extend(u);
+        }
+        (filtered, unfiltered_built.then_some(unfiltered))
     }
 
     /// Keeps only rows of iteration `step` (`ProfilerStep#step`): host rows that start in
@@ -218,253 +271,344 @@ pub(crate) fn step_number(name: &str, lenient_spaces: bool) -> Option<i64> {
     digits.parse().ok()
 }
 
-fn is_gpu_filter_row(trace: &RankTrace, row: &Row) -> bool {
-    let name = trace.name(row);
-    (row.stream >= 0 && row.correlation >= 0) || name == "Event Sync" || name == "Context Sync"
+fn device_type_of(set: &TraceSet) -> &'static str {
+    set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type())
 }
 
-fn build_frame(
-    trace: &RankTrace,
+/// A hash map with the crate's fast hasher (keys here are ids from the user's own file).
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
+
+/// What the preprocessing needs to know about each interned string of a rank, computed
+/// once per string instead of once per row (names are long CUDA signatures, rows many).
+struct NameFacts {
+    /// The kernel type of a row with this name under the frame's rules (compat: HTA's
+    /// name rules for the chosen release; default: the name rules the category-first
+    /// classification falls back to).
+    kernel_type: Vec<KernelType>,
+    /// `ProfilerStep#N` (HTA's symbol pattern).
+    step_strict: Vec<Option<i64>>,
+    /// `ProfilerStep # N` (`add_iteration`'s pattern).
+    step_lenient: Vec<Option<i64>>,
+    /// `Event Sync` / `Context Sync`: device-side rows of HTA's GPU filter.
+    is_sync: Vec<bool>,
+    /// As a category: device work in the default mode.
+    is_device_category: Vec<bool>,
+    /// As a category: `cpu_op`.
+    is_cpu_op: Vec<bool>,
+}
+
+impl NameFacts {
+    fn new(trace: &RankTrace, mode: Mode, hta_version: HtaVersion) -> Self {
+        let n = trace.names.iter().count();
+        let mut facts = NameFacts {
+            kernel_type: Vec::with_capacity(n),
+            step_strict: Vec::with_capacity(n),
+            step_lenient: Vec::with_capacity(n),
+            is_sync: Vec::with_capacity(n),
+            is_device_category: Vec::with_capacity(n),
+            is_cpu_op: Vec::with_capacity(n),
+        };
+        for text in trace.names.iter() {
+            facts.kernel_type.push(match mode {
+                Mode::HtaCompat => classify::hta_kernel_type_for(hta_version, text),
+                Mode::Default => classify::hta_kernel_type(text),
+            });
+            facts.step_strict.push(step_number(text, false));
+            facts.step_lenient.push(step_number(text, true));
+            facts.is_sync.push(text == "Event Sync" || text == "Context Sync");
+            facts.is_device_category.push(classify::is_device_work_category(text));
+            facts.is_cpu_op.push(text == "cpu_op");
+        }
+        facts
+    }
+}
+
+/// One rank's rows with HTA's preprocessing done up to the last-step filter: everything
+/// both frames (filtered and not) share.
+struct Prepared<'t> {
+    trace: &'t RankTrace,
     mode: Mode,
     hta_version: HtaVersion,
-    filter: bool,
-) -> Frame<'_> {
-    let rounding = mode == Mode::HtaCompat && trace.ts_is_float;
-    let tick_ns = if rounding { 1000 } else { 1 };
-    let times = |ts_rel_ns: i64, dur_ns: i64| -> (i64, i64) {
-        if rounding {
-            hta_time::hta_round_us(ts_rel_ns, dur_ns)
-        } else {
-            (ts_rel_ns, ts_rel_ns + dur_ns)
-        }
-    };
-    let n = trace.rows.len();
-    let index_correlation = index_correlations(trace, mode);
-    let spans: Vec<(i64, i64)> = trace
-        .rows
-        .iter()
-        .map(|r| times(r.ts_rel_ns, r.dur_ns))
-        .collect();
-    let iteration = iterations(trace, &spans, &index_correlation);
-    let make = |i: usize| {
-        let row = &trace.rows[i];
-        let (start, end) = spans[i];
-        let (is_device, kernel_type) = match mode {
-            Mode::HtaCompat => (
-                row.stream != -1,
-                classify::hta_kernel_type_for(hta_version, trace.name(row)),
-            ),
+    tick_ns: i64,
+    facts: NameFacts,
+    /// (start, end) of each row in ticks.
+    spans: Vec<(i64, i64)>,
+    index_correlation: Vec<i64>,
+    iteration: Vec<i64>,
+}
+
+impl<'t> Prepared<'t> {
+    fn new(trace: &'t RankTrace, mode: Mode, hta_version: HtaVersion) -> Self {
+        let rounding = mode == Mode::HtaCompat && trace.ts_is_float;
+        let facts = NameFacts::new(trace, mode, hta_version);
+        let spans: Vec<(i64, i64)> = trace
+            .rows
+            .iter()
+            .map(|r| times(rounding, r.ts_rel_ns, r.dur_ns))
+            .collect();
+        let mut prepared = Prepared {
+            trace,
+            mode,
+            hta_version,
+            tick_ns: if rounding { 1000 } else { 1 },
+            facts,
+            spans,
+            index_correlation: Vec::new(),
+            iteration: Vec::new(),
+        };
+        prepared.index_correlation = prepared.index_correlations();
+        prepared.iteration = prepared.iterations();
+        prepared
+    }
+
+    fn is_gpu_filter_row(&self, row: &Row) -> bool {
+        (row.stream >= 0 && row.correlation >= 0) || self.facts.is_sync[row.name as usize]
+    }
+
+    fn row(&self, i: usize) -> FrameRow {
+        let row = &self.trace.rows[i];
+        let (start, end) = self.spans[i];
+        let by_name = self.facts.kernel_type[row.name as usize];
+        let (is_device, kernel_type) = match self.mode {
+            Mode::HtaCompat => (row.stream != -1, by_name),
             Mode::Default => (
-                classify::is_device_work_category(trace.category(row)),
-                classify::kernel_type(trace.category(row), trace.name(row), row.is_collective()),
+                self.facts.is_device_category[row.category as usize],
+                classify::kernel_type_given(
+                    self.trace.category(row),
+                    self.trace.name(row),
+                    row.is_collective(),
+                    by_name,
+                ),
             ),
         };
         FrameRow {
             row: i as u32,
             start_ticks: start,
             end_ticks: end,
-            index_correlation: index_correlation[i],
-            iteration: iteration[i],
+            index_correlation: self.index_correlation[i],
+            iteration: self.iteration[i],
             is_device,
             kernel_type,
         }
-    };
-    let has_host_rows = trace.min_host_ts_rel_ns.is_some();
-    let filtered = filter && has_host_rows;
-    let rows = if filtered {
-        let is_host = |i: usize| !is_gpu_filter_row(trace, &trace.rows[i]);
-        let last_step_start = (0..n)
-            .filter(|&i| is_host(i) && step_number(trace.name(&trace.rows[i]), false).is_some())
-            .map(|i| spans[i].0)
-            .max()
-            .unwrap_or_else(|| times(trace.min_host_ts_rel_ns.unwrap_or(0), 0).0);
-        let host: Vec<usize> = (0..n)
-            .filter(|&i| is_host(i) && spans[i].0 < last_step_start)
-            .collect();
-        let mut host_corr_count: HashMap<i64, usize> = HashMap::new();
-        for &i in &host {
-            *host_corr_count
-                .entry(trace.rows[i].correlation)
-                .or_default() += 1;
-        }
-        let kept_host_events: std::collections::HashSet<u64> = match mode {
-            Mode::HtaCompat => Default::default(),
-            Mode::Default => host.iter().map(|&i| trace.rows[i].event_index).collect(),
+    }
+
+    /// The frame, with HTA's last-step filter when `filter`.
+    fn frame(&self, filter: bool) -> Frame<'t> {
+        let trace = self.trace;
+        let n = trace.rows.len();
+        let has_host_rows = trace.min_host_ts_rel_ns.is_some();
+        let filtered = filter && has_host_rows;
+        let rows = if filtered {
+            let is_host = |i: usize| !self.is_gpu_filter_row(&trace.rows[i]);
+            let last_step_start = (0..n)
+                .filter(|&i| is_host(i) && self.facts.step_strict[trace.rows[i].name as usize].is_some())
+                .map(|i| self.spans[i].0)
+                .max()
+                .unwrap_or_else(|| {
+                    times(self.tick_ns == 1000, trace.min_host_ts_rel_ns.unwrap_or(0), 0).0
+                });
+            let host: Vec<usize> = (0..n)
+                .filter(|&i| is_host(i) && self.spans[i].0 < last_step_start)
+                .collect();
+            let mut host_corr_count: FastMap<i64, usize> = FastMap::default();
+            for &i in &host {
+                *host_corr_count
+                    .entry(trace.rows[i].correlation)
+                    .or_default() += 1;
+            }
+            // Kept host rows by event index (rows are in event order): for the default
+            // mode's "was its own launch kept".
+            let mut kept_host = vec![false; if self.mode == Mode::Default { n } else { 0 }];
+            if self.mode == Mode::Default {
+                for &i in &host {
+                    kept_host[i] = true;
+                }
+            }
+            let mut rows = Vec::with_capacity(n);
+            for i in (0..n).filter(|&i| !is_host(i)) {
+                let count = host_corr_count
+                    .get(&trace.rows[i].correlation)
+                    .copied()
+                    .unwrap_or(0);
+                // HTA's inner merge repeats a device row once per host row of its
+                // correlation; neuron runtimes log two calls per launch (`nrt_execute`,
+                // `nrt_queue_submit`), so the default mode keeps each device row once:
+                // when its own launch was kept (or, unlinked, when any host row of its
+                // correlation was).
+                let count = match self.mode {
+                    Mode::HtaCompat => count,
+                    Mode::Default => match u64::try_from(self.index_correlation[i]) {
+                        Ok(launch) if launch > 0 => {
+                            usize::from(trace.row_of_event(launch).is_some_and(|r| kept_host[r]))
+                        }
+                        _ => count.min(1),
+                    },
+                };
+                if count > 0 {
+                    let row = self.row(i);
+                    rows.extend(std::iter::repeat_n(row, count));
+                }
+            }
+            rows.extend(host.into_iter().map(|i| self.row(i)));
+            rows
+        } else {
+            (0..n).map(|i| self.row(i)).collect()
         };
-        let mut rows = Vec::with_capacity(n);
-        for i in (0..n).filter(|&i| !is_host(i)) {
-            let count = host_corr_count
-                .get(&trace.rows[i].correlation)
-                .copied()
-                .unwrap_or(0);
-            // HTA's inner merge repeats a device row once per host row of its
-            // correlation; neuron runtimes log two calls per launch (`nrt_execute`,
-            // `nrt_queue_submit`), so the default mode keeps each device row once: when
-            // its own launch was kept (or, unlinked, when any host row of its
-            // correlation was).
-            let count = match mode {
-                Mode::HtaCompat => count,
-                Mode::Default => match u64::try_from(index_correlation[i]) {
-                    Ok(launch) if launch > 0 => usize::from(kept_host_events.contains(&launch)),
-                    _ => count.min(1),
-                },
-            };
-            rows.extend(std::iter::repeat_n(make(i), count));
+        Frame {
+            trace,
+            mode: self.mode,
+            hta_version: self.hta_version,
+            tick_ns: self.tick_ns,
+            rows,
+            filtered,
         }
-        rows.extend(host.into_iter().map(make));
-        rows
-    } else {
-        (0..n).map(make).collect()
-    };
-    Frame {
-        trace,
-        mode,
-        hta_version,
-        tick_ns,
-        rows,
-        filtered,
     }
-}
 
-/// HTA's `transform_correlation_to_index`, over the whole (unfiltered) rank.
-///
-/// Compat mode: HTA's merge on `correlation` assigns every (host, device) pair in the
-/// merge's order (host rows in file order, then their device rows) and later
-/// assignments win, so each device row points at the *last* host row with its
-/// correlation and each host row at the *last* device row — computed here in one pass
-/// instead of pair by pair (a correlation repeated k times costs k², which on traces
-/// that reuse correlation ids is quadratic).
-///
-/// Default mode: each device row is linked to the host row with its correlation that
-/// started last at or before it (its launch), and a host row to the first device row
-/// linked to it; a host row with no device row of its own (a second runtime call of the
-/// same launch, such as neuron's `nrt_execute` before `nrt_queue_submit`) keeps 0. This
-/// stays right when correlation ids repeat.
-fn index_correlations(trace: &RankTrace, mode: Mode) -> Vec<i64> {
-    let mut index_correlation: Vec<i64> = trace.rows.iter().map(|r| r.correlation.min(0)).collect();
-    match mode {
-        Mode::HtaCompat => {
-            // (last host row, last device row) per correlation.
-            let mut last: HashMap<i64, (Option<usize>, Option<usize>)> = HashMap::new();
-            for (i, row) in trace.rows.iter().enumerate() {
-                if row.correlation == -1 {
-                    continue;
-                }
-                let entry = last.entry(row.correlation).or_default();
-                if is_gpu_filter_row(trace, row) {
-                    entry.1 = Some(i);
-                } else {
-                    entry.0 = Some(i);
-                }
-            }
-            for (i, row) in trace.rows.iter().enumerate() {
-                if row.correlation == -1 {
-                    continue;
-                }
-                let Some(&(Some(host), Some(device))) = last.get(&row.correlation) else {
-                    continue;
-                };
-                let partner = if is_gpu_filter_row(trace, row) {
-                    host
-                } else {
-                    device
-                };
-                index_correlation[i] = trace.rows[partner].event_index as i64;
-            }
-        }
-        Mode::Default => {
-            // Per correlation: host and device rows by start.
-            let mut by_corr: HashMap<i64, (Vec<usize>, Vec<usize>)> = HashMap::new();
-            for (i, row) in trace.rows.iter().enumerate() {
-                if row.correlation == -1 {
-                    continue;
-                }
-                let entry = by_corr.entry(row.correlation).or_default();
-                if is_gpu_filter_row(trace, row) {
-                    entry.1.push(i);
-                } else {
-                    entry.0.push(i);
-                }
-            }
-            let start = |i: &usize| (trace.rows[*i].ts_rel_ns, *i);
-            for (mut hosts, mut devices) in by_corr.into_values() {
-                if hosts.is_empty() || devices.is_empty() {
-                    continue;
-                }
-                hosts.sort_unstable_by_key(start);
-                devices.sort_unstable_by_key(start);
-                let mut h = 0;
-                for &d in &devices {
-                    let ts = trace.rows[d].ts_rel_ns;
-                    while h + 1 < hosts.len() && trace.rows[hosts[h + 1]].ts_rel_ns <= ts {
-                        h += 1;
+    /// HTA's `transform_correlation_to_index`, over the whole (unfiltered) rank.
+    ///
+    /// Compat mode: HTA's merge on `correlation` assigns every (host, device) pair in the
+    /// merge's order (host rows in file order, then their device rows) and later
+    /// assignments win, so each device row points at the *last* host row with its
+    /// correlation and each host row at the *last* device row — computed here in one
+    /// pass instead of pair by pair (a correlation repeated k times costs k², which on
+    /// traces that reuse correlation ids is quadratic).
+    ///
+    /// Default mode: each device row is linked to the host row with its correlation that
+    /// started last at or before it (its launch), and a host row to the first device row
+    /// linked to it; a host row with no device row of its own (a second runtime call of
+    /// the same launch, such as neuron's `nrt_execute` before `nrt_queue_submit`) keeps 0.
+    /// This stays right when correlation ids repeat.
+    fn index_correlations(&self) -> Vec<i64> {
+        let trace = self.trace;
+        let mut index_correlation: Vec<i64> =
+            trace.rows.iter().map(|r| r.correlation.min(0)).collect();
+        match self.mode {
+            Mode::HtaCompat => {
+                // (last host row, last device row) per correlation.
+                let mut last: FastMap<i64, (Option<usize>, Option<usize>)> = FastMap::default();
+                for (i, row) in trace.rows.iter().enumerate() {
+                    if row.correlation == -1 {
+                        continue;
                     }
-                    let host = hosts[h];
-                    index_correlation[d] = trace.rows[host].event_index as i64;
-                    if index_correlation[host] <= 0 {
-                        index_correlation[host] = trace.rows[d].event_index as i64;
+                    let entry = last.entry(row.correlation).or_default();
+                    if self.is_gpu_filter_row(row) {
+                        entry.1 = Some(i);
+                    } else {
+                        entry.0 = Some(i);
+                    }
+                }
+                for (i, row) in trace.rows.iter().enumerate() {
+                    if row.correlation == -1 {
+                        continue;
+                    }
+                    let Some(&(Some(host), Some(device))) = last.get(&row.correlation) else {
+                        continue;
+                    };
+                    let partner = if self.is_gpu_filter_row(row) {
+                        host
+                    } else {
+                        device
+                    };
+                    index_correlation[i] = trace.rows[partner].event_index as i64;
+                }
+            }
+            Mode::Default => {
+                // Rows with a correlation, grouped by it, host rows first, each side by
+                // start (one sort instead of a map of vectors).
+                let mut keyed: Vec<(i64, bool, i64, u32)> = trace
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.correlation != -1)
+                    .map(|(i, r)| (r.correlation, self.is_gpu_filter_row(r), r.ts_rel_ns, i as u32))
+                    .collect();
+                keyed.sort_unstable();
+                for group in keyed.chunk_by(|a, b| a.0 == b.0) {
+                    let split = group.partition_point(|k| !k.1);
+                    let (hosts, devices) = group.split_at(split);
+                    if hosts.is_empty() || devices.is_empty() {
+                        continue;
+                    }
+                    let mut h = 0;
+                    for &(_, _, ts, d) in devices {
+                        while h + 1 < hosts.len() && hosts[h + 1].2 <= ts {
+                            h += 1;
+                        }
+                        let host = hosts[h].3 as usize;
+                        let d = d as usize;
+                        index_correlation[d] = trace.rows[host].event_index as i64;
+                        if index_correlation[host] <= 0 {
+                            index_correlation[host] = trace.rows[d].event_index as i64;
+                        }
                     }
                 }
             }
         }
+        index_correlation
     }
-    index_correlation
-}
 
-/// HTA's `add_iteration`.
-fn iterations(trace: &RankTrace, spans: &[(i64, i64)], index_correlation: &[i64]) -> Vec<i64> {
-    let steps: Vec<(i64, i64, i64)> = trace
-        .rows
-        .iter()
-        .zip(spans)
-        .filter_map(|(r, &(s, e))| step_number(trace.name(r), true).map(|k| (s, e - s, k)))
-        .collect();
-    // HTA takes the last step (in file order) containing `ts`. When steps do not
-    // overlap at most one contains it: binary search over steps sorted by start;
-    // otherwise the linear scan.
-    let mut sorted: Vec<(i64, i64, i64)> = steps.clone();
-    sorted.sort_unstable_by_key(|s| s.0);
-    let disjoint = sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
-    let step_of = |ts: i64| {
-        if disjoint {
-            let after = sorted.partition_point(|s| s.0 <= ts);
-            return match after.checked_sub(1).map(|i| sorted[i]) {
-                Some((start, dur, number)) if ts < start + dur => number,
-                _ => -1,
-            };
+    /// HTA's `add_iteration`.
+    fn iterations(&self) -> Vec<i64> {
+        let trace = self.trace;
+        let spans = &self.spans;
+        let steps: Vec<(i64, i64, i64)> = trace
+            .rows
+            .iter()
+            .zip(spans)
+            .filter_map(|(r, &(s, e))| {
+                self.facts.step_lenient[r.name as usize].map(|k| (s, e - s, k))
+            })
+            .collect();
+        // HTA takes the last step (in file order) containing `ts`. When steps do not
+        // overlap at most one contains it: binary search over steps sorted by start;
+        // otherwise the linear scan.
+        let mut sorted: Vec<(i64, i64, i64)> = steps.clone();
+        sorted.sort_unstable_by_key(|s| s.0);
+        let disjoint = sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0);
+        let step_of = |ts: i64| {
+            if disjoint {
+                let after = sorted.partition_point(|s| s.0 <= ts);
+                return match after.checked_sub(1).map(|i| sorted[i]) {
+                    Some((start, dur, number)) if ts < start + dur => number,
+                    _ => -1,
+                };
+            }
+            let mut iteration = -1;
+            for &(start, dur, number) in &steps {
+                if start <= ts && ts < start + dur {
+                    iteration = number;
+                }
+            }
+            iteration
+        };
+        let mut iteration = vec![-1i64; trace.rows.len()];
+        for (i, row) in trace.rows.iter().enumerate() {
+            if row.stream < 0 || (row.stream == 0 && self.facts.is_cpu_op[row.category as usize]) {
+                iteration[i] = step_of(spans[i].0);
+            }
         }
-        let mut iteration = -1;
-        for &(start, dur, number) in &steps {
-            if start <= ts && ts < start + dur {
-                iteration = number;
+        let host_iteration = iteration.clone();
+        for (i, row) in trace.rows.iter().enumerate() {
+            if row.stream > 0 {
+                iteration[i] = match self.index_correlation[i] {
+                    ic if ic > 0 => trace
+                        .row_of_event(ic as u64)
+                        .map_or(-1, |t| host_iteration[t]),
+                    _ => -1,
+                };
             }
         }
         iteration
-    };
-    let mut iteration = vec![-1i64; trace.rows.len()];
-    for (i, row) in trace.rows.iter().enumerate() {
-        if row.stream < 0 || (row.stream == 0 && trace.category(row) == "cpu_op") {
-            iteration[i] = step_of(spans[i].0);
-        }
     }
-    let by_event: HashMap<u64, usize> = trace
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.event_index, i))
-        .collect();
-    let host_iteration = iteration.clone();
-    for (i, row) in trace.rows.iter().enumerate() {
-        if row.stream > 0 {
-            iteration[i] = match index_correlation[i] {
-                ic if ic > 0 => by_event
-                    .get(&(ic as u64))
-                    .map_or(-1, |&t| host_iteration[t]),
-                _ => -1,
-            };
-        }
+}
+
+/// HTA's rounding of a row's times when `rounding`, else exact nanoseconds.
+fn times(rounding: bool, ts_rel_ns: i64, dur_ns: i64) -> (i64, i64) {
+    if rounding {
+        hta_time::hta_round_us(ts_rel_ns, dur_ns)
+    } else {
+        (ts_rel_ns, ts_rel_ns + dur_ns)
     }
-    iteration
 }
 
 #[cfg(test)]

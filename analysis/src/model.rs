@@ -390,6 +390,13 @@ pub struct RankTrace {
 }
 
 impl RankTrace {
+    /// The index in [`RankTrace::rows`] of the row of event `event_index` (rows are kept
+    /// in event order), if that event was kept.
+    pub fn row_of_event(&self, event_index: u64) -> Option<usize> {
+        let i = self.rows.partition_point(|r| r.event_index < event_index);
+        (self.rows.get(i)?.event_index == event_index).then_some(i)
+    }
+
     /// The name of a row.
     pub fn name(&self, row: &Row) -> &str {
         self.names.get(row.name)

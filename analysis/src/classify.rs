@@ -108,8 +108,7 @@ fn hta05_kernel_type(name: &str) -> KernelType {
         .is_some_and(|rest| rest.contains("Kernel"));
     if nccl_kernel {
         KernelType::Communication
-    } else if name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")
-    {
+    } else if name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma") {
         KernelType::Memory
     } else if !(line.contains("Memcpy") || name.starts_with("Memset") || line.contains("Sync")) {
         KernelType::Computation
@@ -259,14 +258,22 @@ mod tests {
         let t = |name| hta_kernel_type_for(HtaVersion::V0_5, name);
         assert_eq!(t("ncclKernel_AllReduce(...)"), KernelType::Communication);
         assert_eq!(t("ncclDevKernel_AllGather"), KernelType::Communication);
-        assert_eq!(t("void foo<ncclKernel>"), KernelType::Computation, "0.5 anchors nccl");
+        assert_eq!(
+            t("void foo<ncclKernel>"),
+            KernelType::Computation,
+            "0.5 anchors nccl"
+        );
         assert_eq!(t("hipMemcpyAsync"), KernelType::Other, "contains Memcpy");
         assert_eq!(t("Memset (Device)"), KernelType::Memory);
         assert_eq!(t("dma_request"), KernelType::Memory);
         assert_eq!(t("Stream Wait Event"), KernelType::Computation);
         assert_eq!(t("Stream Sync"), KernelType::Other);
         assert_eq!(t("pe_exe"), KernelType::Computation);
-        assert_eq!(t("ncclFoo\nKernel"), KernelType::Computation, "no match across lines");
+        assert_eq!(
+            t("ncclFoo\nKernel"),
+            KernelType::Computation,
+            "no match across lines"
+        );
         assert_eq!("0.5".parse::<HtaVersion>(), Ok(HtaVersion::V0_5));
         assert_eq!("v0.6.1".parse::<HtaVersion>(), Ok(HtaVersion::V0_6));
         assert!("0.4".parse::<HtaVersion>().is_err());

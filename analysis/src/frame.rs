@@ -214,8 +214,8 @@ impl<'t> Frames<'t> {
                             .iter()
                             .map(|trace| {
                                 let prepared = Prepared::new(trace, mode, hta_version);
-                                let unfiltered = (unfiltered_too && filter)
-                                    .then(|| prepared.frame(false));
+                                let unfiltered =
+                                    (unfiltered_too && filter).then(|| prepared.frame(false));
                                 (prepared.frame(filter), unfiltered)
                             })
                             .collect::<Vec<_>>()
@@ -315,8 +315,12 @@ impl NameFacts {
             });
             facts.step_strict.push(step_number(text, false));
             facts.step_lenient.push(step_number(text, true));
-            facts.is_sync.push(text == "Event Sync" || text == "Context Sync");
-            facts.is_device_category.push(classify::is_device_work_category(text));
+            facts
+                .is_sync
+                .push(text == "Event Sync" || text == "Context Sync");
+            facts
+                .is_device_category
+                .push(classify::is_device_work_category(text));
             facts.is_cpu_op.push(text == "cpu_op");
         }
         facts
@@ -401,11 +405,18 @@ impl<'t> Prepared<'t> {
         let rows = if filtered {
             let is_host = |i: usize| !self.is_gpu_filter_row(&trace.rows[i]);
             let last_step_start = (0..n)
-                .filter(|&i| is_host(i) && self.facts.step_strict[trace.rows[i].name as usize].is_some())
+                .filter(|&i| {
+                    is_host(i) && self.facts.step_strict[trace.rows[i].name as usize].is_some()
+                })
                 .map(|i| self.spans[i].0)
                 .max()
                 .unwrap_or_else(|| {
-                    times(self.tick_ns == 1000, trace.min_host_ts_rel_ns.unwrap_or(0), 0).0
+                    times(
+                        self.tick_ns == 1000,
+                        trace.min_host_ts_rel_ns.unwrap_or(0),
+                        0,
+                    )
+                    .0
                 });
             let host: Vec<usize> = (0..n)
                 .filter(|&i| is_host(i) && self.spans[i].0 < last_step_start)
@@ -520,7 +531,14 @@ impl<'t> Prepared<'t> {
                     .iter()
                     .enumerate()
                     .filter(|(_, r)| r.correlation != -1)
-                    .map(|(i, r)| (r.correlation, self.is_gpu_filter_row(r), r.ts_rel_ns, i as u32))
+                    .map(|(i, r)| {
+                        (
+                            r.correlation,
+                            self.is_gpu_filter_row(r),
+                            r.ts_rel_ns,
+                            i as u32,
+                        )
+                    })
                     .collect();
                 keyed.sort_unstable();
                 for group in keyed.chunk_by(|a, b| a.0 == b.0) {

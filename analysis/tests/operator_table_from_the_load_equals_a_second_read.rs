@@ -191,6 +191,31 @@ fn every_shared_trace_gives_the_table_of_a_second_read() {
 }
 
 #[test]
+fn neuron_traces_from_our_profiler_give_the_table_of_a_second_read() {
+    // Committed with the crate, so this runs without the shared traces.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gpt-2ranks-4steps");
+    for rank in ["rank0", "rank1"] {
+        let path = dir.join(format!("{rank}.pt.trace.json.gz"));
+        let set = load_paths(&[&path], &LoadOptions::default()).unwrap();
+        let [by_name, by_shape] = reference(&path, None).expect("the trace reads");
+        let table = operator_table(&set.ranks[0], false).unwrap();
+        assert_eq!(lines_of(&table), by_name, "{rank}");
+        let shaped = operator_table(&set.ranks[0], true).unwrap();
+        assert_eq!(lines_of(&shaped), by_shape, "{rank}");
+        assert!(
+            shaped.operators.len() > table.operators.len(),
+            "{rank}: shapes split"
+        );
+        // Kernels and copies on the neuron device carry their operator's External id.
+        let device_self: f64 = table.operators.iter().map(|o| o.device_self_us).sum();
+        assert!(
+            device_self > 0.0,
+            "{rank}: device time reaches the operators"
+        );
+    }
+}
+
+#[test]
 fn a_step_counts_the_operators_that_start_in_it() {
     let Some(dir) = traces_dir() else { return };
     let path = dir.join("hta/nccl_data.json.gz");

@@ -25,9 +25,9 @@ pub struct LoadOptions {
     pub progress: Option<ProgressFn>,
     /// Keep [`RankTrace::host_ops`] (host operators and other host events, for the
     /// operator table and the trace diff). On by default; off saves 40 bytes per host
-    /// operator and 24 per other host event (about 70 MiB per GB of JSON on HTA's NCCL
-    /// trace, see `docs/PERFORMANCE.md`), and those two analyses then report that they
-    /// cannot run.
+    /// operator and 24 per other host event (63.7 MiB for 1 GB of HTA's NCCL trace
+    /// replicated, 72 MiB of the read's peak RSS, see `docs/PERFORMANCE.md`), and those
+    /// two analyses then report that they cannot run.
     pub host_ops: bool,
 }
 

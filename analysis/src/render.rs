@@ -569,6 +569,82 @@ mod tests {
     }
 
     #[test]
+    fn operators_top_n_by_self_device_then_self_host_time() {
+        use crate::analyses::operators::{OperatorStats, OperatorTable};
+        let op = |name: &str, dims: &str, calls, host_self, device_self| OperatorStats {
+            name: name.to_owned(),
+            input_dims: dims.to_owned(),
+            calls,
+            cpu_total_us: host_self + 1.0,
+            cpu_self_us: host_self,
+            device_self_us: device_self,
+            device_total_us: device_self + 2.0,
+        };
+        let mut table = OperatorTable {
+            rank: 3,
+            by_shape: false,
+            step: None,
+            // In the table's own order (device total, then host total), not the text's.
+            operators: vec![
+                op("aten::linear", "", 2, 5.0, 0.0),
+                op("aten::relu", "", 4, 9.5, 1.0),
+                op("aten::add", "", 1, 0.5, 1.0),
+                op("aten::mm", "", 8, 1.0, 30.0),
+            ],
+        };
+        let mut out = String::new();
+        render_operators(&mut out, &table, 3);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[1],
+            "Operators, rank 3 (top 3 of 4 by self device, then self host time)"
+        );
+        assert_eq!(
+            lines[2],
+            "operator    calls  host total us  host self us  device self us  device total us"
+        );
+        assert_eq!(
+            lines[3],
+            "aten::mm        8              2             1              30               32"
+        );
+        assert!(lines[4].starts_with("aten::relu "), "{out}");
+        assert!(lines[5].starts_with("aten::add "), "{out}");
+        assert_eq!(lines.len(), 6, "three operators shown: {out}");
+
+        table.by_shape = true;
+        table.step = Some(7);
+        table.operators[3].input_dims = "[[2, 3], [3, 4]]".into();
+        let mut out = String::new();
+        render_operators(&mut out, &table, 10);
+        assert!(
+            out.contains("Operators, rank 3, ProfilerStep#7 (top 4 of 4 by self device"),
+            "{out}"
+        );
+        assert!(
+            out.contains("\noperator      input dims        calls  "),
+            "{out}"
+        );
+        assert!(
+            out.contains("\naten::mm      [[2, 3], [3, 4]]      8  "),
+            "{out}"
+        );
+
+        table.operators[0].name = "x".repeat(70);
+        let mut out = String::new();
+        render_operators(&mut out, &table, 10);
+        let cut = format!("\n{}… ", "x".repeat(59));
+        assert!(
+            out.contains(&cut),
+            "long names are cut to 60 characters: {out}"
+        );
+
+        table.operators.clear();
+        let mut out = String::new();
+        render_operators(&mut out, &table, 10);
+        assert!(out.is_empty(), "no section without operators");
+    }
+
+    #[test]
     fn diff_lists_largest_duration_changes_first() {
         use crate::analyses::trace_diff::{compare_traces, OpTotals, OpsSummary};
         let summary = |ops: &[(&str, u64, f64)]| OpsSummary {

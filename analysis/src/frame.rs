@@ -19,11 +19,8 @@ mod hta_time;
 
 pub(crate) use hta_time::hta_round_us;
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
 use crate::classify::{self, HtaVersion, KernelType, Mode};
-use crate::model::{NameHasher, RankTrace, Row, TraceSet};
+use crate::model::{FastMap, RankTrace, Row, TraceSet};
 
 /// One row of a [`Frame`].
 #[derive(Clone, Debug, PartialEq)]
@@ -274,9 +271,6 @@ pub(crate) fn step_number(name: &str, lenient_spaces: bool) -> Option<i64> {
 fn device_type_of(set: &TraceSet) -> &'static str {
     set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type())
 }
-
-/// A hash map with the crate's fast hasher (keys here are ids from the user's own file).
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
 
 /// What the preprocessing needs to know about each interned string of a rank, computed
 /// once per string instead of once per row (names are long CUDA signatures, rows many).

@@ -30,6 +30,13 @@ pub struct Names {
     ids: HashMap<String, NameId, BuildHasherDefault<NameHasher>>,
 }
 
+/// A hash map with the crate's fast hasher ([`NameHasher`]; keys are ids and names from
+/// the user's own file).
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NameHasher>>;
+
+/// A hash set with the crate's fast hasher ([`NameHasher`]).
+pub(crate) type FastSet<K> = std::collections::HashSet<K, BuildHasherDefault<NameHasher>>;
+
 /// The hasher of [`Names`]: names are looked up once per kept event, host operator and
 /// host span, and SipHash (the standard map's, built against hash flooding) was the
 /// largest cost of keeping host operators. This multiply-rotate hash over 8-byte words

@@ -16,8 +16,8 @@ use crate::analyses::stragglers::{potential_stragglers, Stragglers};
 use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
 use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
 use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOptions};
-use crate::classify::Mode;
-use crate::frame::Frames;
+use crate::classify::{HtaVersion, Mode};
+use crate::frame::{Frame, Frames};
 use crate::model::TraceSet;
 
 /// Settings of [`analyze`], with HTA's defaults as used for the shared references.
@@ -26,6 +26,8 @@ use crate::model::TraceSet;
 pub struct ReportOptions {
     /// Rule set.
     pub mode: Mode,
+    /// In compat mode, which HTA release's rules (its kernel-name rules differ).
+    pub hta_version: HtaVersion,
     /// Names per (type, rank) in the kernel tables before folding into `others` (HTA
     /// default 10; the shared references use 5).
     pub num_kernels: usize,
@@ -61,6 +63,7 @@ impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
             mode: Mode::Default,
+            hta_version: HtaVersion::default(),
             num_kernels: 10,
             duration_ratio: 0.8,
             consecutive_kernel_delay_us: 30,
@@ -91,6 +94,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::mode`].
     pub fn with_mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self
+    }
+
+    /// Sets [`ReportOptions::hta_version`]: compat mode follows `version`'s rules.
+    pub fn with_hta_version(mut self, version: HtaVersion) -> Self {
+        self.hta_version = version;
         self
     }
 
@@ -168,6 +177,9 @@ pub struct RankReport {
 pub struct Report {
     /// The mode used.
     pub mode: Mode,
+    /// The HTA release whose rules compat mode followed (`"0.5"`, `"0.6"`); `null` in
+    /// the default mode.
+    pub hta_version: Option<HtaVersion>,
     /// Findings, most important first (see [`crate::insights`]).
     pub insights: Vec<crate::insights::Finding>,
     /// The first rank's device: HTA's device type in compat mode (`NVIDIA GPU`, …), a
@@ -203,15 +215,13 @@ pub struct Report {
     pub errors: Vec<String>,
 }
 
-/// Runs every analysis.
+/// Runs every analysis. The frames are built once (both views); then the analyses,
+/// which are independent, run on their own threads.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let (frames, unfiltered) = match options.step {
-        None => (
-            Frames::build(set, options.mode),
-            Frames::build_with(set, options.mode, false),
-        ),
+        None => Frames::build_both(set, options.mode, options.hta_version),
         Some(step) => {
-            let mut frames = Frames::build_with(set, options.mode, false);
+            let mut frames = Frames::build_for(set, options.mode, options.hta_version, false);
             frames.retain_step(step);
             (frames.clone(), frames)
         }
@@ -227,9 +237,6 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             ));
         }
     }
-    let temporal = temporal_breakdown(&frames)
-        .map_err(|e| errors.push(e.to_string()))
-        .ok();
     let wanted: Vec<i64> = options
         .ranks
         .clone()
@@ -237,33 +244,96 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let operator_options = OperatorOptions::default()
         .with_by_shape(options.operators_by_shape)
         .with_step(options.step);
-    let per_rank = frames
+    let rank_frames: Vec<&Frame<'_>> = frames
         .ranks
         .iter()
         .filter(|f| wanted.contains(&f.rank()))
-        .map(|frame| RankReport {
-            rank: frame.rank(),
-            idle_time: idle_time_breakdown(frame, options.consecutive_kernel_delay_us),
-            queue_length: queue_length_summary(frame),
-            memory_bw: memory_bw_summary(frame),
-            launch_stats: launch_stats(
-                frame,
-                options.runtime_cutoff_us,
-                options.launch_delay_cutoff_us,
-            ),
-            memory: memory_timeline(frame.trace),
-            transfers: transfers(frame, SMALL_TRANSFER_BYTES),
-            operators: operator_table_with(frame.trace, &operator_options)
-                .map_err(|e| errors.push(e.to_string()))
-                .ok(),
-        })
         .collect();
-    let stragglers = potential_stragglers(&frames, options.num_candidates)
-        .map_err(|e| errors.push(e.to_string()))
-        .ok();
+    let (frames, unfiltered) = (&frames, &unfiltered);
+    let ((per_rank, rank_errors), (temporal, stragglers, overlap, kernels), steps, collectives) =
+        std::thread::scope(|scope| {
+            // The per-rank analyses in two halves of about equal cost.
+            let queues = scope.spawn(|| {
+                rank_frames
+                    .iter()
+                    .map(|frame| {
+                        (
+                            idle_time_breakdown(frame, options.consecutive_kernel_delay_us),
+                            queue_length_summary(frame),
+                            memory_bw_summary(frame),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let per_rank = scope.spawn(|| {
+                let mut errors = Vec::new();
+                let rest: Vec<_> = rank_frames
+                    .iter()
+                    .map(|frame| {
+                        (
+                            launch_stats(
+                                frame,
+                                options.runtime_cutoff_us,
+                                options.launch_delay_cutoff_us,
+                            ),
+                            memory_timeline(frame.trace),
+                            transfers(frame, SMALL_TRANSFER_BYTES),
+                            operator_table_with(frame.trace, &operator_options)
+                                .map_err(|e| errors.push(e.to_string()))
+                                .ok(),
+                        )
+                    })
+                    .collect();
+                (rest, errors)
+            });
+            let across = scope.spawn(|| {
+                (
+                    temporal_breakdown(frames),
+                    potential_stragglers(frames, options.num_candidates),
+                    comm_comp_overlap(frames),
+                    kernel_breakdown(frames, options.num_kernels, options.duration_ratio),
+                )
+            });
+            let steps = scope.spawn(|| step_splits(unfiltered));
+            let collectives = collectives(unfiltered, options.peak_bus_gbps);
+            let queues = queues.join().expect("per-rank analyses panicked");
+            let (rest, errors) = per_rank.join().expect("per-rank analyses panicked");
+            let reports: Vec<RankReport> = rank_frames
+                .iter()
+                .zip(queues)
+                .zip(rest)
+                .map(
+                    |(
+                        (frame, (idle_time, queue_length, memory_bw)),
+                        (launch, memory, copies, ops),
+                    )| {
+                        RankReport {
+                            rank: frame.rank(),
+                            idle_time,
+                            queue_length,
+                            memory_bw,
+                            launch_stats: launch,
+                            memory,
+                            transfers: copies,
+                            operators: ops,
+                        }
+                    },
+                )
+                .collect();
+            (
+                (reports, errors),
+                across.join().expect("cross-rank analyses panicked"),
+                steps.join().expect("step split panicked"),
+                collectives,
+            )
+        });
+    let temporal = temporal.map_err(|e| errors.push(e.to_string())).ok();
+    errors.extend(rank_errors);
+    let stragglers = stragglers.map_err(|e| errors.push(e.to_string())).ok();
     let mut report = Report {
         insights: Vec::new(),
         mode: options.mode,
+        hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
         device_type: match options.mode {
             Mode::HtaCompat => frames.device_type.to_owned(),
             Mode::Default => set
@@ -275,12 +345,12 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
         step: options.step,
         temporal_breakdown: temporal,
-        comm_comp_overlap: comm_comp_overlap(&frames),
-        kernel_breakdown: kernel_breakdown(&frames, options.num_kernels, options.duration_ratio),
+        comm_comp_overlap: overlap,
+        kernel_breakdown: kernels,
         per_rank,
         stragglers,
-        steps: step_splits(&unfiltered),
-        collectives: collectives(&unfiltered, options.peak_bus_gbps),
+        steps,
+        collectives,
         utilization: Vec::new(),
         errors,
     };

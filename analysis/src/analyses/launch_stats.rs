@@ -5,12 +5,11 @@
 //! MTIA's `runFunction…`, `cudaMemcpyAsync`, `cudaMemsetAsync`) with device rows by
 //! correlation; `launch_delay = max(0, device.start − launch.start − launch.dur)`.
 
-use std::collections::{HashMap, HashSet};
-
 use serde::Serialize;
 
 use crate::classify::Mode;
 use crate::frame::{Frame, FrameRow};
+use crate::model::{FastMap, FastSet, NameId};
 use crate::stats::Describe;
 
 const HTA_STATS_LAUNCH_NAMES: [&str; 5] = [
@@ -48,8 +47,13 @@ pub fn launch_stats(
     launch_delay_cutoff_us: f64,
 ) -> LaunchStats {
     let corr_of = |r: &FrameRow| frame.model_row(r).correlation;
+    // The launch names interned in this trace, compared by id.
+    let launch_names: Vec<NameId> = HTA_STATS_LAUNCH_NAMES
+        .iter()
+        .filter_map(|name| frame.trace.names.lookup(name))
+        .collect();
     let is_launch = |r: &FrameRow| match frame.mode {
-        Mode::HtaCompat => HTA_STATS_LAUNCH_NAMES.contains(&frame.name(r)),
+        Mode::HtaCompat => launch_names.contains(&frame.model_row(r).name),
         Mode::Default => !r.is_device && corr_of(r) >= 0,
     };
     let is_host = |r: &FrameRow| match frame.mode {
@@ -64,13 +68,13 @@ pub fn launch_stats(
         Mode::Default if is_host(r) => frame.model_row(r).event_index as i64,
         Mode::Default => r.index_correlation,
     };
-    let launch_corrs: HashSet<i64> = frame
+    let launch_corrs: FastSet<i64> = frame
         .rows
         .iter()
         .filter(|r| is_launch(r))
         .map(key_of)
         .collect();
-    let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
+    let mut device_by_corr: FastMap<i64, Vec<&FrameRow>> = FastMap::default();
     for row in frame
         .rows
         .iter()

@@ -174,6 +174,62 @@ pub(crate) fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
     }
 }
 
+/// Bytes that matter to [`object_end`]: quotes and braces.
+static OBJECT_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b'"' as usize] = true;
+    table[b'{' as usize] = true;
+    table[b'}' as usize] = true;
+    table
+};
+
+/// Bytes that end a run of plain string content: a quote or a backslash.
+static STRING_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// Given `bytes[start] == b'{'`, the index just past the `}` that closes that object, if
+/// it is in `bytes`. Counts only braces outside strings (brackets balance inside a valid
+/// object), so it is about twice as fast as [`value_end`] on Kineto events; it does not
+/// validate, and on invalid text it may stop elsewhere than a parser would (callers
+/// that need the parser's verdict parse the text it delimits).
+pub(crate) fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut pos = start;
+    while pos < bytes.len() {
+        let b = bytes[pos];
+        if OBJECT_BYTES[b as usize] {
+            match b {
+                b'"' => {
+                    pos += 1;
+                    loop {
+                        let c = *bytes.get(pos)?;
+                        if !STRING_BYTES[c as usize] {
+                            pos += 1;
+                        } else if c == b'"' {
+                            break;
+                        } else {
+                            pos += 2;
+                        }
+                    }
+                }
+                b'{' => depth += 1,
+                _ => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(pos + 1);
+                    }
+                }
+            }
+        }
+        pos += 1;
+    }
+    None
+}
+
 /// Turns the text of a JSON string (with its quotes) into its value, borrowing when it
 /// has no escapes.
 pub(crate) fn unquote(raw: &str) -> Cow<'_, str> {
@@ -262,6 +318,19 @@ mod tests {
         assert_eq!(value_end(b"123, ", 0), Some(3));
         assert_eq!(value_end(b"123", 0), None);
         assert_eq!(value_end(b"{\"a\": 1", 0), None);
+    }
+
+    #[test]
+    fn object_end_skips_strings_and_nested_objects() {
+        let text = br#"{"a": "}{", "b": [1, {"c": "\"}"}], "d": "\\"} ,"#;
+        assert_eq!(object_end(text, 0), Some(text.len() - 2));
+        assert_eq!(object_end(br#"{"a": {"b": 1}"#, 0), None);
+        assert_eq!(object_end(br#"{"a": "}"#, 0), None);
+        assert_eq!(object_end(br#"{"a": "\"#, 0), None);
+        assert_eq!(object_end(b"{}", 0), Some(2));
+        for cut in 0..text.len() - 2 {
+            assert_eq!(object_end(&text[..cut], 0), None, "cut at {cut}");
+        }
     }
 
     #[test]

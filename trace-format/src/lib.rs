@@ -186,5 +186,7 @@ pub use meta::{
     DeviceProperties, DistributedInfo, MetaEntry, Placement, ProcessGroupConfig, TraceMeta,
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
-pub use sink::{from_fn, CollectSink, CountingSink, FnSink, TraceSink};
+pub use sink::{
+    from_fn, CollectSink, CountingSink, EventMapper, FnSink, OwnedEvent, ParallelSink, TraceSink,
+};
 pub use writer::{Output, TraceWriter, WriteOptions};

@@ -44,6 +44,69 @@ impl<S: TraceSink + ?Sized> TraceSink for &mut S {
     }
 }
 
+/// Receives a trace read on several threads by [`TraceReader::read_parallel`].
+///
+/// The work per event is split in two: [`EventMapper::map`] runs on worker threads, on
+/// events in any order, and turns each borrowed [`Event`] into an owned `Item` (or
+/// drops it); [`consume`](ParallelSink::consume) runs on the calling thread, in event
+/// order, and does what depends on order or on the sink's state (interning, appending
+/// rows). The mapper is a separate value, made by [`mapper`](ParallelSink::mapper) after
+/// [`on_header`](ParallelSink::on_header), because workers share it while `consume`
+/// holds the sink mutably; it sees what the header told the sink (a base time, a rank)
+/// if the sink copies that into it.
+///
+/// Call order: `on_header` once, `mapper` once (when events start), `consume` for each
+/// event whose `map` returned `Some`, in `traceEvents` order, then `on_trailer` once if
+/// the input was read to its end. A read delivers the same events, indices, report and
+/// errors as [`TraceReader::read`] with a [`TraceSink`] that maps and consumes inline.
+///
+/// [`TraceReader::read_parallel`]: crate::TraceReader::read_parallel
+/// [`TraceReader::read`]: crate::TraceReader::read
+pub trait ParallelSink {
+    /// What `map` hands to `consume`.
+    type Item: Send;
+    /// The per-event work done on worker threads.
+    type Mapper: EventMapper<Item = Self::Item>;
+
+    /// As [`TraceSink::on_header`].
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        let _ = meta;
+        ControlFlow::Continue(())
+    }
+
+    /// Makes the mapper the workers share; called once, after `on_header`.
+    fn mapper(&self) -> Self::Mapper;
+
+    /// Called in event order for each event mapped to `Some`; `index` is its position in
+    /// `traceEvents`. Return `ControlFlow::Break(())` to stop reading (events after it
+    /// may have been mapped already; they are not consumed).
+    fn consume(&mut self, index: u64, item: Self::Item) -> ControlFlow<()>;
+
+    /// As [`TraceSink::on_trailer`].
+    fn on_trailer(&mut self, meta: &TraceMeta) {
+        let _ = meta;
+    }
+}
+
+/// The per-event half of a [`ParallelSink`], shared by the worker threads.
+///
+/// Implemented for closures `Fn(u64, &Event<'_>) -> Option<T> + Sync`.
+pub trait EventMapper: Sync {
+    /// What an event becomes.
+    type Item: Send;
+
+    /// Turns event number `index` into an item for `consume`, or `None` to drop it.
+    /// Called on worker threads, in no particular order.
+    fn map(&self, index: u64, event: &Event<'_>) -> Option<Self::Item>;
+}
+
+impl<T: Send, F: Fn(u64, &Event<'_>) -> Option<T> + Sync> EventMapper for F {
+    type Item = T;
+    fn map(&self, index: u64, event: &Event<'_>) -> Option<T> {
+        self(index, event)
+    }
+}
+
 /// Counts events by phase and by normalised category; allocates only per distinct value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CountingSink {
@@ -116,6 +179,28 @@ impl TraceSink for CollectSink {
     }
     fn on_trailer(&mut self, meta: &TraceMeta) {
         self.meta = meta.clone();
+    }
+}
+
+/// Maps each event to an owned copy (the mapper of [`CollectSink`] as a [`ParallelSink`]).
+pub type OwnedEvent = fn(u64, &Event<'_>) -> Option<Event<'static>>;
+
+impl ParallelSink for CollectSink {
+    type Item = Event<'static>;
+    type Mapper = OwnedEvent;
+
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        TraceSink::on_header(self, meta)
+    }
+    fn mapper(&self) -> OwnedEvent {
+        |_, event| Some(event.clone().into_owned())
+    }
+    fn consume(&mut self, _index: u64, event: Event<'static>) -> ControlFlow<()> {
+        self.events.push(event);
+        ControlFlow::Continue(())
+    }
+    fn on_trailer(&mut self, meta: &TraceMeta) {
+        TraceSink::on_trailer(self, meta)
     }
 }
 

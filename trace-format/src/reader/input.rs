@@ -122,6 +122,9 @@ pub(crate) struct Input<'s> {
     base: u64,
     pub(crate) eof: bool,
     max_value_bytes: usize,
+    /// An error a parallel read's scanner got from the reader while reading ahead
+    /// inside an event; the next refill returns it (see `super::parallel`).
+    pub(crate) stashed: Option<ReadError>,
 }
 
 impl<'s> Input<'s> {
@@ -147,12 +150,29 @@ impl<'s> Input<'s> {
             base: 0,
             eof: false,
             max_value_bytes,
+            stashed: None,
         }
     }
 
     /// The text offset of `buf[index]`.
     pub(crate) fn offset_of(&self, index: usize) -> u64 {
         self.base + index as u64
+    }
+
+    /// Puts back text that a parallel read had scanned past: `prefix` is the text from
+    /// offset `offset` up to `buf[from]`; afterwards `pos` is at `prefix[0]` and the rest
+    /// of the buffer (`buf[from..end]`) follows it, so the stream reads on unchanged.
+    pub(crate) fn put_back(&mut self, mut prefix: Vec<u8>, from: usize, offset: u64) {
+        debug_assert_eq!(offset + prefix.len() as u64, self.offset_of(from));
+        prefix.extend_from_slice(&self.buf[from..self.end]);
+        let end = prefix.len();
+        if prefix.len() < self.buf.len() {
+            prefix.resize(self.buf.len(), 0);
+        }
+        self.buf = prefix;
+        self.pos = 0;
+        self.end = end;
+        self.base = offset;
     }
 
     /// The bytes not yet consumed.
@@ -163,6 +183,9 @@ impl<'s> Input<'s> {
     /// Reads more text after `end`, keeping `buf[pos..end]`. Returns `false` at the end of
     /// the input. Fails if one value would need more than the configured limit.
     pub(crate) fn refill(&mut self, event_index: Option<u64>) -> Result<bool, ReadError> {
+        if let Some(e) = self.stashed.take() {
+            return Err(e);
+        }
         if self.eof {
             return Ok(false);
         }

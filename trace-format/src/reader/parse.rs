@@ -13,6 +13,41 @@ use crate::json::{value_end, RawJson};
 use crate::meta::{MetaEntry, Placement, TraceMeta};
 use crate::sink::TraceSink;
 
+/// Where a pass delivers what it reads: the envelope's calls, and how the event array
+/// is read (one event at a time into a [`TraceSink`], or in parallel: `super::parallel`).
+pub(crate) trait Deliver {
+    fn header(&mut self, meta: &TraceMeta) -> ControlFlow<()>;
+    fn trailer(&mut self, meta: &TraceMeta);
+    /// Reads `traceEvents` elements after its `[` up to and including its `]`.
+    fn events(&mut self, parser: &mut Parser<'_, '_>) -> Result<(), ReadError>;
+}
+
+/// Sequential delivery into a [`TraceSink`].
+pub(crate) struct Sequential<'a, S: ?Sized>(pub(crate) &'a mut S);
+
+impl<S: TraceSink + ?Sized> Deliver for Sequential<'_, S> {
+    fn header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        self.0.on_header(meta)
+    }
+    fn trailer(&mut self, meta: &TraceMeta) {
+        self.0.on_trailer(meta)
+    }
+    fn events(&mut self, parser: &mut Parser<'_, '_>) -> Result<(), ReadError> {
+        parser.events(self.0)
+    }
+}
+
+/// What one step over an element of `traceEvents` (and the separator after it) left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A `,` was consumed: the next element follows.
+    Next,
+    /// The closing `]` was consumed.
+    Closed,
+    /// The sink asked to stop.
+    Stopped,
+}
+
 /// How many per-event errors a lenient read keeps as examples.
 pub(crate) const MAX_SKIPPED_EXAMPLES: usize = 16;
 
@@ -36,6 +71,9 @@ pub(crate) struct Parser<'s, 'p> {
     pub(crate) skipped: u64,
     pub(crate) skipped_examples: Vec<ReadError>,
     pub(crate) stopped: bool,
+    /// The text offset reached, when it is not the input's position (a parallel read
+    /// stopped by its sink after the scanner had read ahead).
+    pub(crate) offset_reached: Option<u64>,
 }
 
 /// What happened to one attempt at parsing the value at `input.pos`.
@@ -63,6 +101,7 @@ impl<'s, 'p> Parser<'s, 'p> {
             skipped: 0,
             skipped_examples: Vec::new(),
             stopped: false,
+            offset_reached: None,
         }
     }
 
@@ -77,7 +116,7 @@ impl<'s, 'p> Parser<'s, 'p> {
         }
     }
 
-    fn expect_byte(
+    pub(crate) fn expect_byte(
         &mut self,
         event_index: Option<u64>,
         inside: &'static str,
@@ -87,7 +126,7 @@ impl<'s, 'p> Parser<'s, 'p> {
             .ok_or_else(|| self.truncated(inside, event_index))
     }
 
-    fn unexpected(&self, expected: &str, event_index: Option<u64>) -> ReadError {
+    pub(crate) fn unexpected(&self, expected: &str, event_index: Option<u64>) -> ReadError {
         let rest =
             String::from_utf8_lossy(&self.input.unread()[..self.input.unread().len().min(40)])
                 .into_owned();
@@ -98,12 +137,12 @@ impl<'s, 'p> Parser<'s, 'p> {
     }
 
     /// Reads the whole input, pushing into `sink`.
-    pub(crate) fn run<S: TraceSink + ?Sized>(&mut self, sink: &mut S) -> Result<(), ReadError> {
+    pub(crate) fn run<D: Deliver + ?Sized>(&mut self, sink: &mut D) -> Result<(), ReadError> {
         match self.expect_byte(None, "an empty input")? {
             b'[' => {
                 // A bare event array, as the Chrome trace format allows.
                 self.input.pos += 1;
-                self.events(sink)?;
+                sink.events(self)?;
             }
             b'{' => {
                 self.input.pos += 1;
@@ -119,21 +158,21 @@ impl<'s, 'p> Parser<'s, 'p> {
         }
         self.send_header(sink);
         if !self.stopped {
-            sink.on_trailer(&self.meta);
+            sink.trailer(&self.meta);
         }
         Ok(())
     }
 
-    fn send_header<S: TraceSink + ?Sized>(&mut self, sink: &mut S) {
+    fn send_header<D: Deliver + ?Sized>(&mut self, sink: &mut D) {
         if !self.header_sent {
             self.header_sent = true;
-            if sink.on_header(&self.meta).is_break() {
+            if sink.header(&self.meta).is_break() {
                 self.stopped = true;
             }
         }
     }
 
-    fn object<S: TraceSink + ?Sized>(&mut self, sink: &mut S) -> Result<(), ReadError> {
+    fn object<D: Deliver + ?Sized>(&mut self, sink: &mut D) -> Result<(), ReadError> {
         let mut seen_events = false;
         let mut first = true;
         loop {
@@ -169,7 +208,7 @@ impl<'s, 'p> Parser<'s, 'p> {
                 if self.stopped {
                     return Ok(());
                 }
-                self.events(sink)?;
+                sink.events(self)?;
                 if self.stopped {
                     return Ok(());
                 }
@@ -299,55 +338,73 @@ impl<'s, 'p> Parser<'s, 'p> {
     }
 
     /// Reads `traceEvents` elements after its `[` up to and including its `]`.
-    fn events<S: TraceSink + ?Sized>(&mut self, sink: &mut S) -> Result<(), ReadError> {
+    pub(crate) fn events<S: TraceSink + ?Sized>(&mut self, sink: &mut S) -> Result<(), ReadError> {
         if self.expect_byte(Some(self.next_index), "the event array")? == b']' {
             self.input.pos += 1;
             return Ok(());
         }
-        loop {
-            let index = self.next_index;
-            let b = self.expect_byte(Some(index), "the event array")?;
-            if b == b']' || b == b',' {
-                return Err(self.unexpected("an event object", Some(index)));
+        while self.element(sink)? == Step::Next {}
+        Ok(())
+    }
+
+    /// Reads the element at `input.pos` (after optional whitespace) and the `,` or `]`
+    /// after it.
+    pub(crate) fn element<S: TraceSink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+    ) -> Result<Step, ReadError> {
+        let index = self.next_index;
+        let b = self.expect_byte(Some(index), "the event array")?;
+        if b == b']' || b == b',' {
+            return Err(self.unexpected("an event object", Some(index)));
+        }
+        if b != b'{' {
+            let err = self.not_an_object(index);
+            if !self.lenient {
+                return Err(err);
             }
-            if b != b'{' {
-                let start = self.input.pos;
-                let unread = self.input.unread();
-                let found = String::from_utf8_lossy(&unread[..unread.len().min(40)]).into_owned();
-                let err = ReadError::WrongType {
-                    at: self.loc(start, Some(index)),
-                    field: "traceEvents[]".to_owned(),
-                    expected: "an object",
-                    found: excerpt(&found),
-                };
-                if !self.lenient {
-                    return Err(err);
-                }
-                self.skip_value(index)?;
-                self.record_skip(err);
-            } else if self.skip_events {
-                self.skip_value(index)?;
-            } else {
-                self.event(sink, index)?;
-                if self.stopped {
-                    return Ok(());
-                }
+            self.skip_value(index)?;
+            self.record_skip(err);
+        } else if self.skip_events {
+            self.skip_value(index)?;
+        } else {
+            self.event(sink, index)?;
+            if self.stopped {
+                return Ok(Step::Stopped);
             }
-            self.next_index += 1;
-            match self.expect_byte(Some(self.next_index), "the event array")? {
-                b',' => self.input.pos += 1,
-                b']' => {
-                    self.input.pos += 1;
-                    return Ok(());
-                }
-                _ => {
-                    return Err(self.unexpected("`,` or `]` after an event", Some(self.next_index)))
-                }
-            }
+        }
+        self.next_index += 1;
+        self.separator()
+    }
+
+    /// The error for an element at `input.pos` that is not an object.
+    pub(crate) fn not_an_object(&self, index: u64) -> ReadError {
+        let unread = self.input.unread();
+        let found = String::from_utf8_lossy(&unread[..unread.len().min(40)]).into_owned();
+        ReadError::WrongType {
+            at: self.loc(self.input.pos, Some(index)),
+            field: "traceEvents[]".to_owned(),
+            expected: "an object",
+            found: excerpt(&found),
         }
     }
 
-    fn record_skip(&mut self, err: ReadError) {
+    /// Reads the `,` or `]` after element `next_index - 1`.
+    pub(crate) fn separator(&mut self) -> Result<Step, ReadError> {
+        match self.expect_byte(Some(self.next_index), "the event array")? {
+            b',' => {
+                self.input.pos += 1;
+                Ok(Step::Next)
+            }
+            b']' => {
+                self.input.pos += 1;
+                Ok(Step::Closed)
+            }
+            _ => Err(self.unexpected("`,` or `]` after an event", Some(self.next_index))),
+        }
+    }
+
+    pub(crate) fn record_skip(&mut self, err: ReadError) {
         self.skipped += 1;
         if self.skipped_examples.len() < MAX_SKIPPED_EXAMPLES {
             self.skipped_examples.push(err);
@@ -355,7 +412,7 @@ impl<'s, 'p> Parser<'s, 'p> {
     }
 
     /// Skips the value at `input.pos` without decoding it.
-    fn skip_value(&mut self, index: u64) -> Result<(), ReadError> {
+    pub(crate) fn skip_value(&mut self, index: u64) -> Result<(), ReadError> {
         loop {
             let unread = self.input.unread();
             match value_end(unread, 0) {

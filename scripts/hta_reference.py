@@ -12,6 +12,10 @@ rank with interval statistics, queue length, memory bandwidth, launch statistics
 (described) and potential stragglers, all with default arguments otherwise. An analysis
 that raises prints `ERROR: <type> <message>` in its section, as in the references.
 
+On stdout it prints one line: the numpy version and the 64-bit argsort kernel it
+dispatches to (`avx512`, `avx2` or `scalar`): that kernel's order of equal timestamps
+is the order HTA's sorts give, which compat mode must be told (`NumpySort`).
+
 HTA 0.5 has no device-type inference, so the header line has no `device_type` (the
 shared references, printed by HTA 0.6, have it); names are cut at 60 characters as
 pandas prints them there.
@@ -96,9 +100,31 @@ def report(trace_dir):
     section("potential_stragglers", lambda: analysis.get_potential_stragglers())
 
 
+def numpy_kernel():
+    """The kernel numpy's argsort of 64-bit keys runs on this CPU (x86-simd-sort's
+    AVX-512 or AVX2 one, else numpy's introsort): targets X86_V4/X86_V3 from numpy 2.4,
+    AVX512_SKX/AVX2 before."""
+    import numpy
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    if "X86_V4" in features:
+        avx512, avx2 = features["X86_V4"], features["X86_V3"]
+    else:
+        major = int(numpy.__version__.split(".")[0])
+        avx512 = features.get("AVX512_SKX", False) and features.get("AVX512F", False)
+        avx2 = features.get("AVX2", False) and major >= 2
+    kernel = "avx512" if avx512 else "avx2" if avx2 else "scalar"
+    return numpy.__version__, kernel
+
+
 def main(args):
     if not args or len(args) % 2:
         sys.exit("usage: hta_reference.py TRACE_DIR OUTPUT.txt [TRACE_DIR OUTPUT.txt ...]")
+    version, kernel = numpy_kernel()
+    print("numpy", version, kernel)
     for trace_dir, output in zip(args[::2], args[1::2]):
         text = io.StringIO()
         with contextlib.redirect_stdout(text):

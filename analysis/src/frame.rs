@@ -21,6 +21,7 @@ pub(crate) use hta_time::hta_round_us;
 
 use crate::classify::{self, HtaVersion, KernelType, Mode};
 use crate::model::{FastMap, RankTrace, Row, TraceSet};
+use crate::stats::NumpySort;
 
 /// One row of a [`Frame`].
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +60,8 @@ pub struct Frame<'t> {
     pub mode: Mode,
     /// Which HTA release's rules compat mode follows (unused in the default mode).
     pub hta_version: HtaVersion,
+    /// Whose order of equal timestamps HTA's sorts take (see [`NumpySort`]).
+    pub numpy_sort: NumpySort,
     /// Nanoseconds per tick: 1000 when times are HTA's rounded µs, else 1.
     pub tick_ns: i64,
     /// Rows after filtering, in HTA's order (kept device rows, then kept host rows).
@@ -232,6 +235,15 @@ impl<'t> Frames<'t> {
             unfiltered.extend(u);
         }
         (filtered, unfiltered_built.then_some(unfiltered))
+    }
+
+    /// Sorts equal timestamps in HTA's sorts as numpy's `sort` kernel does (default:
+    /// AVX-512, see [`NumpySort`]).
+    pub fn with_numpy_sort(mut self, sort: NumpySort) -> Self {
+        for frame in &mut self.ranks {
+            frame.numpy_sort = sort;
+        }
+        self
     }
 
     /// Keeps only rows of iteration `step` (`ProfilerStep#step`): host rows that start in
@@ -463,6 +475,7 @@ impl<'t> Prepared<'t> {
             trace,
             mode: self.mode,
             hta_version: self.hta_version,
+            numpy_sort: NumpySort::default(),
             tick_ns: self.tick_ns,
             rows,
             filtered,

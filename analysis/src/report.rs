@@ -19,6 +19,7 @@ use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOp
 use crate::classify::{HtaVersion, Mode};
 use crate::frame::{Frame, Frames};
 use crate::model::TraceSet;
+use crate::stats::NumpySort;
 
 /// Settings of [`analyze`], with HTA's defaults as used for the shared references.
 #[derive(Clone, Debug)]
@@ -28,6 +29,9 @@ pub struct ReportOptions {
     pub mode: Mode,
     /// In compat mode, which HTA release's rules (its kernel-name rules differ).
     pub hta_version: HtaVersion,
+    /// In compat mode, whose order of equal timestamps HTA's sorts take: the numpy
+    /// kernel under the HTA being compared with (AVX-512 by default).
+    pub numpy_sort: NumpySort,
     /// Names per (type, rank) in the kernel tables before folding into `others` (HTA
     /// default 10; the shared references use 5).
     pub num_kernels: usize,
@@ -64,6 +68,7 @@ impl Default for ReportOptions {
         ReportOptions {
             mode: Mode::Default,
             hta_version: HtaVersion::default(),
+            numpy_sort: NumpySort::default(),
             num_kernels: 10,
             duration_ratio: 0.8,
             consecutive_kernel_delay_us: 30,
@@ -100,6 +105,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::hta_version`]: compat mode follows `version`'s rules.
     pub fn with_hta_version(mut self, version: HtaVersion) -> Self {
         self.hta_version = version;
+        self
+    }
+
+    /// Sets [`ReportOptions::numpy_sort`].
+    pub fn with_numpy_sort(mut self, sort: NumpySort) -> Self {
+        self.numpy_sort = sort;
         self
     }
 
@@ -226,6 +237,10 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             (frames.clone(), frames)
         }
     };
+    let (frames, unfiltered) = (
+        frames.with_numpy_sort(options.numpy_sort),
+        unfiltered.with_numpy_sort(options.numpy_sort),
+    );
     let mut errors = Vec::new();
     for trace in &set.ranks {
         if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {

@@ -26,6 +26,47 @@ use serde::Serialize;
 pub use numpy_sort::numpy_argsort_scalar;
 pub use x86_simd_argsort::{numpy_argsort_avx2, numpy_argsort_avx512};
 
+/// Which numpy argsort kernel's order of equal keys HTA-compat mode reproduces: the one
+/// the numpy under the HTA being compared with dispatches to (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumpySort {
+    /// x86-simd-sort's AVX-512 kernel (numpy 2.4 on x86-64 with AVX-512; HTA's
+    /// published references).
+    #[default]
+    Avx512,
+    /// x86-simd-sort's AVX2 kernel (numpy 2.4 on x86-64 with AVX2 but no AVX-512).
+    Avx2,
+    /// numpy's own introsort (no AVX2, other architectures, numpy before 1.25).
+    Scalar,
+}
+
+impl NumpySort {
+    /// The indices that sort `keys` in this kernel's order.
+    pub fn argsort(self, keys: &[i64]) -> Vec<usize> {
+        match self {
+            NumpySort::Avx512 => numpy_argsort_avx512(keys),
+            NumpySort::Avx2 => numpy_argsort_avx2(keys),
+            NumpySort::Scalar => numpy_argsort_scalar(keys),
+        }
+    }
+}
+
+impl std::str::FromStr for NumpySort {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "avx512" | "avx-512" => Ok(NumpySort::Avx512),
+            "avx2" => Ok(NumpySort::Avx2),
+            "scalar" => Ok(NumpySort::Scalar),
+            other => Err(format!(
+                "unknown numpy sort kernel {other:?}: expected avx512, avx2 or scalar"
+            )),
+        }
+    }
+}
+
 /// `Series.describe()`: count, mean, sample standard deviation (ddof = 1), min, the
 /// quartiles by linear interpolation, max. `None` where pandas prints `NaN`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -12,6 +12,7 @@ mod support {
 
 use std::sync::OnceLock;
 
+use analysis::stats::NumpySort;
 use analysis::{load_paths, HtaVersion, LoadOptions};
 use support::hta_checks::*;
 use support::reference::Reference;
@@ -25,6 +26,9 @@ fn load_case(reference: &str, files: &[&str]) -> Option<Case> {
         reference: Reference::load(reference)?,
         traces,
         version: HtaVersion::V0_6,
+        // HTA's references were printed with numpy's AVX-512 kernel (nccl1's queue
+        // length tells the kernels apart).
+        sort: NumpySort::Avx512,
     })
 }
 
@@ -63,6 +67,9 @@ fn mtia() -> Option<&'static Case> {
             reference: Reference::load("mtia.txt")?,
             traces,
             version: HtaVersion::V0_6,
+            // HTA's references were printed with numpy's AVX-512 kernel (nccl1's queue
+            // length tells the kernels apart).
+            sort: NumpySort::Avx512,
         })
     })
     .as_ref()

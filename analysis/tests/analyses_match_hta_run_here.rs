@@ -14,6 +14,11 @@
 //! references (`../shared/traces/hta-reference/`) line for line apart from the
 //! `device_type` HTA 0.5 does not infer.
 //!
+//! HTA sorts with pandas, whose order of equal timestamps is that of the argsort kernel
+//! numpy picks for the CPU; the script says which, and compat mode is told
+//! (`analysis::stats::NumpySort`), so the tests hold on machines with and without
+//! AVX-512.
+//!
 //! Needs a Python with HTA 0.5: `NEURONPROF_HTA_PYTHON`, else the venv `bash
 //! scripts/hta-venv` makes (`target/hta-venv`, which `.ci/run` creates). Without one
 //! every test skips with a message — except in CI (`CI` set), where they fail.
@@ -28,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use analysis::stats::NumpySort;
 use analysis::{load_paths, HtaVersion, LoadOptions};
 use support::hta_checks::*;
 use support::reference::Reference;
@@ -81,9 +87,10 @@ fn trace_path(shared: &Path, file: &str) -> PathBuf {
     }
 }
 
-/// Runs HTA on every case once; the directory holding `<case>.txt`, or `None` (skip).
-fn hta_outputs() -> Option<&'static Path> {
-    static OUTPUTS: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// Runs HTA on every case once: the directory holding `<case>.txt` and the argsort
+/// kernel of HTA's numpy, or `None` (skip).
+fn hta_outputs() -> Option<&'static (PathBuf, NumpySort)> {
+    static OUTPUTS: OnceLock<Option<(PathBuf, NumpySort)>> = OnceLock::new();
     OUTPUTS
         .get_or_init(|| {
             let shared = traces_dir()?;
@@ -127,9 +134,18 @@ fn hta_outputs() -> Option<&'static Path> {
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
-            Some(work)
+            // `numpy <version> <kernel>`
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let kernel = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("numpy "))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or_else(|| panic!("no numpy kernel line in {stdout:?}"));
+            let sort: NumpySort = kernel.parse().expect("numpy kernel");
+            eprintln!("HTA's numpy: {}", stdout.trim());
+            Some((work, sort))
         })
-        .as_deref()
+        .as_ref()
 }
 
 /// Case `index` of [`CASES`]: what HTA computed and our load of the same files.
@@ -137,7 +153,7 @@ fn case(index: usize) -> Option<&'static Case> {
     static LOADED: [OnceLock<Option<Case>>; CASES.len()] = [const { OnceLock::new() }; 11];
     LOADED[index]
         .get_or_init(|| {
-            let outputs = hta_outputs()?;
+            let (outputs, sort) = hta_outputs()?;
             let shared = traces_dir()?;
             let (name, files) = CASES[index];
             let paths: Vec<PathBuf> = files.iter().map(|f| trace_path(&shared, f)).collect();
@@ -150,6 +166,7 @@ fn case(index: usize) -> Option<&'static Case> {
                 ),
                 traces,
                 version: HtaVersion::V0_5,
+                sort: *sort,
             })
         })
         .as_ref()

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::ticks_per_us;
 use crate::classify::Mode;
 use crate::frame::Frame;
-use crate::stats::{np_round, numpy_argsort_avx512, Describe};
+use crate::stats::{np_round, Describe};
 
 /// Why a device stream was idle before a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -104,9 +104,11 @@ pub fn idle_time_breakdown(
             .iter()
             .filter(|r| frame.model_row(r).stream == stream)
             .collect();
-        // Equal starts in the order numpy's AVX-512 argsort leaves them (`crate::stats`).
+        // Equal starts in the order numpy's argsort leaves them (`Frame::numpy_sort`).
         let keys: Vec<i64> = on_stream.iter().map(|r| r.start_ticks).collect();
-        let on_stream: Vec<_> = numpy_argsort_avx512(&keys)
+        let on_stream: Vec<_> = frame
+            .numpy_sort
+            .argsort(&keys)
             .into_iter()
             .map(|i| on_stream[i])
             .collect();

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::ticks_per_us;
 use crate::classify::{memory_kind, KernelType};
 use crate::frame::Frame;
-use crate::stats::{numpy_argsort_avx512, Describe};
+use crate::stats::Describe;
 
 /// Bandwidth statistics of one copy kind. JSON: `{"rank", "name", "memory_bw_gbps":
 /// Describe}`.
@@ -47,10 +47,10 @@ pub fn memory_bw_summary(frame: &Frame<'_>) -> Vec<MemoryBwEntry> {
     }
     starts.extend(ends);
     // pandas' `sort_values` (numpy's unstable quicksort) decides the order of equal
-    // times, which changes the running sums seen: the order numpy's AVX-512 argsort
-    // gives, as for HTA's reference outputs (`crate::stats`).
+    // times, which changes the running sums seen: the order numpy's argsort gives
+    // (`Frame::numpy_sort`; AVX-512 by default, as for HTA's reference outputs).
     let keys: Vec<i64> = starts.iter().map(|p| p.0).collect();
-    let order = numpy_argsort_avx512(&keys);
+    let order = frame.numpy_sort.argsort(&keys);
     let starts: Vec<_> = order.into_iter().map(|i| starts[i].clone()).collect();
     let mut by_name: BTreeMap<String, (f64, Vec<f64>)> = BTreeMap::new();
     for (_, name, delta) in starts {

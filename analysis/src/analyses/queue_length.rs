@@ -9,13 +9,14 @@
 //! In compat mode a trace whose correlation ids pair launches and device rows other
 //! than one to one gets no result: HTA 0.5 fails an assertion there.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::classify::Mode;
+use crate::classify::{HtaVersion, Mode};
 use crate::frame::{Frame, FrameRow};
-use crate::stats::{numpy_argsort_avx512, Describe};
+use crate::model::{FastMap, FastSet, NameId};
+use crate::stats::Describe;
 
 /// Launch names HTA recognises (`TraceSymbolTable.get_runtime_launch_events_mask`).
 pub(crate) const HTA_LAUNCH_NAMES: [&str; 12] = [
@@ -55,11 +56,27 @@ pub struct QueueLengthStream {
 /// CUDA's launch queue depth per stream (HTA `CUDA_MAX_LAUNCH_QUEUE_PER_STREAM`).
 pub const CUDA_MAX_QUEUE_LENGTH: i64 = 1024;
 
-/// Whether a row is a launch call under the frame's mode.
-pub(crate) fn is_launch(frame: &Frame<'_>, row: &FrameRow) -> bool {
-    match frame.mode {
-        Mode::HtaCompat => HTA_LAUNCH_NAMES.contains(&frame.name(row)),
-        Mode::Default => !row.is_device && frame.model_row(row).correlation >= 0,
+/// Which rows are launch calls under the frame's mode: in compat mode HTA's names
+/// (`cuLaunchKernelEx` joined the list in HTA 0.6), compared by interned id.
+struct Launches {
+    names: Vec<NameId>,
+}
+
+impl Launches {
+    fn new(frame: &Frame<'_>) -> Self {
+        let names = HTA_LAUNCH_NAMES
+            .iter()
+            .filter(|&&name| !(frame.hta_version == HtaVersion::V0_5 && name == "cuLaunchKernelEx"))
+            .filter_map(|name| frame.trace.names.lookup(name))
+            .collect();
+        Launches { names }
+    }
+
+    fn is_launch(&self, frame: &Frame<'_>, row: &FrameRow) -> bool {
+        match frame.mode {
+            Mode::HtaCompat => self.names.contains(&frame.model_row(row).name),
+            Mode::Default => !row.is_device && frame.model_row(row).correlation >= 0,
+        }
     }
 }
 
@@ -74,10 +91,11 @@ pub fn queue_length_summary_with_limit(
     frame: &Frame<'_>,
     queue_limit: i64,
 ) -> Vec<QueueLengthStream> {
+    let launch_names = Launches::new(frame);
     let launches: Vec<&FrameRow> = frame
         .rows
         .iter()
-        .filter(|r| is_launch(frame, r) && r.index_correlation > 0)
+        .filter(|r| launch_names.is_launch(frame, r) && r.index_correlation > 0)
         .collect();
     // Compat: HTA's merge on correlation (every device row of the correlation; a
     // correlation repeated k times gives k² points, as in HTA). Default: the device rows
@@ -86,7 +104,7 @@ pub fn queue_length_summary_with_limit(
         Mode::HtaCompat => frame.model_row(row).correlation,
         Mode::Default => row.index_correlation,
     };
-    let mut device_by_corr: HashMap<i64, Vec<&FrameRow>> = HashMap::new();
+    let mut device_by_corr: FastMap<i64, Vec<&FrameRow>> = FastMap::default();
     for row in frame.device_rows() {
         device_by_corr.entry(key(row)).or_default().push(row);
     }
@@ -102,7 +120,7 @@ pub fn queue_length_summary_with_limit(
                     .map_or(1, Vec::len)
             })
             .sum();
-        let corrs: HashSet<i64> = launches
+        let corrs: FastSet<i64> = launches
             .iter()
             .map(|r| frame.model_row(r).correlation)
             .collect();
@@ -132,7 +150,7 @@ pub fn queue_length_summary_with_limit(
             None => points.push((launch.start_ticks, None, 1)),
         }
     }
-    let launch_corrs: HashSet<i64> = launches
+    let launch_corrs: FastSet<i64> = launches
         .iter()
         .map(|r| match frame.mode {
             Mode::HtaCompat => frame.model_row(r).correlation,
@@ -145,16 +163,18 @@ pub fn queue_length_summary_with_limit(
             points.push((row.start_ticks, Some(model.stream), -1));
         }
     }
-    // Equal times in the order pandas' `sort_values` leaves them with numpy's AVX-512
-    // argsort, as for HTA's reference outputs (`crate::stats`).
+    // Equal times in the order pandas' `sort_values` leaves them with numpy's argsort
+    // (`Frame::numpy_sort`; AVX-512 by default, as for HTA's reference outputs).
     let keys: Vec<i64> = points.iter().map(|p| p.0).collect();
-    let points: Vec<(i64, Option<i64>, i64)> = numpy_argsort_avx512(&keys)
+    let points: Vec<(i64, Option<i64>, i64)> = frame
+        .numpy_sort
+        .argsort(&keys)
         .into_iter()
         .map(|i| points[i])
         .collect();
     // Per stream: (time, queue length after the change).
     let mut by_stream: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
-    let mut running: HashMap<i64, i64> = HashMap::new();
+    let mut running: FastMap<i64, i64> = FastMap::default();
     for (time, stream, delta) in points {
         let Some(stream) = stream else { continue };
         let value = running.entry(stream).or_default();

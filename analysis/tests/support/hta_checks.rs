@@ -13,7 +13,7 @@ use analysis::analyses::overlap::comm_comp_overlap;
 use analysis::analyses::queue_length::queue_length_summary;
 use analysis::analyses::stragglers::potential_stragglers;
 use analysis::analyses::temporal::temporal_breakdown;
-use analysis::stats::Describe;
+use analysis::stats::{Describe, NumpySort};
 use analysis::{Frames, HtaVersion, Mode, TraceSet};
 
 use super::reference::{all_numeric, assert_printed, name_matches, split_name_row, Reference};
@@ -26,12 +26,15 @@ pub struct Case {
     pub traces: TraceSet,
     /// Which HTA release printed it (its kernel-name rules).
     pub version: HtaVersion,
+    /// The argsort kernel of the numpy under that HTA (its order of equal timestamps).
+    pub sort: NumpySort,
 }
 
 impl Case {
     /// Our frames under HTA's preprocessing for this case's HTA release.
     pub fn frames(&self) -> Frames<'_> {
         Frames::build_for(&self.traces, Mode::HtaCompat, self.version, true)
+            .with_numpy_sort(self.sort)
     }
 }
 

@@ -5,8 +5,9 @@
 //! same two steps inline. Runs alternate; medians are printed with their ratio.
 //!
 //! ```text
-//! cargo run --release -p trace-format --example parallel_bench -- /tmp/big.json [--runs 3] [--threads 1,2]
+//! cargo run --release -p trace-format --example parallel_bench -- /tmp/big.json [--runs 3] [--threads 1,2] [--parallel-only]
 //! ```
+//! `--parallel-only` skips the sequential reads (and the check against them), for profiling.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -128,9 +129,11 @@ fn main() {
     };
     let mut runs = 3;
     let mut thread_counts = vec![1, 2];
+    let mut parallel_only = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(3),
+            "--parallel-only" => parallel_only = true,
             "--threads" => {
                 thread_counts = args
                     .next()
@@ -152,6 +155,21 @@ fn main() {
     let mut mb = 0.0;
     let mut reference = None;
     for run in 1..=runs {
+        if parallel_only {
+            for &threads in &thread_counts {
+                let start = Instant::now();
+                let report = TraceReader::open(&path)
+                    .read_parallel(&mut Totals::default(), threads)
+                    .unwrap_or_else(|e| fail(e));
+                let secs = start.elapsed().as_secs_f64();
+                let mb = report.bytes_read as f64 / 1e6;
+                println!(
+                    "run {run}: parallel({threads}) {secs:.3} s ({:.0} MB/s)",
+                    mb / secs
+                );
+            }
+            continue;
+        }
         let mut sink = Inline(Totals::default());
         let start = Instant::now();
         let report = TraceReader::open(&path)
@@ -197,6 +215,9 @@ fn main() {
         reference = Some(summary);
     }
     let _ = reference;
+    if parallel_only {
+        return;
+    }
     let seq = median(seq_times);
     println!(
         "median sequential: {seq:.3} s ({:.0} MB/s of JSON, {mb:.1} MB)",

@@ -154,6 +154,8 @@ struct Scanner {
     copied: u64,
     next_id: u64,
     batch_bytes: usize,
+    /// Buffers of consumed batches, reused (text, entries).
+    spare: Vec<(Vec<u8>, Vec<Entry>)>,
 }
 
 impl Scanner {
@@ -196,12 +198,16 @@ impl Scanner {
     /// Scans elements into a new batch until it holds `batch_bytes` of text or scanning
     /// must stop.
     fn batch(&mut self, parser: &mut Parser<'_, '_>) -> (Batch, Option<ScanEnd>) {
+        let (text, entries) = self.spare.pop().unwrap_or_else(|| {
+            let text = Vec::with_capacity(self.batch_bytes.min(64 << 20) * 5 / 4);
+            (text, Vec::new())
+        });
         let mut batch = Batch {
             id: self.next_id,
             offset: self.copied,
-            text: Vec::with_capacity(self.batch_bytes + (self.batch_bytes >> 2)),
+            text,
             first_index: parser.next_index,
-            entries: Vec::new(),
+            entries,
             skips: Vec::new(),
         };
         self.next_id += 1;
@@ -385,6 +391,7 @@ fn events<P: ParallelSink + ?Sized>(
             copied: parser.input.offset_of(parser.input.pos),
             next_id: 0,
             batch_bytes,
+            spare: Vec::new(),
         };
         loop {
             let end = pipeline.run(parser, &mut scanner, sink)?;
@@ -539,6 +546,12 @@ impl<M: EventMapper> Pipeline<'_, M> {
                     return Ok(Some(Finish::Sequential));
                 }
             }
+        }
+        if scanner.spare.len() < self.max_in_flight {
+            let (mut text, mut entries) = (batch.text, batch.entries);
+            text.clear();
+            entries.clear();
+            scanner.spare.push((text, entries));
         }
         Ok(None)
     }

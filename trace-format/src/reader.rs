@@ -235,7 +235,7 @@ impl<'s> TraceReader<'s> {
                 || (!opened.is_gzip
                     && opened
                         .size_hint
-                        .is_some_and(|len| len < 2 * batch_bytes as u64)),
+                        .is_some_and(|len| len < (batch_bytes as u64).saturating_mul(2))),
         })
     }
 

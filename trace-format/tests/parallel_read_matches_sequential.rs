@@ -436,3 +436,22 @@ fn an_unclosed_event_before_megabytes_of_events_is_reported_the_same() {
         }
     }
 }
+
+#[test]
+fn no_workers_or_one_huge_batch_read_on_the_calling_thread_with_the_same_results() {
+    let text = leak(small_trace().into_bytes());
+    for (batch, threads) in [(512 << 10, 0), (usize::MAX, 2), (1, 0)] {
+        let options = ReadOptions::default().with_batch_bytes(batch);
+        assert_same(
+            &format!("batch {batch}, {threads} threads"),
+            || TraceReader::from_slice("s.json", text).options(options.clone()),
+            threads,
+        );
+        let cut = leak(text[..text.len() / 2].to_vec());
+        assert_same(
+            &format!("cut, batch {batch}, {threads} threads"),
+            || TraceReader::from_reader("s.json", cut).options(options.clone()),
+            threads,
+        );
+    }
+}

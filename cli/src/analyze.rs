@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use analysis::analyses::trace_diff::{compare_traces, ops_summary, DiffOptions, TraceDiff};
-use analysis::{analyze, load_paths, LoadOptions, LoadProgress, Mode, Report, ReportOptions};
+use analysis::stats::NumpySort;
+use analysis::{
+    analyze, load_paths, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
+};
 use anyhow::Context as _;
 
 use crate::paths::collect_trace_files;
@@ -29,6 +32,10 @@ pub struct AnalyzeRequest {
     pub step: Option<i64>,
     /// HTA's rounding and name rules, for numbers equal to HTA's.
     pub hta_compat: bool,
+    /// With `hta_compat`: the HTA release whose rules to follow.
+    pub hta_version: HtaVersion,
+    /// With `hta_compat`: the numpy argsort kernel whose tie order HTA's sorts take.
+    pub numpy_sort: NumpySort,
     /// Read past damage instead of stopping at it.
     pub lenient: bool,
     /// The dtype whose peak TFLOPS MFU is measured against (`bf16`, `fp8`, `fp32`);
@@ -64,6 +71,8 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     };
     let options = ReportOptions::default()
         .with_mode(mode)
+        .with_hta_version(request.hta_version)
+        .with_numpy_sort(request.numpy_sort)
         .with_ranks(request.rank.map(|r| vec![r]))
         .with_step(request.step)
         .with_operators_by_shape(request.operators_by_shape);

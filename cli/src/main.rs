@@ -49,9 +49,19 @@ enum Command {
         /// Analyse only ProfilerStep#N.
         #[arg(long)]
         step: Option<i64>,
-        /// HTA's integer-microsecond rounding and name rules: numbers equal to HTA 0.6's.
+        /// HTA's integer-microsecond rounding and name rules: numbers equal to HTA's
+        /// (0.6 unless --hta-version says otherwise).
         #[arg(long)]
         hta_compat: bool,
+        /// With --hta-compat: the HTA release to equal, 0.6 (default; GitHub) or 0.5 (the
+        /// release on PyPI); their kernel-name rules differ.
+        #[arg(long, requires = "hta_compat", value_name = "VERSION")]
+        hta_version: Option<analysis::HtaVersion>,
+        /// With --hta-compat: the argsort kernel of the numpy under that HTA, avx512
+        /// (default), avx2 or scalar; it decides the order of equal timestamps in HTA's
+        /// sorts (queue length, memory bandwidth, idle gaps).
+        #[arg(long, requires = "hta_compat", value_name = "KERNEL")]
+        numpy_sort: Option<analysis::stats::NumpySort>,
         /// Analyse what can be read of damaged traces instead of stopping at the damage.
         #[arg(long)]
         lenient: bool,
@@ -206,6 +216,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rank,
             step,
             hta_compat,
+            hta_version,
+            numpy_sort,
             lenient,
             peak_dtype,
             by_shape,
@@ -215,6 +227,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 rank,
                 step,
                 hta_compat,
+                hta_version: hta_version.unwrap_or_default(),
+                numpy_sort: numpy_sort.unwrap_or_default(),
                 lenient,
                 peak_dtype,
                 progress: true,

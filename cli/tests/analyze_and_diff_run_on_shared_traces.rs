@@ -41,6 +41,63 @@ fn analyze_hta_compat_json_matches_hta_temporal_breakdown() {
     assert_eq!(rows[1]["non_compute_time_pctg"], 22.72);
 }
 
+/// `--hta-version 0.5` follows the kernel-name rules of the HTA on PyPI: on
+/// `simple_add` its `Stream Wait Event` rows are computation, and the compute time is
+/// what HTA 0.5 computes there (10676 µs, `scripts/hta_reference.py` in the HTA venv);
+/// under 0.6's rules they are not (10670 µs). `--numpy-sort` is accepted and echoed.
+#[test]
+fn analyze_hta_version_selects_the_hta_release_rules() {
+    let Some(dir) = shared_traces() else { return };
+    let trace = [dir.join("hta/simple_add.json.gz")];
+    let compute = |args: &[&str]| {
+        let out = neuronprof(args, &trace);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            report["temporal_breakdown"]["ranks"][0]["compute_time_us"].clone(),
+            report["hta_version"].clone(),
+        )
+    };
+    assert_eq!(
+        compute(&["analyze", "--json", "--hta-compat", "--hta-version", "0.5"]),
+        (serde_json::json!(10676.0), serde_json::json!("0.5"))
+    );
+    assert_eq!(
+        compute(&["analyze", "--json", "--hta-compat"]),
+        (serde_json::json!(10670.0), serde_json::json!("0.6"))
+    );
+    assert_eq!(
+        compute(&[
+            "analyze",
+            "--json",
+            "--hta-compat",
+            "--numpy-sort",
+            "scalar"
+        ])
+        .1,
+        serde_json::json!("0.6")
+    );
+    assert_eq!(compute(&["analyze", "--json"]).1, serde_json::Value::Null);
+    // Both need --hta-compat; a version we do not know is refused.
+    for args in [
+        &["analyze", "--hta-version", "0.5"][..],
+        &["analyze", "--hta-compat", "--hta-version", "0.4"][..],
+        &["analyze", "--hta-compat", "--numpy-sort", "neon"][..],
+    ] {
+        let out = neuronprof(args, &trace);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--hta-compat") || err.contains("0.4") || err.contains("neon"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn analyze_text_report_puts_insights_first_for_one_rank() {
     let Some(dir) = shared_traces() else { return };

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::shared_traces;
+use common::{gunzip, shared_traces};
 use std::process::{Command, Output};
 
 fn neuronprof(args: &[&str], paths: &[PathBuf]) -> Output {
@@ -149,17 +149,6 @@ fn analyze_truncated_trace_names_the_damage_unless_lenient() {
             .any(|e| e.as_str().unwrap().contains("truncated")),
         "{errors:?}"
     );
-}
-
-/// Decompresses with the system `gzip`, so this test needs no gzip crate of its own.
-fn gunzip(path: &PathBuf) -> Vec<u8> {
-    let out = Command::new("gzip")
-        .arg("-dc")
-        .arg(path)
-        .output()
-        .expect("gzip is installed");
-    assert!(out.status.success());
-    out.stdout
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 use analysis::analyses::operators::{operator_table, operator_table_with, OperatorOptions};
 use analysis::{load_paths, LoadOptions};
-use common::shared_traces;
+use common::{gunzip, shared_traces};
 use serde_json::Value;
 
 fn neuronprof(args: &[&str], paths: &[PathBuf]) -> Output {
@@ -35,13 +35,7 @@ fn json_of(args: &[&str], paths: &[PathBuf]) -> Value {
 
 /// The trace's events, parsed here with serde_json (not by the analysis crate).
 fn events(path: &Path) -> Vec<Value> {
-    let out = Command::new("gzip")
-        .arg("-dc")
-        .arg(path)
-        .output()
-        .expect("gzip is installed");
-    assert!(out.status.success());
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc: Value = serde_json::from_slice(&gunzip(path)).unwrap();
     doc["traceEvents"].as_array().unwrap().clone()
 }
 

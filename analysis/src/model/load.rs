@@ -1,11 +1,19 @@
-//! Reading rank traces: one streaming pass per file, files read in parallel.
+//! Reading rank traces: one streaming pass per file, files read in parallel; a single
+//! file (fewer files than cores) is decoded on several threads
+//! (`trace_format::TraceReader::read_parallel`): [`pick`] takes what the model needs
+//! from each event on the reader's worker threads, [`RankSink::add`] builds the rows in
+//! event order (interning, counters, minima), so both ways give the same [`RankTrace`].
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use trace_format::{ArgValue, Event, Ident, TimeBase, TraceMeta, TraceReader, TraceSink};
+use trace_format::{
+    ArgValue, Event, EventMapper, Ident, ParallelSink, RawJson, TimeBase, TraceMeta, TraceReader,
+    TraceSink,
+};
 
 use super::{
     CollectiveArgs, DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey,
@@ -29,6 +37,11 @@ pub struct LoadOptions {
     /// replicated, 72 MiB of the read's peak RSS, see `docs/PERFORMANCE.md`), and those
     /// two analyses then report that they cannot run.
     pub host_ops: bool,
+    /// Worker threads decoding one file's events, besides the thread reading it.
+    /// `None` (default): when there are fewer files than cores, each file gets
+    /// `cores / files - 1` of them (at most 8), else none (files are read in parallel).
+    /// `Some(0)`: every file on one thread.
+    pub read_threads: Option<usize>,
 }
 
 impl Default for LoadOptions {
@@ -37,6 +50,7 @@ impl Default for LoadOptions {
             lenient: false,
             progress: None,
             host_ops: true,
+            read_threads: None,
         }
     }
 }
@@ -69,6 +83,7 @@ impl std::fmt::Debug for LoadOptions {
         f.debug_struct("LoadOptions")
             .field("lenient", &self.lenient)
             .field("host_ops", &self.host_ops)
+            .field("read_threads", &self.read_threads)
             .field("progress", &self.progress.as_ref().map(|_| "Fn"))
             .finish()
     }
@@ -84,6 +99,12 @@ impl LoadOptions {
     /// Sets [`LoadOptions::host_ops`].
     pub fn with_host_ops(mut self, on: bool) -> Self {
         self.host_ops = on;
+        self
+    }
+
+    /// Sets [`LoadOptions::read_threads`].
+    pub fn with_read_threads(mut self, threads: Option<usize>) -> Self {
+        self.read_threads = threads;
         self
     }
 
@@ -141,6 +162,12 @@ pub fn load_ranks(
         return Err(AnalysisError::NoTraces);
     }
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Measured on the 2-vCPU VM: one worker besides the reading thread reads a 100 MB
+    // trace 1.6x as fast when the second core is free (docs/PERFORMANCE.md,
+    // trace-format); past about 8 the reading thread's own share is the limit.
+    let read_threads = options
+        .read_threads
+        .unwrap_or_else(|| (workers / paths.len()).saturating_sub(1).min(8));
     let mut results: Vec<Option<Result<RankTrace, AnalysisError>>> =
         (0..paths.len()).map(|_| None).collect();
     for (chunk_index, chunk) in paths.chunks(workers).enumerate() {
@@ -150,7 +177,7 @@ pub fn load_ranks(
                 .enumerate()
                 .map(|(i, (rank, path))| {
                     let file_index = chunk_index * workers + i;
-                    scope.spawn(move || load_one(path, *rank, file_index, options))
+                    scope.spawn(move || load_one(path, *rank, file_index, options, read_threads))
                 })
                 .collect();
             for (i, handle) in handles.into_iter().enumerate() {
@@ -182,6 +209,7 @@ fn load_one(
     rank: Option<i64>,
     file_index: usize,
     options: &LoadOptions,
+    read_threads: usize,
 ) -> Result<RankTrace, AnalysisError> {
     let mut sink = RankSink::new(path.to_path_buf());
     if options.host_ops {
@@ -214,10 +242,14 @@ fn load_one(
                 bytes_read: 0,
                 next_report: PROGRESS_INTERVAL_BYTES,
             };
-            let report = TraceReader::from_reader(&path.display().to_string(), &mut counting)
-                .lenient(options.lenient)
-                .read(&mut sink)
-                .map_err(read_error)?;
+            let reader = TraceReader::from_reader(&path.display().to_string(), &mut counting)
+                .lenient(options.lenient);
+            let report = if read_threads > 0 {
+                reader.read_parallel(&mut sink, read_threads)
+            } else {
+                reader.read(&mut sink)
+            }
+            .map_err(read_error)?;
             if let Some((callback, mut state)) = counting.progress.take() {
                 state.bytes_read = counting.bytes_read;
                 state.done = true;
@@ -394,18 +426,127 @@ impl TraceSink for RankSink {
     }
 
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        let trace = &mut self.trace;
-        let Some(ts_ns) = event.ts_ns else {
-            trace.ts_is_float = true;
-            return ControlFlow::Continue(());
-        };
-        let ts_rel_ns = ts_ns.saturating_sub(self.base_ns);
-        if ts_rel_ns % 1000 != 0 {
-            trace.ts_is_float = true;
+        let picked = pick(event, self.base_ns, self.host_ops.is_some());
+        self.add(index, picked);
+        ControlFlow::Continue(())
+    }
+}
+
+/// The parallel read: [`pick`] on the worker threads, [`RankSink::add`] in order.
+impl ParallelSink for RankSink {
+    type Item = Picked<'static>;
+    type Mapper = Picker;
+
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        TraceSink::on_header(self, meta)
+    }
+
+    fn mapper(&self) -> Picker {
+        Picker {
+            base_ns: self.base_ns,
+            host_ops: self.host_ops.is_some(),
         }
-        if event.is_memory_event() {
-            let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
-            trace.memory.push(MemoryEvent {
+    }
+
+    fn consume(&mut self, index: u64, picked: Picked<'static>) -> ControlFlow<()> {
+        self.add(index, picked);
+        ControlFlow::Continue(())
+    }
+}
+
+/// [`pick`] with what the header said, shared by a parallel read's worker threads.
+struct Picker {
+    base_ns: i64,
+    host_ops: bool,
+}
+
+impl EventMapper for Picker {
+    type Item = Picked<'static>;
+
+    fn map(&self, _index: u64, event: &Event<'_>) -> Option<Picked<'static>> {
+        Some(pick(event, self.base_ns, self.host_ops).into_owned())
+    }
+}
+
+/// What [`RankSink::add`] needs of one event: everything that depends on the event
+/// alone (times, args), so a parallel read computes it on worker threads. Borrows from
+/// the event in a sequential read.
+// Most events of a trace are complete events: boxing that variant would cost an
+// allocation per event to save space on the few others.
+#[allow(clippy::large_enum_variant)]
+enum Picked<'a> {
+    /// No `ts` (marks the timestamps as not whole microseconds).
+    NoTs,
+    /// Neither a memory event nor a kept complete event; `ts` was not whole µs.
+    Other { fractional_ts: bool },
+    /// A `[memory]` instant.
+    Memory {
+        fractional_ts: bool,
+        event: MemoryEvent,
+    },
+    /// An event with a category and a duration (not `Trace`).
+    Complete(Complete<'a>),
+}
+
+/// See [`Picked::Complete`].
+struct Complete<'a> {
+    fractional_ts: bool,
+    ts_rel_ns: i64,
+    dur_ns: i64,
+    category: Cow<'a, str>,
+    name: Cow<'a, str>,
+    pid: Option<Ident<'a>>,
+    tid: Option<Ident<'a>>,
+    args: PickedArgs,
+    /// Host operators only (when kept): whether the normalised category is device work.
+    device_work: bool,
+    /// Host operators only (when kept): `cpu_op` or `user_annotation`.
+    host_operator: bool,
+    /// Host operators only (when kept): the `Input Dims` array.
+    input_dims: Option<RawJson<'a>>,
+}
+
+impl Picked<'_> {
+    fn into_owned(self) -> Picked<'static> {
+        match self {
+            Picked::NoTs => Picked::NoTs,
+            Picked::Other { fractional_ts } => Picked::Other { fractional_ts },
+            Picked::Memory {
+                fractional_ts,
+                event,
+            } => Picked::Memory {
+                fractional_ts,
+                event,
+            },
+            Picked::Complete(c) => Picked::Complete(Complete {
+                fractional_ts: c.fractional_ts,
+                ts_rel_ns: c.ts_rel_ns,
+                dur_ns: c.dur_ns,
+                category: Cow::Owned(c.category.into_owned()),
+                name: Cow::Owned(c.name.into_owned()),
+                pid: c.pid.map(Ident::into_owned),
+                tid: c.tid.map(Ident::into_owned),
+                args: c.args,
+                device_work: c.device_work,
+                host_operator: c.host_operator,
+                input_dims: c.input_dims.map(RawJson::into_owned),
+            }),
+        }
+    }
+}
+
+/// Takes what the model needs from `event`; `base_ns` is the header's time base.
+fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Picked<'a> {
+    let Some(ts_ns) = event.ts_ns else {
+        return Picked::NoTs;
+    };
+    let ts_rel_ns = ts_ns.saturating_sub(base_ns);
+    let fractional_ts = ts_rel_ns % 1000 != 0;
+    if event.is_memory_event() {
+        let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
+        return Picked::Memory {
+            fractional_ts,
+            event: MemoryEvent {
                 ts_rel_ns,
                 device_type: int("Device Type"),
                 device_id: int("Device Id"),
@@ -413,26 +554,77 @@ impl TraceSink for RankSink {
                 bytes: event.arg("Bytes").map_or(0, |v| int_coerce(&v)),
                 total_allocated_bytes: int("Total Allocated"),
                 total_reserved_bytes: int("Total Reserved"),
-            });
-            return ControlFlow::Continue(());
-        }
-        let (Some(category), Some(dur_ns)) = (&event.category, event.dur_ns) else {
-            return ControlFlow::Continue(());
+            },
         };
-        if category.as_str() == "Trace" {
-            return ControlFlow::Continue(());
+    }
+    let (Some(category), Some(dur_ns)) = (&event.category, event.dur_ns) else {
+        return Picked::Other { fractional_ts };
+    };
+    if category.as_str() == "Trace" {
+        return Picked::Other { fractional_ts };
+    }
+    let (mut device_work, mut host_operator, mut input_dims) = (false, false, None);
+    if host_ops {
+        let normalized = category.normalized();
+        device_work = is_device_work_category(normalized.as_str());
+        host_operator = matches!(normalized.as_str(), "cpu_op" | "user_annotation");
+        if host_operator {
+            if let Some(ArgValue::Array(raw)) = event.arg("Input Dims") {
+                input_dims = Some(raw);
+            }
         }
+    }
+    Picked::Complete(Complete {
+        fractional_ts,
+        ts_rel_ns,
+        dur_ns,
+        category: Cow::Borrowed(category.as_str()),
+        name: Cow::Borrowed(event.name()),
+        pid: event.pid.clone(),
+        tid: event.tid.clone(),
+        args: PickedArgs::of(event),
+        device_work,
+        host_operator,
+        input_dims,
+    })
+}
+
+impl RankSink {
+    /// Adds one picked event, in event order (`index`: its position in `traceEvents`).
+    fn add(&mut self, index: u64, picked: Picked<'_>) {
+        let trace = &mut self.trace;
+        let c = match picked {
+            Picked::NoTs => {
+                trace.ts_is_float = true;
+                return;
+            }
+            Picked::Other { fractional_ts } => {
+                trace.ts_is_float |= fractional_ts;
+                return;
+            }
+            Picked::Memory {
+                fractional_ts,
+                event,
+            } => {
+                trace.ts_is_float |= fractional_ts;
+                trace.memory.push(event);
+                return;
+            }
+            Picked::Complete(c) => c,
+        };
+        trace.ts_is_float |= c.fractional_ts;
+        let (ts_rel_ns, dur_ns, args) = (c.ts_rel_ns, c.dur_ns, &c.args);
+        let (category, name) = (&*c.category, &*c.name);
         trace.counts.complete_rows += 1;
         let end = ts_rel_ns.saturating_add(dur_ns);
         trace.max_end_rel_ns = Some(trace.max_end_rel_ns.map_or(end, |m| m.max(end)));
-        let args = PickedArgs::of(event);
-        match category.as_str() {
+        let device = c.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1);
+        match category {
             "neuron_instruction" => {
-                let name = event.name();
                 let engine = args.engine.as_deref().unwrap_or(name);
                 let engine = trace.names.intern(engine);
                 trace.engine_rows.push(EngineRow {
-                    device: event.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1),
+                    device,
                     core: args.core.unwrap_or(0),
                     engine,
                     ts_rel_ns,
@@ -442,7 +634,7 @@ impl TraceSink for RankSink {
                 });
             }
             "neuron_dma" => trace.dma_rows.push(DmaRow {
-                device: event.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1),
+                device,
                 queue: args.dma_queue.unwrap_or(-1),
                 ts_rel_ns,
                 dur_ns,
@@ -451,7 +643,6 @@ impl TraceSink for RankSink {
             _ => {}
         }
         let (stream, correlation) = (args.stream, args.correlation);
-        let name = event.name();
         let is_sync = name == "Event Sync" || name == "Context Sync";
         let is_device = (stream >= 0 && correlation >= 0) || is_sync;
         min_into(&mut trace.min_ts_rel_ns, ts_rel_ns);
@@ -464,19 +655,17 @@ impl TraceSink for RankSink {
             || index == 0
             || name.starts_with("ProfilerStep");
         if let Some(host) = &mut self.host_ops {
-            let normalized = category.normalized();
-            let category = normalized.as_str();
-            if is_device_work_category(category) && args.external_id >= 0 {
+            if c.device_work && args.external_id >= 0 {
                 *host
                     .ops
                     .device_ns_by_external_id
                     .entry(args.external_id)
                     .or_default() += dur_ns;
             }
-            if matches!(category, "cpu_op" | "user_annotation") {
-                let input_dims = match event.arg("Input Dims") {
-                    Some(ArgValue::Array(raw)) => host.ops.names.intern(raw.as_str()),
-                    _ => host.no_dims(),
+            if c.host_operator {
+                let input_dims = match &c.input_dims {
+                    Some(raw) => host.ops.names.intern(raw.as_str()),
+                    None => host.no_dims(),
                 };
                 let op = HostOp {
                     ts_rel_ns,
@@ -484,7 +673,7 @@ impl TraceSink for RankSink {
                     external_id: args.external_id,
                     name: host.ops.names.intern(name),
                     input_dims,
-                    thread: host.thread(event.pid.as_ref(), event.tid.as_ref()),
+                    thread: host.thread(c.pid.as_ref(), c.tid.as_ref()),
                     in_rows: keep,
                 };
                 host.ops.operators.push(op);
@@ -498,15 +687,15 @@ impl TraceSink for RankSink {
             }
         }
         if !keep {
-            return ControlFlow::Continue(());
+            return;
         }
         trace.counts.kept_rows += 1;
         let row = Row {
             event_index: index,
-            category: trace.names.intern(category.as_str()),
+            category: trace.names.intern(category),
             name: trace.names.intern(name),
-            pid: event.pid.as_ref().and_then(Ident::as_i64),
-            tid: event.tid.as_ref().and_then(Ident::as_i64),
+            pid: c.pid.as_ref().and_then(Ident::as_i64),
+            tid: c.tid.as_ref().and_then(Ident::as_i64),
             stream,
             correlation,
             ts_rel_ns,
@@ -515,15 +704,14 @@ impl TraceSink for RankSink {
             memory_bw_gbps: args.memory_bw_gbps,
             collective: args.collective(),
             flops: args.flops.unwrap_or(-1),
-            engine_busy: (!args.engine_busy.is_empty()).then(|| {
-                args.engine_busy
+            engine_busy: (!args.engine_busy().is_empty()).then(|| {
+                args.engine_busy()
                     .iter()
                     .map(|(engine, ns)| (trace.names.intern(engine), *ns))
                     .collect()
             }),
         };
         trace.rows.push(row);
-        ControlFlow::Continue(())
     }
 }
 
@@ -534,6 +722,20 @@ struct PickedArgs {
     correlation: i64,
     bytes: i64,
     memory_bw_gbps: f64,
+    flops: Option<i64>,
+    core: Option<i64>,
+    engine: Option<String>,
+    dma_queue: Option<i64>,
+    /// `External id` (the first such key, when an integer), -1 when absent.
+    external_id: i64,
+    /// Args few events have (collectives, engine busy times), boxed: a parallel read
+    /// moves every event's picks between threads.
+    rare: Option<Box<RareArgs>>,
+}
+
+/// See [`PickedArgs::rare`].
+#[derive(Default)]
+struct RareArgs {
     collective: Option<String>,
     process_group: Option<String>,
     seq: Option<i64>,
@@ -541,13 +743,7 @@ struct PickedArgs {
     out_nelems: Option<i64>,
     dtype: Option<String>,
     group_size: Option<i64>,
-    flops: Option<i64>,
-    core: Option<i64>,
-    engine: Option<String>,
-    dma_queue: Option<i64>,
     engine_busy: Vec<(String, i64)>,
-    /// `External id` (the first such key, when an integer), -1 when absent.
-    external_id: i64,
 }
 
 impl PickedArgs {
@@ -557,19 +753,12 @@ impl PickedArgs {
             correlation: -1,
             bytes: -1,
             memory_bw_gbps: 0.0,
-            collective: None,
-            process_group: None,
-            seq: None,
-            in_nelems: None,
-            out_nelems: None,
-            dtype: None,
-            group_size: None,
             flops: None,
             core: None,
             engine: None,
             dma_queue: None,
-            engine_busy: Vec::new(),
             external_id: -1,
+            rare: None,
         };
         let Some(args) = &event.args else {
             return picked;
@@ -583,13 +772,13 @@ impl PickedArgs {
                 "correlation" => set(&mut correlation, || Some(int_coerce(&value))),
                 "bytes" => set(&mut bytes, || value.as_i64()),
                 "memory bandwidth (GB/s)" => set(&mut bw, || value.as_f64()),
-                "Collective name" => set(&mut picked.collective, text),
-                "Process Group Name" => set(&mut picked.process_group, text),
-                "Seq" => set(&mut picked.seq, || Some(int_coerce(&value))),
-                "In msg nelems" => set(&mut picked.in_nelems, || Some(int_coerce(&value))),
-                "Out msg nelems" => set(&mut picked.out_nelems, || Some(int_coerce(&value))),
-                "dtype" => set(&mut picked.dtype, text),
-                "Group size" => set(&mut picked.group_size, || Some(int_coerce(&value))),
+                "Collective name" => set(&mut picked.rare().collective, text),
+                "Process Group Name" => set(&mut picked.rare().process_group, text),
+                "Seq" => set(&mut picked.rare().seq, || Some(int_coerce(&value))),
+                "In msg nelems" => set(&mut picked.rare().in_nelems, || Some(int_coerce(&value))),
+                "Out msg nelems" => set(&mut picked.rare().out_nelems, || Some(int_coerce(&value))),
+                "dtype" => set(&mut picked.rare().dtype, text),
+                "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value))),
                 "flops" => set(&mut picked.flops, || {
                     value.as_i64().or_else(|| value.as_f64().map(|f| f as i64))
                 }),
@@ -601,7 +790,7 @@ impl PickedArgs {
                 other => {
                     if let Some(engine) = other.strip_suffix(" busy (ns)") {
                         if let Some(ns) = value.as_i64() {
-                            picked.engine_busy.push((engine.to_owned(), ns));
+                            picked.rare().engine_busy.push((engine.to_owned(), ns));
                         }
                     }
                 }
@@ -615,16 +804,25 @@ impl PickedArgs {
         picked
     }
 
+    fn rare(&mut self) -> &mut RareArgs {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
     fn collective(&self) -> Option<Box<CollectiveArgs>> {
+        let rare = self.rare.as_ref()?;
         Some(Box::new(CollectiveArgs {
-            collective: self.collective.clone()?,
-            process_group: self.process_group.clone().unwrap_or_default(),
-            seq: self.seq.filter(|&s| s >= 0),
-            in_nelems: self.in_nelems.unwrap_or(-1),
-            out_nelems: self.out_nelems.unwrap_or(-1),
-            dtype: self.dtype.clone().unwrap_or_default(),
-            group_size: self.group_size.unwrap_or(-1),
+            collective: rare.collective.clone()?,
+            process_group: rare.process_group.clone().unwrap_or_default(),
+            seq: rare.seq.filter(|&s| s >= 0),
+            in_nelems: rare.in_nelems.unwrap_or(-1),
+            out_nelems: rare.out_nelems.unwrap_or(-1),
+            dtype: rare.dtype.clone().unwrap_or_default(),
+            group_size: rare.group_size.unwrap_or(-1),
         }))
+    }
+
+    fn engine_busy(&self) -> &[(String, i64)] {
+        self.rare.as_ref().map_or(&[], |rare| &rare.engine_busy)
     }
 }
 

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use trace_format::{
-    ArgValue, Event, EventMapper, Ident, ParallelSink, RawJson, TimeBase, TraceMeta, TraceReader,
-    TraceSink,
+    ArgValue, Category, Event, EventMapper, Ident, ParallelSink, RawJson, TimeBase, TraceMeta,
+    TraceReader, TraceSink,
 };
 
 use super::{
@@ -493,7 +493,8 @@ struct Complete<'a> {
     fractional_ts: bool,
     ts_rel_ns: i64,
     dur_ns: i64,
-    category: Cow<'a, str>,
+    /// Known categories are enum variants: no allocation to own them.
+    category: Category<'a>,
     name: Cow<'a, str>,
     pid: Option<Ident<'a>>,
     tid: Option<Ident<'a>>,
@@ -522,7 +523,7 @@ impl Picked<'_> {
                 fractional_ts: c.fractional_ts,
                 ts_rel_ns: c.ts_rel_ns,
                 dur_ns: c.dur_ns,
-                category: Cow::Owned(c.category.into_owned()),
+                category: c.category.into_owned(),
                 name: Cow::Owned(c.name.into_owned()),
                 pid: c.pid.map(Ident::into_owned),
                 tid: c.tid.map(Ident::into_owned),
@@ -578,7 +579,7 @@ fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Picked<'a> {
         fractional_ts,
         ts_rel_ns,
         dur_ns,
-        category: Cow::Borrowed(category.as_str()),
+        category: category.clone(),
         name: Cow::Borrowed(event.name()),
         pid: event.pid.clone(),
         tid: event.tid.clone(),
@@ -614,7 +615,7 @@ impl RankSink {
         };
         trace.ts_is_float |= c.fractional_ts;
         let (ts_rel_ns, dur_ns, args) = (c.ts_rel_ns, c.dur_ns, &c.args);
-        let (category, name) = (&*c.category, &*c.name);
+        let (category, name) = (c.category.as_str(), &*c.name);
         trace.counts.complete_rows += 1;
         let end = ts_rel_ns.saturating_add(dur_ns);
         trace.max_end_rel_ns = Some(trace.max_end_rel_ns.map_or(end, |m| m.max(end)));

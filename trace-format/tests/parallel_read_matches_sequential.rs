@@ -455,3 +455,25 @@ fn no_workers_or_one_huge_batch_read_on_the_calling_thread_with_the_same_results
         );
     }
 }
+
+#[test]
+fn text_put_back_after_a_rejected_event_keeps_the_size_limit() {
+    // Found by fuzzing (`fuzz/fuzz_targets/parallel_read.rs`; first byte: batch size
+    // - 1, then the trace). Event #1 has bad UTF-8, so the parallel read puts the text
+    // from it back in front of the input; event #3 runs past the 4 KiB limit, which the
+    // sequential read reports as too large. The put-back text had enlarged the buffer
+    // past the limit, and the parallel read reported a truncation instead.
+    let input = include_bytes!("data/fuzz-put-back-size-limit.bin");
+    let batch = usize::from(input[0] % 64) + 1;
+    for lenient in [false, true] {
+        let options = ReadOptions::default()
+            .with_max_value_bytes(4096)
+            .with_batch_bytes(batch)
+            .with_lenient(lenient);
+        assert_same(
+            &format!("fuzz input, lenient {lenient}"),
+            || TraceReader::from_slice("fuzz", &input[1..]).options(options.clone()),
+            2,
+        );
+    }
+}

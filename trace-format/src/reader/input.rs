@@ -123,8 +123,12 @@ pub(crate) struct Input<'s> {
     pub(crate) eof: bool,
     max_value_bytes: usize,
     /// An error a parallel read's scanner got from the reader while reading ahead
-    /// inside an event; the next refill returns it (see `super::parallel`).
+    /// inside an event; the next refill that needs the reader returns it (see
+    /// `super::parallel`).
     pub(crate) stashed: Option<ReadError>,
+    /// Text put back by a parallel read (see [`Input::put_back`]) and how much of it
+    /// was served: refills take from it before the reader.
+    pending: Option<(Vec<u8>, usize)>,
 }
 
 impl<'s> Input<'s> {
@@ -151,6 +155,7 @@ impl<'s> Input<'s> {
             eof: false,
             max_value_bytes,
             stashed: None,
+            pending: None,
         }
     }
 
@@ -159,20 +164,23 @@ impl<'s> Input<'s> {
         self.base + index as u64
     }
 
-    /// Puts back text that a parallel read had scanned past: `prefix` is the text from
-    /// offset `offset` up to `buf[from]`; afterwards `pos` is at `prefix[0]` and the rest
-    /// of the buffer (`buf[from..end]`) follows it, so the stream reads on unchanged.
-    pub(crate) fn put_back(&mut self, mut prefix: Vec<u8>, from: usize, offset: u64) {
-        debug_assert_eq!(offset + prefix.len() as u64, self.offset_of(from));
-        prefix.extend_from_slice(&self.buf[from..self.end]);
-        let end = prefix.len();
-        if prefix.len() < self.buf.len() {
-            prefix.resize(self.buf.len(), 0);
+    /// Puts back text that a parallel read had scanned past: `text` is the text from
+    /// offset `offset` up to `buf[from]`. Afterwards the buffer is empty at `offset`, and
+    /// refills serve that text, then `buf[from..end]`, then the reader again. The buffer
+    /// keeps its size, so values hit the size limit exactly where a sequential read's do.
+    pub(crate) fn put_back(&mut self, mut text: Vec<u8>, from: usize, offset: u64) {
+        debug_assert_eq!(offset + text.len() as u64, self.offset_of(from));
+        text.extend_from_slice(&self.buf[from..self.end]);
+        if let Some((rest, at)) = self.pending.take() {
+            text.extend_from_slice(&rest[at..]);
         }
-        self.buf = prefix;
+        if !text.is_empty() {
+            self.pending = Some((text, 0));
+        }
         self.pos = 0;
-        self.end = end;
+        self.end = 0;
         self.base = offset;
+        self.eof = false;
     }
 
     /// The bytes not yet consumed.
@@ -183,9 +191,6 @@ impl<'s> Input<'s> {
     /// Reads more text after `end`, keeping `buf[pos..end]`. Returns `false` at the end of
     /// the input. Fails if one value would need more than the configured limit.
     pub(crate) fn refill(&mut self, event_index: Option<u64>) -> Result<bool, ReadError> {
-        if let Some(e) = self.stashed.take() {
-            return Err(e);
-        }
         if self.eof {
             return Ok(false);
         }
@@ -205,6 +210,19 @@ impl<'s> Input<'s> {
             }
             let new_len = (self.buf.len() * 2).min(self.max_value_bytes.max(self.buf.len() + 1));
             self.buf.resize(new_len, 0);
+        }
+        if let Some((text, at)) = &mut self.pending {
+            let n = (text.len() - *at).min(self.buf.len() - self.end);
+            self.buf[self.end..self.end + n].copy_from_slice(&text[*at..*at + n]);
+            *at += n;
+            if *at == text.len() {
+                self.pending = None;
+            }
+            self.end += n;
+            return Ok(true);
+        }
+        if let Some(e) = self.stashed.take() {
+            return Err(e);
         }
         loop {
             match self.reader.read(&mut self.buf[self.end..]) {

@@ -457,6 +457,26 @@ fn no_workers_or_one_huge_batch_read_on_the_calling_thread_with_the_same_results
 }
 
 #[test]
+fn errors_quote_the_same_text_wherever_the_buffer_ends() {
+    // Found by fuzzing: a syntax error just before the end of the buffer quoted fewer
+    // bytes in one read than in the other (the quote was what the buffer held; now the
+    // reader reads on to 40 bytes or the end of the input before quoting).
+    let input = include_bytes!("data/fuzz-excerpt-at-buffer-end.bin");
+    let batch = usize::from(input[0] % 64) + 1;
+    for lenient in [false, true] {
+        let options = ReadOptions::default()
+            .with_max_value_bytes(4096)
+            .with_batch_bytes(batch)
+            .with_lenient(lenient);
+        assert_same(
+            &format!("fuzz input, lenient {lenient}"),
+            || TraceReader::from_slice("fuzz", &input[1..]).options(options.clone()),
+            2,
+        );
+    }
+}
+
+#[test]
 fn text_put_back_after_a_rejected_event_keeps_the_size_limit() {
     // Found by fuzzing (`fuzz/fuzz_targets/parallel_read.rs`; first byte: batch size
     // - 1, then the trace). Event #1 has bad UTF-8, so the parallel read puts the text
@@ -475,5 +495,63 @@ fn text_put_back_after_a_rejected_event_keeps_the_size_limit() {
             || TraceReader::from_slice("fuzz", &input[1..]).options(options.clone()),
             2,
         );
+    }
+}
+
+/// Serves `data` in chunks of `chunk` bytes, then fails with an I/O error at `fail_at`.
+struct FailingReader {
+    data: &'static [u8],
+    pos: usize,
+    chunk: usize,
+    fail_at: usize,
+}
+
+impl std::io::Read for FailingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.fail_at {
+            return Err(std::io::Error::other("disk on fire"));
+        }
+        let n = buf.len().min(self.chunk).min(self.fail_at - self.pos);
+        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_reader_failing_after_a_rejected_event_fails_the_same() {
+    // Event #2 has bad UTF-8 (the parallel read puts the text back and reads it again);
+    // the reader fails a little later, inside or between events: the error must be the
+    // sequential read's, at the same offset, not a second read of a failed reader.
+    let mut text =
+        br#"{"traceEvents": [{"ph": "X", "ts": 1}, {"ph": "X", "ts": 2}, {"ph": "X", "name": "b"#
+            .to_vec();
+    text.push(0xFF);
+    text.extend_from_slice(br#"", "ts": 3}"#);
+    for i in 0..30 {
+        text.extend_from_slice(format!(r#", {{"ph": "X", "name": "e{i}", "ts": {i}}}"#).as_bytes());
+    }
+    text.extend_from_slice(b"]}");
+    let text = leak(text);
+    let bad = text.iter().position(|&b| b == 0xFF).unwrap();
+    for fail_at in (bad..text.len()).step_by(7) {
+        for lenient in [false, true] {
+            let options = ReadOptions::default()
+                .with_batch_bytes(24)
+                .with_lenient(lenient);
+            assert_same(
+                &format!("fails at {fail_at}, lenient {lenient}"),
+                || {
+                    let reader = FailingReader {
+                        data: text,
+                        pos: 0,
+                        chunk: 50,
+                        fail_at,
+                    };
+                    TraceReader::from_reader("f.json", reader).options(options.clone())
+                },
+                2,
+            );
+        }
     }
 }

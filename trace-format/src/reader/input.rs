@@ -122,10 +122,10 @@ pub(crate) struct Input<'s> {
     base: u64,
     pub(crate) eof: bool,
     max_value_bytes: usize,
-    /// An error a parallel read's scanner got from the reader while reading ahead
-    /// inside an event; the next refill that needs the reader returns it (see
+    /// An error a parallel read's scanner got from the reader while reading ahead; the
+    /// next refill that needs the reader returns it, located where that refill is (see
     /// `super::parallel`).
-    pub(crate) stashed: Option<ReadError>,
+    stashed: Option<io::Error>,
     /// Text put back by a parallel read (see [`Input::put_back`]) and how much of it
     /// was served: refills take from it before the reader.
     pending: Option<(Vec<u8>, usize)>,
@@ -211,21 +211,33 @@ impl<'s> Input<'s> {
             let new_len = (self.buf.len() * 2).min(self.max_value_bytes.max(self.buf.len() + 1));
             self.buf.resize(new_len, 0);
         }
+        // Put-back text first; then the reader fills what room is left, as it would have
+        // in a sequential read (error messages quote what the buffer holds).
+        let mut served = false;
         if let Some((text, at)) = &mut self.pending {
             let n = (text.len() - *at).min(self.buf.len() - self.end);
             self.buf[self.end..self.end + n].copy_from_slice(&text[*at..*at + n]);
             *at += n;
-            if *at == text.len() {
+            let exhausted = *at == text.len();
+            if exhausted {
                 self.pending = None;
             }
             self.end += n;
-            return Ok(true);
+            served = n > 0;
+            if !exhausted || self.end == self.buf.len() {
+                return Ok(true);
+            }
         }
-        if let Some(e) = self.stashed.take() {
-            return Err(e);
+        if let Some(source) = self.stashed.take() {
+            if served {
+                self.stashed = Some(source);
+                return Ok(true);
+            }
+            return Err(self.reader_error(source, event_index));
         }
         loop {
             match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) if served => return Ok(true),
                 Ok(0) => {
                     self.eof = true;
                     return Ok(false);
@@ -235,15 +247,34 @@ impl<'s> Input<'s> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    let at = self.location(self.end, event_index);
-                    return Err(if self.is_gzip {
-                        ReadError::Gzip { at, source }
-                    } else {
-                        ReadError::Io { at, source }
-                    });
+                Err(source) if served => {
+                    self.stashed = Some(source);
+                    return Ok(true);
                 }
+                Err(source) => return Err(self.reader_error(source, event_index)),
             }
+        }
+    }
+
+    /// Keeps the reader's error behind `e` for the next refill that needs the reader;
+    /// returns `e` back if it is not a reader error.
+    pub(crate) fn stash(&mut self, e: ReadError) -> Option<ReadError> {
+        match e {
+            ReadError::Io { source, .. } | ReadError::Gzip { source, .. } => {
+                self.stashed = Some(source);
+                None
+            }
+            other => Some(other),
+        }
+    }
+
+    /// The error for a failed read of the reader, at the end of the text read so far.
+    fn reader_error(&self, source: io::Error, event_index: Option<u64>) -> ReadError {
+        let at = self.location(self.end, event_index);
+        if self.is_gzip {
+            ReadError::Gzip { at, source }
+        } else {
+            ReadError::Io { at, source }
         }
     }
 

@@ -235,16 +235,19 @@ impl Scanner {
     ) -> Result<Step, ReadError> {
         let index = parser.next_index;
         let b = self.peek(parser, batch, index)?;
+        // (Text is saved before every call that may refill, errors included: they read
+        // on to quote the text.)
         if b == b']' || b == b',' {
+            self.flush(parser, batch);
             return Err(parser.unexpected("an event object", Some(index)));
         }
         let start = (parser.input.offset_of(parser.input.pos) - batch.offset) as usize;
         let skipped = if b != b'{' {
+            self.flush(parser, batch);
             let err = parser.not_an_object(index);
             if !parser.lenient {
                 return Err(err);
             }
-            self.flush(parser, batch);
             parser.skip_value(index)?;
             batch.skips.push(err);
             true
@@ -264,8 +267,10 @@ impl Scanner {
                         if let Err(e) = parser.input.refill(Some(index)) {
                             // The sequential step meets it if the event needs more text
                             // (it may be broken before that point).
-                            parser.input.stashed = Some(e);
-                            return Ok(Step::Stopped);
+                            return match parser.input.stash(e) {
+                                None => Ok(Step::Stopped),
+                                Some(e) => Err(e),
+                            };
                         }
                     }
                     // The input ends inside the event, or it is longer than the limit
@@ -292,7 +297,10 @@ impl Scanner {
                 parser.input.pos += 1;
                 Ok(Step::Closed)
             }
-            _ => Err(parser.unexpected("`,` or `]` after an event", Some(parser.next_index))),
+            _ => {
+                self.flush(parser, batch);
+                Err(parser.unexpected("`,` or `]` after an event", Some(parser.next_index)))
+            }
         }
     }
 }
@@ -451,6 +459,14 @@ impl<M: EventMapper> Pipeline<'_, M> {
                 self.next_to_consume += 1;
                 self.in_flight -= 1;
                 if let Some(finish) = self.consume(parser, scanner, sink, done)? {
+                    if let (Finish::Sequential, Some(ScanEnd::Error(e))) =
+                        (&finish, scan_end.take())
+                    {
+                        // Text was put back and is read again; if the reader failed after
+                        // it, it fails there again (located by that read) rather than
+                        // being read after its error.
+                        let _ = parser.input.stash(e);
+                    }
                     return Ok(finish);
                 }
             }

@@ -126,13 +126,30 @@ impl<'s, 'p> Parser<'s, 'p> {
             .ok_or_else(|| self.truncated(inside, event_index))
     }
 
-    pub(crate) fn unexpected(&self, expected: &str, event_index: Option<u64>) -> ReadError {
+    pub(crate) fn unexpected(&mut self, expected: &str, event_index: Option<u64>) -> ReadError {
+        self.fill_excerpt(event_index);
         let rest =
             String::from_utf8_lossy(&self.input.unread()[..self.input.unread().len().min(40)])
                 .into_owned();
         ReadError::Syntax {
             at: self.loc(self.input.pos, event_index),
             message: format!("expected {expected}, found `{}`", excerpt(&rest)),
+        }
+    }
+
+    /// Reads on until 40 bytes follow `pos` (or the input ends), so that an error quoting
+    /// the text there does not depend on where the buffer happened to end. A reader
+    /// error is kept for the next refill (which reports it where it happens).
+    fn fill_excerpt(&mut self, event_index: Option<u64>) {
+        while self.input.unread().len() < 40 && !self.input.eof {
+            match self.input.refill(event_index) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    let _ = self.input.stash(e);
+                    break;
+                }
+            }
         }
     }
 
@@ -378,7 +395,8 @@ impl<'s, 'p> Parser<'s, 'p> {
     }
 
     /// The error for an element at `input.pos` that is not an object.
-    pub(crate) fn not_an_object(&self, index: u64) -> ReadError {
+    pub(crate) fn not_an_object(&mut self, index: u64) -> ReadError {
+        self.fill_excerpt(Some(index));
         let unread = self.input.unread();
         let found = String::from_utf8_lossy(&unread[..unread.len().min(40)]).into_owned();
         ReadError::WrongType {

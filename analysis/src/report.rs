@@ -18,7 +18,7 @@ use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
 use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOptions};
 use crate::classify::{HtaVersion, Mode};
 use crate::frame::{Frame, Frames};
-use crate::model::TraceSet;
+use crate::model::{RankTrace, TraceSet};
 use crate::stats::NumpySort;
 
 /// Settings of [`analyze`], with HTA's defaults as used for the shared references.
@@ -226,21 +226,11 @@ pub struct Report {
     pub errors: Vec<String>,
 }
 
-/// Runs every analysis. The frames are built once (both views); then the analyses,
-/// which are independent, run on their own threads.
+/// Runs every analysis. The analyses that need only the traces (memory timeline,
+/// operators, utilization) start at once on their own threads; the frames are built
+/// once (both views) meanwhile; then the frame analyses, which are independent, run on
+/// their own threads too.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
-    let (frames, unfiltered) = match options.step {
-        None => Frames::build_both(set, options.mode, options.hta_version),
-        Some(step) => {
-            let mut frames = Frames::build_for(set, options.mode, options.hta_version, false);
-            frames.retain_step(step);
-            (frames.clone(), frames)
-        }
-    };
-    let (frames, unfiltered) = (
-        frames.with_numpy_sort(options.numpy_sort),
-        unfiltered.with_numpy_sort(options.numpy_sort),
-    );
     let mut errors = Vec::new();
     for trace in &set.ranks {
         if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {
@@ -252,22 +242,63 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             ));
         }
     }
+    // Ranks are sorted in the set and frames are built one per rank in its order.
     let wanted: Vec<i64> = options
         .ranks
         .clone()
-        .unwrap_or_else(|| frames.ranks.iter().take(1).map(|f| f.rank()).collect());
+        .unwrap_or_else(|| set.ranks.iter().take(1).map(|t| t.rank).collect());
     let operator_options = OperatorOptions::default()
         .with_by_shape(options.operators_by_shape)
         .with_step(options.step);
-    let rank_frames: Vec<&Frame<'_>> = frames
+    let utilization_options = UtilizationOptions::default()
+        .with_peak_dtype(&options.peak_dtype)
+        .with_step(options.step);
+    let wanted_traces: Vec<&RankTrace> = set
         .ranks
         .iter()
-        .filter(|f| wanted.contains(&f.rank()))
+        .filter(|t| wanted.contains(&t.rank))
         .collect();
-    let (frames, unfiltered) = (&frames, &unfiltered);
-    let ((per_rank, rank_errors), (temporal, stragglers, overlap, kernels), steps, collectives) =
-        std::thread::scope(|scope| {
-            // The per-rank analyses in two halves of about equal cost.
+    std::thread::scope(|scope| {
+        let from_traces = scope.spawn(|| {
+            let mut errors = Vec::new();
+            let per_rank: Vec<_> = wanted_traces
+                .iter()
+                .map(|trace| {
+                    (
+                        memory_timeline(trace),
+                        operator_table_with(trace, &operator_options)
+                            .map_err(|e| errors.push(e.to_string()))
+                            .ok(),
+                    )
+                })
+                .collect();
+            let devices: Vec<DeviceUtilization> = set
+                .ranks
+                .iter()
+                .flat_map(|trace| utilization(trace, &utilization_options))
+                .collect();
+            (per_rank, devices, errors)
+        });
+        let (frames, unfiltered) = match options.step {
+            None => Frames::build_both(set, options.mode, options.hta_version),
+            Some(step) => {
+                let mut frames = Frames::build_for(set, options.mode, options.hta_version, false);
+                frames.retain_step(step);
+                (frames.clone(), frames)
+            }
+        };
+        let frames = frames.with_numpy_sort(options.numpy_sort);
+        let unfiltered = unfiltered.with_numpy_sort(options.numpy_sort);
+        let rank_frames: Vec<&Frame<'_>> = frames
+            .ranks
+            .iter()
+            .filter(|f| wanted.contains(&f.rank()))
+            .collect();
+        let (frames, unfiltered) = (&frames, &unfiltered);
+        let rank_frames = &rank_frames;
+        // The frame analyses: the per-rank ones in two halves of about equal cost, the
+        // cross-rank ones, the step split.
+        let (across, queues, launches, steps, collectives) = std::thread::scope(|scope| {
             let queues = scope.spawn(|| {
                 rank_frames
                     .iter()
@@ -280,9 +311,8 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
                     })
                     .collect::<Vec<_>>()
             });
-            let per_rank = scope.spawn(|| {
-                let mut errors = Vec::new();
-                let rest: Vec<_> = rank_frames
+            let launches = scope.spawn(|| {
+                rank_frames
                     .iter()
                     .map(|frame| {
                         (
@@ -291,15 +321,10 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
                                 options.runtime_cutoff_us,
                                 options.launch_delay_cutoff_us,
                             ),
-                            memory_timeline(frame.trace),
                             transfers(frame, SMALL_TRANSFER_BYTES),
-                            operator_table_with(frame.trace, &operator_options)
-                                .map_err(|e| errors.push(e.to_string()))
-                                .ok(),
                         )
                     })
-                    .collect();
-                (rest, errors)
+                    .collect::<Vec<_>>()
             });
             let across = scope.spawn(|| {
                 (
@@ -311,78 +336,75 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             });
             let steps = scope.spawn(|| step_splits(unfiltered));
             let collectives = collectives(unfiltered, options.peak_bus_gbps);
-            let queues = queues.join().expect("per-rank analyses panicked");
-            let (rest, errors) = per_rank.join().expect("per-rank analyses panicked");
-            let reports: Vec<RankReport> = rank_frames
-                .iter()
-                .zip(queues)
-                .zip(rest)
-                .map(
-                    |(
-                        (frame, (idle_time, queue_length, memory_bw)),
-                        (launch, memory, copies, ops),
-                    )| {
-                        RankReport {
-                            rank: frame.rank(),
-                            idle_time,
-                            queue_length,
-                            memory_bw,
-                            launch_stats: launch,
-                            memory,
-                            transfers: copies,
-                            operators: ops,
-                        }
-                    },
-                )
-                .collect();
             (
-                (reports, errors),
                 across.join().expect("cross-rank analyses panicked"),
+                queues.join().expect("per-rank analyses panicked"),
+                launches.join().expect("per-rank analyses panicked"),
                 steps.join().expect("step split panicked"),
                 collectives,
             )
         });
-    let temporal = temporal.map_err(|e| errors.push(e.to_string())).ok();
-    errors.extend(rank_errors);
-    let stragglers = stragglers.map_err(|e| errors.push(e.to_string())).ok();
-    let mut report = Report {
-        insights: Vec::new(),
-        mode: options.mode,
-        hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
-        device_type: match options.mode {
-            Mode::HtaCompat => frames.device_type.to_owned(),
-            Mode::Default => set
-                .ranks
-                .first()
-                .map_or_else(|| frames.device_type.to_owned(), |r| r.device_label()),
-        },
-        ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
-        last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
-        step: options.step,
-        temporal_breakdown: temporal,
-        comm_comp_overlap: overlap,
-        kernel_breakdown: kernels,
-        per_rank,
-        stragglers,
-        steps,
-        collectives,
-        utilization: Vec::new(),
-        errors,
-    };
-    let utilization_options = UtilizationOptions::default()
-        .with_peak_dtype(&options.peak_dtype)
-        .with_step(options.step);
-    for trace in &set.ranks {
-        for mut device in utilization(trace, &utilization_options) {
-            for s in report.steps.iter().filter(|s| s.rank == trace.rank) {
+        let (temporal, stragglers, overlap, kernels) = across;
+        let (from_traces, devices, trace_errors) =
+            from_traces.join().expect("trace analyses panicked");
+        let temporal = temporal.map_err(|e| errors.push(e.to_string())).ok();
+        errors.extend(trace_errors);
+        let stragglers = stragglers.map_err(|e| errors.push(e.to_string())).ok();
+        let per_rank: Vec<RankReport> = rank_frames
+            .iter()
+            .zip(queues)
+            .zip(launches)
+            .zip(from_traces)
+            .map(
+                |(
+                    ((frame, (idle_time, queue_length, memory_bw)), (launch, copies)),
+                    (memory, operators),
+                )| RankReport {
+                    rank: frame.rank(),
+                    idle_time,
+                    queue_length,
+                    memory_bw,
+                    launch_stats: launch,
+                    memory,
+                    transfers: copies,
+                    operators,
+                },
+            )
+            .collect();
+        let mut utilization = devices;
+        for device in &mut utilization {
+            for s in steps.iter().filter(|s| s.rank == device.rank) {
                 match s.bound {
                     Bound::Host => device.host_bound_steps += 1,
                     Bound::Device => device.device_bound_steps += 1,
                 }
             }
-            report.utilization.push(device);
         }
-    }
-    report.insights = crate::insights::insights(&report, &options.thresholds);
-    report
+        let mut report = Report {
+            insights: Vec::new(),
+            mode: options.mode,
+            hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
+            device_type: match options.mode {
+                Mode::HtaCompat => frames.device_type.to_owned(),
+                Mode::Default => set
+                    .ranks
+                    .first()
+                    .map_or_else(|| frames.device_type.to_owned(), |r| r.device_label()),
+            },
+            ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
+            last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
+            step: options.step,
+            temporal_breakdown: temporal,
+            comm_comp_overlap: overlap,
+            kernel_breakdown: kernels,
+            per_rank,
+            stragglers,
+            steps,
+            collectives,
+            utilization,
+            errors,
+        };
+        report.insights = crate::insights::insights(&report, &options.thresholds);
+        report
+    })
 }

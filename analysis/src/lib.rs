@@ -13,6 +13,9 @@
 //! # Pipeline
 //! 1. [`load_paths`] reads one trace per rank, in parallel (`std::thread::scope`), each in
 //!    one streaming pass ([`trace_format::TraceReader`] pushing events into our sink;
+//!    with fewer files than cores, each file's events are decoded on worker threads and
+//!    taken in order, [`trace_format::TraceReader::read_parallel`],
+//!    [`LoadOptions::read_threads`];
 //!    [`LoadOptions::with_progress`] reports bytes read per file for a progress bar),
 //!    keeping only what analyses need ([`RankTrace`]: device rows, rows with a
 //!    `correlation`, `ProfilerStep`s, `[memory]` events, neuron engine instructions and

@@ -1,26 +1,25 @@
 //! Reading rank traces: one streaming pass per file, files read in parallel; a single
 //! file (fewer files than cores) is decoded on several threads
-//! (`trace_format::TraceReader::read_parallel`): [`pick`] takes what the model needs
+//! (`trace_format::TraceReader::read_parallel`): [`pick::pick`] takes what the model needs
 //! from each event on the reader's worker threads, [`RankSink::add`] builds the rows in
 //! event order (interning, counters, minima), so both ways give the same [`RankTrace`].
 
-use std::borrow::Cow;
 use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use trace_format::{
-    ArgValue, Category, Event, EventMapper, Ident, ParallelSink, RawJson, TimeBase, TraceMeta,
-    TraceReader, TraceSink,
-};
+use trace_format::{Event, Ident, ParallelSink, TimeBase, TraceMeta, TraceReader, TraceSink};
 
 use super::{
-    CollectiveArgs, DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey,
-    MemoryEvent, NameId, Names, RankCounts, RankTrace, Row, TraceSet,
+    DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey, NameId, Names, RankCounts,
+    RankTrace, Row, TraceSet,
 };
-use crate::classify::is_device_work_category;
 use crate::error::AnalysisError;
+
+mod pick;
+
+use pick::{Picked, Picker};
 
 /// How traces are read.
 #[derive(Clone)]
@@ -426,7 +425,7 @@ impl TraceSink for RankSink {
     }
 
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        let picked = pick(event, self.base_ns, self.host_ops.is_some());
+        let picked = pick::pick(event, self.base_ns, self.host_ops.is_some());
         self.add(index, picked);
         ControlFlow::Continue(())
     }
@@ -452,142 +451,6 @@ impl ParallelSink for RankSink {
         self.add(index, picked);
         ControlFlow::Continue(())
     }
-}
-
-/// [`pick`] with what the header said, shared by a parallel read's worker threads.
-struct Picker {
-    base_ns: i64,
-    host_ops: bool,
-}
-
-impl EventMapper for Picker {
-    type Item = Picked<'static>;
-
-    fn map(&self, _index: u64, event: &Event<'_>) -> Option<Picked<'static>> {
-        Some(pick(event, self.base_ns, self.host_ops).into_owned())
-    }
-}
-
-/// What [`RankSink::add`] needs of one event: everything that depends on the event
-/// alone (times, args), so a parallel read computes it on worker threads. Borrows from
-/// the event in a sequential read.
-// Most events of a trace are complete events: boxing that variant would cost an
-// allocation per event to save space on the few others.
-#[allow(clippy::large_enum_variant)]
-enum Picked<'a> {
-    /// No `ts` (marks the timestamps as not whole microseconds).
-    NoTs,
-    /// Neither a memory event nor a kept complete event; `ts` was not whole µs.
-    Other { fractional_ts: bool },
-    /// A `[memory]` instant.
-    Memory {
-        fractional_ts: bool,
-        event: MemoryEvent,
-    },
-    /// An event with a category and a duration (not `Trace`).
-    Complete(Complete<'a>),
-}
-
-/// See [`Picked::Complete`].
-struct Complete<'a> {
-    fractional_ts: bool,
-    ts_rel_ns: i64,
-    dur_ns: i64,
-    /// Known categories are enum variants: no allocation to own them.
-    category: Category<'a>,
-    name: Cow<'a, str>,
-    pid: Option<Ident<'a>>,
-    tid: Option<Ident<'a>>,
-    args: PickedArgs,
-    /// Host operators only (when kept): whether the normalised category is device work.
-    device_work: bool,
-    /// Host operators only (when kept): `cpu_op` or `user_annotation`.
-    host_operator: bool,
-    /// Host operators only (when kept): the `Input Dims` array.
-    input_dims: Option<RawJson<'a>>,
-}
-
-impl Picked<'_> {
-    fn into_owned(self) -> Picked<'static> {
-        match self {
-            Picked::NoTs => Picked::NoTs,
-            Picked::Other { fractional_ts } => Picked::Other { fractional_ts },
-            Picked::Memory {
-                fractional_ts,
-                event,
-            } => Picked::Memory {
-                fractional_ts,
-                event,
-            },
-            Picked::Complete(c) => Picked::Complete(Complete {
-                fractional_ts: c.fractional_ts,
-                ts_rel_ns: c.ts_rel_ns,
-                dur_ns: c.dur_ns,
-                category: c.category.into_owned(),
-                name: Cow::Owned(c.name.into_owned()),
-                pid: c.pid.map(Ident::into_owned),
-                tid: c.tid.map(Ident::into_owned),
-                args: c.args,
-                device_work: c.device_work,
-                host_operator: c.host_operator,
-                input_dims: c.input_dims.map(RawJson::into_owned),
-            }),
-        }
-    }
-}
-
-/// Takes what the model needs from `event`; `base_ns` is the header's time base.
-fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Picked<'a> {
-    let Some(ts_ns) = event.ts_ns else {
-        return Picked::NoTs;
-    };
-    let ts_rel_ns = ts_ns.saturating_sub(base_ns);
-    let fractional_ts = ts_rel_ns % 1000 != 0;
-    if event.is_memory_event() {
-        let int = |key: &str| event.arg(key).map_or(-1, |v| int_coerce(&v));
-        return Picked::Memory {
-            fractional_ts,
-            event: MemoryEvent {
-                ts_rel_ns,
-                device_type: int("Device Type"),
-                device_id: int("Device Id"),
-                addr: int("Addr"),
-                bytes: event.arg("Bytes").map_or(0, |v| int_coerce(&v)),
-                total_allocated_bytes: int("Total Allocated"),
-                total_reserved_bytes: int("Total Reserved"),
-            },
-        };
-    }
-    let (Some(category), Some(dur_ns)) = (&event.category, event.dur_ns) else {
-        return Picked::Other { fractional_ts };
-    };
-    if category.as_str() == "Trace" {
-        return Picked::Other { fractional_ts };
-    }
-    let (mut device_work, mut host_operator, mut input_dims) = (false, false, None);
-    if host_ops {
-        let normalized = category.normalized();
-        device_work = is_device_work_category(normalized.as_str());
-        host_operator = matches!(normalized.as_str(), "cpu_op" | "user_annotation");
-        if host_operator {
-            if let Some(ArgValue::Array(raw)) = event.arg("Input Dims") {
-                input_dims = Some(raw);
-            }
-        }
-    }
-    Picked::Complete(Complete {
-        fractional_ts,
-        ts_rel_ns,
-        dur_ns,
-        category: category.clone(),
-        name: Cow::Borrowed(event.name()),
-        pid: event.pid.clone(),
-        tid: event.tid.clone(),
-        args: PickedArgs::of(event),
-        device_work,
-        host_operator,
-        input_dims,
-    })
 }
 
 impl RankSink {
@@ -716,138 +579,8 @@ impl RankSink {
     }
 }
 
-/// The args a row needs, picked in one pass over `args` instead of one scan per key
-/// (with duplicate keys, the first usable value wins).
-struct PickedArgs {
-    stream: i64,
-    correlation: i64,
-    bytes: i64,
-    memory_bw_gbps: f64,
-    flops: Option<i64>,
-    core: Option<i64>,
-    engine: Option<String>,
-    dma_queue: Option<i64>,
-    /// `External id` (the first such key, when an integer), -1 when absent.
-    external_id: i64,
-    /// Args few events have (collectives, engine busy times), boxed: a parallel read
-    /// moves every event's picks between threads.
-    rare: Option<Box<RareArgs>>,
-}
-
-/// See [`PickedArgs::rare`].
-#[derive(Default)]
-struct RareArgs {
-    collective: Option<String>,
-    process_group: Option<String>,
-    seq: Option<i64>,
-    in_nelems: Option<i64>,
-    out_nelems: Option<i64>,
-    dtype: Option<String>,
-    group_size: Option<i64>,
-    engine_busy: Vec<(String, i64)>,
-}
-
-impl PickedArgs {
-    fn of(event: &Event<'_>) -> Self {
-        let mut picked = PickedArgs {
-            stream: -1,
-            correlation: -1,
-            bytes: -1,
-            memory_bw_gbps: 0.0,
-            flops: None,
-            core: None,
-            engine: None,
-            dma_queue: None,
-            external_id: -1,
-            rare: None,
-        };
-        let Some(args) = &event.args else {
-            return picked;
-        };
-        let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
-        let mut external_id: Option<Option<i64>> = None;
-        for (key, value) in args.iter() {
-            let text = || value.as_str().map(str::to_owned);
-            match &*key {
-                "stream" => set(&mut stream, || Some(int_coerce(&value))),
-                "correlation" => set(&mut correlation, || Some(int_coerce(&value))),
-                "bytes" => set(&mut bytes, || value.as_i64()),
-                "memory bandwidth (GB/s)" => set(&mut bw, || value.as_f64()),
-                "Collective name" => set(&mut picked.rare().collective, text),
-                "Process Group Name" => set(&mut picked.rare().process_group, text),
-                "Seq" => set(&mut picked.rare().seq, || Some(int_coerce(&value))),
-                "In msg nelems" => set(&mut picked.rare().in_nelems, || Some(int_coerce(&value))),
-                "Out msg nelems" => set(&mut picked.rare().out_nelems, || Some(int_coerce(&value))),
-                "dtype" => set(&mut picked.rare().dtype, text),
-                "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value))),
-                "flops" => set(&mut picked.flops, || {
-                    value.as_i64().or_else(|| value.as_f64().map(|f| f as i64))
-                }),
-                "core" => set(&mut picked.core, || value.as_i64()),
-                "engine" => set(&mut picked.engine, text),
-                "dma queue" => set(&mut picked.dma_queue, || value.as_i64()),
-                // As `Event::arg`: the first key, whatever its value.
-                "External id" => set(&mut external_id, || Some(value.as_i64())),
-                other => {
-                    if let Some(engine) = other.strip_suffix(" busy (ns)") {
-                        if let Some(ns) = value.as_i64() {
-                            picked.rare().engine_busy.push((engine.to_owned(), ns));
-                        }
-                    }
-                }
-            }
-        }
-        picked.stream = stream.unwrap_or(-1);
-        picked.correlation = correlation.unwrap_or(-1);
-        picked.bytes = bytes.unwrap_or(-1);
-        picked.memory_bw_gbps = bw.unwrap_or(0.0);
-        picked.external_id = external_id.flatten().unwrap_or(-1);
-        picked
-    }
-
-    fn rare(&mut self) -> &mut RareArgs {
-        self.rare.get_or_insert_with(Box::default)
-    }
-
-    fn collective(&self) -> Option<Box<CollectiveArgs>> {
-        let rare = self.rare.as_ref()?;
-        Some(Box::new(CollectiveArgs {
-            collective: rare.collective.clone()?,
-            process_group: rare.process_group.clone().unwrap_or_default(),
-            seq: rare.seq.filter(|&s| s >= 0),
-            in_nelems: rare.in_nelems.unwrap_or(-1),
-            out_nelems: rare.out_nelems.unwrap_or(-1),
-            dtype: rare.dtype.clone().unwrap_or_default(),
-            group_size: rare.group_size.unwrap_or(-1),
-        }))
-    }
-
-    fn engine_busy(&self) -> &[(String, i64)] {
-        self.rare.as_ref().map_or(&[], |rare| &rare.engine_busy)
-    }
-}
-
-/// Sets `slot` from `value` unless an earlier duplicate key already did.
-fn set<T>(slot: &mut Option<T>, value: impl FnOnce() -> Option<T>) {
-    if slot.is_none() {
-        *slot = value();
-    }
-}
-
 fn min_into(slot: &mut Option<i64>, value: i64) {
     *slot = Some(slot.map_or(value, |m| m.min(value)));
-}
-
-/// An arg as an integer the way pandas' `to_numeric(errors="coerce")` then `astype(int)`
-/// sees it: numbers truncate, numeric strings parse, anything else is -1.
-pub(crate) fn int_coerce(value: &ArgValue<'_>) -> i64 {
-    match value {
-        ArgValue::Str(text) => text.trim().parse::<f64>().map_or(-1, |f| f as i64),
-        other => other
-            .as_i64()
-            .or_else(|| other.as_f64().map(|f| f as i64))
-            .unwrap_or(-1),
-    }
 }
 
 #[cfg(test)]

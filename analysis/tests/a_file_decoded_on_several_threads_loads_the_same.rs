@@ -8,26 +8,9 @@ mod traces;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use analysis::{load_paths, LoadOptions};
-
-fn shared_traces(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for sub in ["hta", "kineto-legacy", "torch-2.15"] {
-        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.to_string_lossy().ends_with(".json.gz") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// The whole model as text (every field of every rank; the one hash map sorted), or
 /// the error.
@@ -73,7 +56,7 @@ fn every_shared_trace_loads_the_same_on_several_threads() {
     let Some(dir) = traces::traces_dir() else {
         return;
     };
-    let paths = shared_traces(&dir);
+    let paths = traces::shared_trace_files(&dir);
     assert!(!paths.is_empty(), "no traces in {}", dir.display());
     for path in &paths {
         let name = path.display().to_string();

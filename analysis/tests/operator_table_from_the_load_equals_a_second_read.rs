@@ -10,7 +10,7 @@ mod support {
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use analysis::analyses::operators::{operator_table, operator_table_with, OperatorOptions};
 use analysis::{load_paths, AnalysisError, LoadOptions};
@@ -131,17 +131,6 @@ fn reference(path: &Path, window: Option<(i64, i64)>) -> Option<[Lines; 2]> {
     Some(tables)
 }
 
-fn shared_traces(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for sub in ["hta", "torch-2.15", "kineto-legacy"] {
-        if let Ok(entries) = std::fs::read_dir(dir.join(sub)) {
-            files.extend(entries.filter_map(|e| e.ok()).map(|e| e.path()));
-        }
-    }
-    files.sort();
-    files
-}
-
 fn lines_of(table: &analysis::analyses::operators::OperatorTable) -> Lines {
     let ns = |us: f64| (us * 1000.0).round() as i64;
     table
@@ -166,7 +155,7 @@ fn lines_of(table: &analysis::analyses::operators::OperatorTable) -> Lines {
 fn every_shared_trace_gives_the_table_of_a_second_read() {
     let Some(dir) = traces_dir() else { return };
     let mut compared = 0;
-    for path in shared_traces(&dir) {
+    for path in support::traces::shared_trace_files(&dir) {
         let Ok(set) = load_paths(&[&path], &LoadOptions::default()) else {
             continue;
         };

@@ -176,28 +176,21 @@ fn step_of(name: &str) -> Option<i64> {
 
 fn traces_with_steps(dir: &Path) -> Vec<(PathBuf, TraceSet, Vec<i64>)> {
     let mut out = Vec::new();
-    for sub in ["hta", "torch-2.15", "kineto-legacy"] {
-        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+    for path in support::traces::shared_trace_files(dir) {
+        // Damaged shared traces (read leniently elsewhere) are left out.
+        let Ok(set) = load_paths(&[&path], &LoadOptions::default()) else {
             continue;
         };
-        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths {
-            // Damaged shared traces (read leniently elsewhere) are left out.
-            let Ok(set) = load_paths(&[&path], &LoadOptions::default()) else {
-                continue;
-            };
-            let mut steps: Vec<i64> = set.ranks[0]
-                .names
-                .iter()
-                .filter(|n| n.starts_with("ProfilerStep#"))
-                .filter_map(step_of)
-                .collect();
-            steps.sort_unstable();
-            steps.dedup();
-            if !steps.is_empty() {
-                out.push((path, set, steps));
-            }
+        let mut steps: Vec<i64> = set.ranks[0]
+            .names
+            .iter()
+            .filter(|n| n.starts_with("ProfilerStep#"))
+            .filter_map(step_of)
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        if !steps.is_empty() {
+            out.push((path, set, steps));
         }
     }
     out

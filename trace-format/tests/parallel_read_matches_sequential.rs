@@ -456,12 +456,10 @@ fn no_workers_or_one_huge_batch_read_on_the_calling_thread_with_the_same_results
     }
 }
 
-#[test]
-fn errors_quote_the_same_text_wherever_the_buffer_ends() {
-    // Found by fuzzing: a syntax error just before the end of the buffer quoted fewer
-    // bytes in one read than in the other (the quote was what the buffer held; now the
-    // reader reads on to 40 bytes or the end of the input before quoting).
-    let input = include_bytes!("data/fuzz-excerpt-at-buffer-end.bin");
+/// A fuzz input as `fuzz/fuzz_targets/parallel_read.rs` takes it (first byte: batch
+/// size − 1, then the trace), read both ways, strict and lenient, with a 4 KiB value
+/// limit.
+fn same_on_fuzz_input(input: &'static [u8]) {
     let batch = usize::from(input[0] % 64) + 1;
     for lenient in [false, true] {
         let options = ReadOptions::default()
@@ -477,6 +475,15 @@ fn errors_quote_the_same_text_wherever_the_buffer_ends() {
 }
 
 #[test]
+fn errors_quote_the_same_text_wherever_the_buffer_ends() {
+    // Found by fuzzing: a syntax error just before the end of the buffer quoted fewer
+    // bytes in one read than in the other (the quote was what the buffer held; now the
+    // reader reads on to 40 bytes or the end of the input before quoting).
+    let input = include_bytes!("data/fuzz-excerpt-at-buffer-end.bin");
+    same_on_fuzz_input(input);
+}
+
+#[test]
 fn text_put_back_after_a_rejected_event_keeps_the_size_limit() {
     // Found by fuzzing (`fuzz/fuzz_targets/parallel_read.rs`; first byte: batch size
     // - 1, then the trace). Event #1 has bad UTF-8, so the parallel read puts the text
@@ -484,18 +491,7 @@ fn text_put_back_after_a_rejected_event_keeps_the_size_limit() {
     // sequential read reports as too large. The put-back text had enlarged the buffer
     // past the limit, and the parallel read reported a truncation instead.
     let input = include_bytes!("data/fuzz-put-back-size-limit.bin");
-    let batch = usize::from(input[0] % 64) + 1;
-    for lenient in [false, true] {
-        let options = ReadOptions::default()
-            .with_max_value_bytes(4096)
-            .with_batch_bytes(batch)
-            .with_lenient(lenient);
-        assert_same(
-            &format!("fuzz input, lenient {lenient}"),
-            || TraceReader::from_slice("fuzz", &input[1..]).options(options.clone()),
-            2,
-        );
-    }
+    same_on_fuzz_input(input);
 }
 
 /// Serves `data` in chunks of `chunk` bytes, then fails with an I/O error at `fail_at`.

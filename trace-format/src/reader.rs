@@ -1,6 +1,7 @@
 //! The streaming reader: opens a trace (plain or gzip), pushes its events into a sink.
 
 mod event_de;
+mod fast_event;
 mod input;
 mod parallel;
 mod parse;

@@ -1,5 +1,6 @@
-//! Decoding one event object: serde_json splits it into raw members (borrowed from the
-//! buffer, no allocation), then each member is checked and converted here.
+//! Decoding one event object: [`super::fast_event`] (or serde_json, for what that leaves
+//! aside) splits it into raw members (borrowed from the buffer, no allocation), then each
+//! member is checked and converted here.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,21 +15,22 @@ use crate::event::{Event, Ident, Phase};
 use crate::json::{unquote, RawJson};
 use crate::time::{parse_us_to_ns, NumberProblem};
 
-/// The members of one event object, as raw JSON borrowed from the buffer.
-#[derive(Default)]
+/// The members of one event object, as the text of valid JSON values borrowed from the
+/// buffer.
+#[derive(Default, Debug)]
 pub(crate) struct EventFields<'a> {
-    ph: Option<&'a RawValue>,
-    cat: Option<&'a RawValue>,
-    name: Option<&'a RawValue>,
-    pid: Option<&'a RawValue>,
-    tid: Option<&'a RawValue>,
-    ts: Option<&'a RawValue>,
-    dur: Option<&'a RawValue>,
-    id: Option<&'a RawValue>,
-    bp: Option<&'a RawValue>,
-    s: Option<&'a RawValue>,
-    args: Option<&'a RawValue>,
-    extra: Vec<(Cow<'a, str>, &'a RawValue)>,
+    pub(crate) ph: Option<&'a str>,
+    pub(crate) cat: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) pid: Option<&'a str>,
+    pub(crate) tid: Option<&'a str>,
+    pub(crate) ts: Option<&'a str>,
+    pub(crate) dur: Option<&'a str>,
+    pub(crate) id: Option<&'a str>,
+    pub(crate) bp: Option<&'a str>,
+    pub(crate) s: Option<&'a str>,
+    pub(crate) args: Option<&'a str>,
+    pub(crate) extra: Vec<(Cow<'a, str>, &'a str)>,
 }
 
 /// A key, borrowed when it has no escapes.
@@ -64,7 +66,7 @@ impl<'de> Deserialize<'de> for EventFields<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut fields = EventFields::default();
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    let value: &'de RawValue = map.next_value()?;
+                    let value = map.next_value::<&'de RawValue>()?.get();
                     // Byte patterns compile to a decision tree on length and bytes,
                     // where a `&str` match would call memcmp per candidate key.
                     let slot = match key.as_bytes() {
@@ -136,9 +138,9 @@ impl EventContext<'_> {
     fn string<'a>(
         &self,
         field: &str,
-        raw: Option<&'a RawValue>,
+        raw: Option<&'a str>,
     ) -> Result<Option<Cow<'a, str>>, ReadError> {
-        match raw.map(RawValue::get) {
+        match raw {
             None => Ok(None),
             Some(text) if text.starts_with('"') => Ok(Some(unquote(text))),
             Some(text) => Err(self.wrong_type(field, "a string", text)),
@@ -148,9 +150,9 @@ impl EventContext<'_> {
     fn ident<'a>(
         &self,
         field: &str,
-        raw: Option<&'a RawValue>,
+        raw: Option<&'a str>,
     ) -> Result<Option<Ident<'a>>, ReadError> {
-        let Some(text) = raw.map(RawValue::get) else {
+        let Some(text) = raw else {
             return Ok(None);
         };
         match text.as_bytes()[0] {
@@ -166,8 +168,8 @@ impl EventContext<'_> {
         }
     }
 
-    fn micros(&self, field: &str, raw: Option<&RawValue>) -> Result<Option<i64>, ReadError> {
-        let Some(text) = raw.map(RawValue::get) else {
+    fn micros(&self, field: &str, raw: Option<&str>) -> Result<Option<i64>, ReadError> {
+        let Some(text) = raw else {
             return Ok(None);
         };
         if !matches!(text.as_bytes()[0], b'-' | b'0'..=b'9') {
@@ -204,7 +206,7 @@ impl EventContext<'_> {
                 Some(base) => match rel.checked_add(base) {
                     Some(abs) => Some(abs),
                     None => {
-                        let text = fields.ts.map_or("", RawValue::get);
+                        let text = fields.ts.unwrap_or("");
                         return Err(self.bad_number(
                             "ts",
                             text,
@@ -219,10 +221,10 @@ impl EventContext<'_> {
         let dur_ns = self.micros("dur", fields.dur)?;
         if let (Some(dur), Some(raw)) = (dur_ns, fields.dur) {
             if dur < 0 {
-                return Err(self.bad_number("dur", raw.get(), "negative duration"));
+                return Err(self.bad_number("dur", raw, "negative duration"));
             }
         }
-        let args = match fields.args.map(RawValue::get) {
+        let args = match fields.args {
             None => None,
             Some(text) if text.starts_with('{') => Some(Args::from_raw(text)),
             Some(text) => return Err(self.wrong_type("args", "an object", text)),
@@ -242,7 +244,7 @@ impl EventContext<'_> {
             extra: fields
                 .extra
                 .into_iter()
-                .map(|(k, v)| (k, RawJson::trusted(v.get())))
+                .map(|(k, v)| (k, RawJson::trusted(v)))
                 .collect(),
         })
     }

@@ -4,8 +4,8 @@
 //! `traceEvents` with the same calls as the sequential reader, except that an event
 //! object is only delimited ([`object_end`], no decoding), and copies the text into
 //! batches. Worker threads decode each batch's events exactly as
-//! [`Parser::element`] does (serde_json into [`EventFields`], then
-//! [`EventContext::build`]) and run the sink's [`EventMapper`]. The calling thread takes
+//! [`Parser::element`] does ([`fast_event::split_event`], or serde_json, into
+//! [`EventFields`], then [`EventContext::build`]) and run the sink's [`EventMapper`]. The calling thread takes
 //! the results back in batch order and hands them to [`ParallelSink::consume`] in event
 //! order, counting skips and deliveries as the sequential reader does.
 //!
@@ -28,6 +28,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use super::event_de::{EventContext, EventFields};
+use super::fast_event;
 use super::parse::{Deliver, Parser, Step};
 use crate::error::ReadError;
 use crate::event::Event;
@@ -321,9 +322,20 @@ fn decode<M: EventMapper>(
         let index = batch.first_index + k as u64;
         let start = entry.start;
         let text = &batch.text[start..];
-        let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<EventFields<'_>>();
-        let outcome = match stream.next() {
-            Some(Ok(fields)) if stream.byte_offset() == entry.end - start => {
+        let fields = match fast_event::split_event(&text[..entry.end - start]) {
+            Some((fields, used)) if used == entry.end - start => Some(fields),
+            // What the fast split leaves aside, serde_json decides.
+            _ => {
+                let mut stream =
+                    serde_json::Deserializer::from_slice(text).into_iter::<EventFields<'_>>();
+                match stream.next() {
+                    Some(Ok(fields)) if stream.byte_offset() == entry.end - start => Some(fields),
+                    _ => None,
+                }
+            }
+        };
+        let outcome = match fields {
+            Some(fields) => {
                 let cx = EventContext {
                     file,
                     text,

@@ -1,5 +1,5 @@
 //! The top-level scanner: walks the trace object key by key, keeps metadata, and hands
-//! each element of `traceEvents` to serde_json as a slice of the buffer.
+//! each element of `traceEvents` to the event decoder as a slice of the buffer.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::event_de::{EventContext, EventFields};
+use super::fast_event;
 use super::input::Input;
 use crate::error::{excerpt, Location, ReadError};
 use crate::json::{value_end, RawJson};
@@ -452,11 +453,17 @@ impl<'s, 'p> Parser<'s, 'p> {
         loop {
             let unread = &self.input.buf[self.input.pos..self.input.end];
             let attempt = {
-                let mut stream =
-                    serde_json::Deserializer::from_slice(unread).into_iter::<EventFields<'_>>();
-                match stream.next() {
-                    Some(Ok(fields)) => {
-                        let used = stream.byte_offset();
+                // The fast split takes complete, valid events; serde_json the rest (and
+                // reports the errors).
+                let split = fast_event::split_event(unread).map(Ok).or_else(|| {
+                    let mut stream =
+                        serde_json::Deserializer::from_slice(unread).into_iter::<EventFields<'_>>();
+                    stream
+                        .next()
+                        .map(|fields| fields.map(|fields| (fields, stream.byte_offset())))
+                });
+                match split {
+                    Some(Ok((fields, used))) => {
                         let cx = EventContext {
                             file: &self.file,
                             text: unread,

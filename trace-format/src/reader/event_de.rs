@@ -147,11 +147,7 @@ impl EventContext<'_> {
         }
     }
 
-    fn ident<'a>(
-        &self,
-        field: &str,
-        raw: Option<&'a str>,
-    ) -> Result<Option<Ident<'a>>, ReadError> {
+    fn ident<'a>(&self, field: &str, raw: Option<&'a str>) -> Result<Option<Ident<'a>>, ReadError> {
         let Some(text) = raw else {
             return Ok(None);
         };

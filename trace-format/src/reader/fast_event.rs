@@ -41,7 +41,10 @@ static STRING_STOP: [bool; 256] = {
 /// members and the length of the object's text (up to and including its `}`), or `None`
 /// where serde_json must decide (see the module docs).
 pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
-    let mut cur = Cursor { bytes: text, pos: 0 };
+    let mut cur = Cursor {
+        bytes: text,
+        pos: 0,
+    };
     if cur.peek()? != b'{' {
         return None;
     }

@@ -246,6 +246,24 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// Iterates `(key, value)` in order, decoding a value only when
+    /// [`LazyArg::value`] asks for it: a sink that looks for a few keys of many events
+    /// pays for the values it uses, not for every number and string of every event.
+    pub fn iter_lazy(&self) -> impl Iterator<Item = (Cow<'_, str>, LazyArg<'_>)> + '_ {
+        let (raw, list) = match &self.0 {
+            Repr::Raw(text) => (Some(Members::new(text)), None),
+            Repr::List(list) => (None, Some(list.iter())),
+        };
+        raw.into_iter()
+            .flatten()
+            .map(|(k, v)| (k, LazyArg(LazyRepr::Text(v))))
+            .chain(
+                list.into_iter()
+                    .flatten()
+                    .map(|(k, v)| (Cow::Borrowed(&**k), LazyArg(LazyRepr::Value(v)))),
+            )
+    }
+
     /// The number of arguments.
     pub fn len(&self) -> usize {
         match &self.0 {
@@ -287,6 +305,28 @@ impl<'a> Args<'a> {
                     .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
                     .collect(),
             )),
+        }
+    }
+}
+
+/// One argument's value, decoded on demand (see [`Args::iter_lazy`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LazyArg<'s>(LazyRepr<'s>);
+
+#[derive(Clone, Copy, Debug)]
+enum LazyRepr<'s> {
+    /// The text of a valid JSON value (from a read event).
+    Text(&'s str),
+    /// A value of built arguments.
+    Value(&'s ArgValue<'s>),
+}
+
+impl<'s> LazyArg<'s> {
+    /// The value, as [`Args::iter`] would give it.
+    pub fn value(&self) -> ArgValue<'s> {
+        match self.0 {
+            LazyRepr::Text(text) => ArgValue::from_json_text(text),
+            LazyRepr::Value(value) => value.clone(),
         }
     }
 }
@@ -339,6 +379,18 @@ mod tests {
         assert_eq!(args.get("n"), Some(ArgValue::Null));
         assert!(matches!(args.get("o"), Some(ArgValue::Object(_))));
         assert_eq!(args.len(), 9);
+    }
+
+    #[test]
+    fn lazy_iteration_gives_the_same_members() {
+        let text = r#"{"a": 1, "s": "x\"y", "dims": [[1, 2]], "a": 2.5, "n": null}"#;
+        let built = Args::new().with("a", 1i64).with("s", "q").with("a", 2.5);
+        for args in [Args::from_raw(text), built] {
+            let eager: Vec<_> = args.iter().collect();
+            let lazy: Vec<_> = args.iter_lazy().map(|(k, v)| (k, v.value())).collect();
+            assert_eq!(lazy, eager);
+            assert!(!lazy.is_empty());
+        }
     }
 
     #[test]

@@ -209,7 +209,7 @@ mod sink;
 mod time;
 mod writer;
 
-pub use args::{ArgValue, Args, ArgsIter};
+pub use args::{ArgValue, Args, ArgsIter, LazyArg};
 pub use category::Category;
 pub use error::{Location, ReadError};
 pub use event::{Event, FlowEnd, Ident, Phase};

@@ -8,8 +8,7 @@
 //! Ratios are category sums over the stream's total, rounded to 2 decimals, as are the
 //! interval statistics.
 
-use std::collections::HashMap;
-
+use crate::model::FastMap;
 use serde::Serialize;
 
 use super::ticks_per_us;
@@ -80,7 +79,7 @@ pub fn idle_time_breakdown(
     frame: &Frame<'_>,
     consecutive_kernel_delay_us: i64,
 ) -> IdleTimeBreakdown {
-    let start_by_event: HashMap<u64, i64> = frame
+    let start_by_event: FastMap<u64, i64> = frame
         .rows
         .iter()
         .rev()

@@ -10,8 +10,7 @@
 //! host), or when no device work follows in the step; otherwise the device waited on
 //! something else (a dependency, a synchronisation).
 
-use std::collections::HashMap;
-
+use crate::model::FastMap;
 use serde::Serialize;
 
 use crate::classify::KernelType;
@@ -62,7 +61,7 @@ pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
 
 fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
     let origin = frame.rows.iter().map(|r| r.start_ticks).min().unwrap_or(0);
-    let start_by_event: HashMap<u64, i64> = frame
+    let start_by_event: FastMap<u64, i64> = frame
         .rows
         .iter()
         .filter(|r| !r.is_device)

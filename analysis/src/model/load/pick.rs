@@ -119,17 +119,13 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
     if category.as_str() == "Trace" {
         return Picked::Other { fractional_ts };
     }
-    let (mut device_work, mut host_operator, mut input_dims) = (false, false, None);
+    let (mut device_work, mut host_operator) = (false, false);
     if host_ops {
         let normalized = category.normalized();
         device_work = is_device_work_category(normalized.as_str());
         host_operator = matches!(normalized.as_str(), "cpu_op" | "user_annotation");
-        if host_operator {
-            if let Some(ArgValue::Array(raw)) = event.arg("Input Dims") {
-                input_dims = Some(raw);
-            }
-        }
     }
+    let (args, input_dims) = PickedArgs::of(event);
     Picked::Complete(Complete {
         fractional_ts,
         ts_rel_ns,
@@ -138,10 +134,10 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
         name: Cow::Borrowed(event.name()),
         pid: event.pid.clone(),
         tid: event.tid.clone(),
-        args: PickedArgs::of(event),
+        args,
         device_work,
         host_operator,
-        input_dims,
+        input_dims: input_dims.filter(|_| host_operator),
     })
 }
 
@@ -177,7 +173,10 @@ pub(super) struct RareArgs {
 }
 
 impl PickedArgs {
-    fn of(event: &Event<'_>) -> Self {
+    /// The args of `event` in one pass, and its `Input Dims` when that is an array (as
+    /// `event.arg("Input Dims")`: the first such key). Values are decoded only for the
+    /// keys taken.
+    fn of<'a>(event: &'a Event<'_>) -> (Self, Option<RawJson<'a>>) {
         let mut picked = PickedArgs {
             stream: -1,
             correlation: -1,
@@ -191,35 +190,44 @@ impl PickedArgs {
             rare: None,
         };
         let Some(args) = &event.args else {
-            return picked;
+            return (picked, None);
         };
         let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
         let mut external_id: Option<Option<i64>> = None;
-        for (key, value) in args.iter() {
-            let text = || value.as_str().map(str::to_owned);
+        let mut input_dims: Option<Option<RawJson<'a>>> = None;
+        for (key, lazy) in args.iter_lazy() {
+            let value = || lazy.value();
+            let text = || value().as_str().map(str::to_owned);
             match &*key {
-                "stream" => set(&mut stream, || Some(int_coerce(&value))),
-                "correlation" => set(&mut correlation, || Some(int_coerce(&value))),
-                "bytes" => set(&mut bytes, || value.as_i64()),
-                "memory bandwidth (GB/s)" => set(&mut bw, || value.as_f64()),
+                "stream" => set(&mut stream, || Some(int_coerce(&value()))),
+                "correlation" => set(&mut correlation, || Some(int_coerce(&value()))),
+                "bytes" => set(&mut bytes, || value().as_i64()),
+                "memory bandwidth (GB/s)" => set(&mut bw, || value().as_f64()),
                 "Collective name" => set(&mut picked.rare().collective, text),
                 "Process Group Name" => set(&mut picked.rare().process_group, text),
-                "Seq" => set(&mut picked.rare().seq, || Some(int_coerce(&value))),
-                "In msg nelems" => set(&mut picked.rare().in_nelems, || Some(int_coerce(&value))),
-                "Out msg nelems" => set(&mut picked.rare().out_nelems, || Some(int_coerce(&value))),
+                "Seq" => set(&mut picked.rare().seq, || Some(int_coerce(&value()))),
+                "In msg nelems" => set(&mut picked.rare().in_nelems, || Some(int_coerce(&value()))),
+                "Out msg nelems" => {
+                    set(&mut picked.rare().out_nelems, || Some(int_coerce(&value())))
+                }
                 "dtype" => set(&mut picked.rare().dtype, text),
-                "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value))),
+                "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value()))),
                 "flops" => set(&mut picked.flops, || {
+                    let value = value();
                     value.as_i64().or_else(|| value.as_f64().map(|f| f as i64))
                 }),
-                "core" => set(&mut picked.core, || value.as_i64()),
+                "core" => set(&mut picked.core, || value().as_i64()),
                 "engine" => set(&mut picked.engine, text),
-                "dma queue" => set(&mut picked.dma_queue, || value.as_i64()),
+                "dma queue" => set(&mut picked.dma_queue, || value().as_i64()),
                 // As `Event::arg`: the first key, whatever its value.
-                "External id" => set(&mut external_id, || Some(value.as_i64())),
+                "External id" => set(&mut external_id, || Some(value().as_i64())),
+                "Input Dims" => set(&mut input_dims, || match value() {
+                    ArgValue::Array(raw) => Some(Some(raw)),
+                    _ => Some(None),
+                }),
                 other => {
                     if let Some(engine) = other.strip_suffix(" busy (ns)") {
-                        if let Some(ns) = value.as_i64() {
+                        if let Some(ns) = value().as_i64() {
                             picked.rare().engine_busy.push((engine.to_owned(), ns));
                         }
                     }
@@ -231,7 +239,7 @@ impl PickedArgs {
         picked.bytes = bytes.unwrap_or(-1);
         picked.memory_bw_gbps = bw.unwrap_or(0.0);
         picked.external_id = external_id.flatten().unwrap_or(-1);
-        picked
+        (picked, input_dims.flatten())
     }
 
     fn rare(&mut self) -> &mut RareArgs {

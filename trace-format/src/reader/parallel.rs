@@ -138,6 +138,20 @@ enum Outcome<T> {
 }
 
 type Done<T> = (Batch, Vec<Outcome<T>>);
+
+/// Emptied outcome vectors, back from the calling thread for the workers to fill again:
+/// a batch's outcomes take about a megabyte, and allocating it per batch on one thread
+/// and freeing it on another made the allocator map and fault in fresh pages each time
+/// (or, with some allocators, hold on to the freed ones).
+type OutcomePool<T> = Mutex<Vec<Vec<Outcome<T>>>>;
+
+/// An empty outcome vector from `pool`, or a new one.
+fn pooled<T>(pool: &OutcomePool<T>) -> Vec<Outcome<T>> {
+    pool.lock()
+        .ok()
+        .and_then(|mut p| p.pop())
+        .unwrap_or_default()
+}
 type WorkerResult<T> = Result<Done<T>, Box<dyn std::any::Any + Send>>;
 
 /// Why the scanner stopped scanning.
@@ -306,14 +320,15 @@ impl Scanner {
     }
 }
 
-/// Decodes and maps a batch's events (on a worker thread).
+/// Decodes and maps a batch's events (on a worker thread) into `out` (empty).
 fn decode<M: EventMapper>(
     batch: &Batch,
     mapper: &M,
     file: &Arc<str>,
     base_time_ns: Option<i64>,
+    mut out: Vec<Outcome<M::Item>>,
 ) -> Vec<Outcome<M::Item>> {
-    let mut out = Vec::with_capacity(batch.entries.len());
+    out.reserve(batch.entries.len());
     for (k, entry) in batch.entries.iter().enumerate() {
         if entry.skipped {
             out.push(Outcome::Unread);
@@ -375,10 +390,11 @@ fn events<P: ParallelSink + ?Sized>(
     let base_time_ns = parser.base_time_ns;
     let (job_tx, job_rx) = mpsc::channel::<Batch>();
     let job_rx = Mutex::new(job_rx);
+    let pool: OutcomePool<P::Item> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         let (done_tx, done_rx) = mpsc::channel::<WorkerResult<P::Item>>();
         for _ in 0..threads {
-            let (job_rx, done_tx, file) = (&job_rx, done_tx.clone(), &file);
+            let (job_rx, done_tx, file, pool) = (&job_rx, done_tx.clone(), &file, &pool);
             scope.spawn(move || loop {
                 let job = match job_rx.lock() {
                     Ok(rx) => rx.recv(),
@@ -386,7 +402,7 @@ fn events<P: ParallelSink + ?Sized>(
                 };
                 let Ok(batch) = job else { return };
                 let result = panic::catch_unwind(AssertUnwindSafe(|| {
-                    decode(&batch, mapper, file, base_time_ns)
+                    decode(&batch, mapper, file, base_time_ns, pooled(pool))
                 }));
                 let message = result.map(|outcomes| (batch, outcomes));
                 if done_tx.send(message).is_err() {
@@ -399,6 +415,7 @@ fn events<P: ParallelSink + ?Sized>(
             job_tx,
             done_rx,
             job_rx: &job_rx,
+            pool: &pool,
             mapper,
             file: &file,
             base_time_ns,
@@ -446,6 +463,7 @@ struct Pipeline<'a, M: EventMapper> {
     job_tx: mpsc::Sender<Batch>,
     done_rx: mpsc::Receiver<WorkerResult<M::Item>>,
     job_rx: &'a Mutex<mpsc::Receiver<Batch>>,
+    pool: &'a OutcomePool<M::Item>,
     mapper: &'a M,
     file: &'a Arc<str>,
     base_time_ns: Option<i64>,
@@ -501,7 +519,8 @@ impl<M: EventMapper> Pipeline<'_, M> {
                     .ok()
                     .and_then(|rx| rx.try_recv().ok());
                 if let Some(batch) = queued {
-                    let outcomes = decode(&batch, self.mapper, self.file, self.base_time_ns);
+                    let out = pooled(self.pool);
+                    let outcomes = decode(&batch, self.mapper, self.file, self.base_time_ns, out);
                     self.waiting.insert(batch.id, (batch, outcomes));
                     continue;
                 }
@@ -541,10 +560,10 @@ impl<M: EventMapper> Pipeline<'_, M> {
         parser: &mut Parser<'_, '_>,
         scanner: &mut Scanner,
         sink: &mut P,
-        (mut batch, outcomes): Done<M::Item>,
+        (mut batch, mut outcomes): Done<M::Item>,
     ) -> Result<Option<Finish>, ReadError> {
         let mut skips = std::mem::take(&mut batch.skips).into_iter();
-        for (k, outcome) in outcomes.into_iter().enumerate() {
+        for (k, outcome) in outcomes.drain(..).enumerate() {
             let index = batch.first_index + k as u64;
             let entry = batch.entries[k];
             match outcome {
@@ -573,6 +592,11 @@ impl<M: EventMapper> Pipeline<'_, M> {
                     self.put_back(parser, scanner, batch, entry.start, index);
                     return Ok(Some(Finish::Sequential));
                 }
+            }
+        }
+        if let Ok(mut pool) = self.pool.lock() {
+            if pool.len() < self.max_in_flight {
+                pool.push(outcomes);
             }
         }
         if scanner.spare.len() < self.max_in_flight {

@@ -329,6 +329,16 @@ impl<'s> LazyArg<'s> {
             LazyRepr::Value(value) => value.clone(),
         }
     }
+
+    /// The JSON text of the value when it is an array (what [`ArgValue::Array`] holds),
+    /// without decoding or copying it.
+    pub fn array_text(&self) -> Option<&'s str> {
+        match self.0 {
+            LazyRepr::Text(text) => text.starts_with('[').then_some(text),
+            LazyRepr::Value(ArgValue::Array(raw)) => Some(raw.as_str()),
+            LazyRepr::Value(_) => None,
+        }
+    }
 }
 
 impl PartialEq for Args<'_> {
@@ -384,11 +394,25 @@ mod tests {
     #[test]
     fn lazy_iteration_gives_the_same_members() {
         let text = r#"{"a": 1, "s": "x\"y", "dims": [[1, 2]], "a": 2.5, "n": null}"#;
-        let built = Args::new().with("a", 1i64).with("s", "q").with("a", 2.5);
+        let dims = ArgValue::Array(RawJson::trusted("[[3]]"));
+        let built = Args::new()
+            .with("a", 1i64)
+            .with("s", "q")
+            .with("a", 2.5)
+            .with("d", dims);
         for args in [Args::from_raw(text), built] {
             let eager: Vec<_> = args.iter().collect();
             let lazy: Vec<_> = args.iter_lazy().map(|(k, v)| (k, v.value())).collect();
             assert_eq!(lazy, eager);
+            let arrays: Vec<_> = args.iter_lazy().map(|(_, v)| v.array_text()).collect();
+            let expected: Vec<_> = eager
+                .iter()
+                .map(|(_, v)| match v {
+                    ArgValue::Array(raw) => Some(raw.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(arrays, expected);
             assert!(!lazy.is_empty());
         }
     }

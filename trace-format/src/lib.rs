@@ -219,6 +219,7 @@ pub use meta::{
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
 pub use sink::{
-    from_fn, CollectSink, CountingSink, EventMapper, FnSink, OwnedEvent, ParallelSink, TraceSink,
+    from_fn, CollectSink, CountingSink, EventMapper, EventText, FnSink, OwnedEvent, ParallelSink,
+    TextSpan, TraceSink,
 };
 pub use writer::{Output, TraceWriter, WriteOptions};

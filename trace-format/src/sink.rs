@@ -26,6 +26,18 @@ pub trait TraceSink {
     /// `ControlFlow::Break(())` to stop reading.
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()>;
 
+    /// What the reader calls for each event: [`on_event`](TraceSink::on_event) with the
+    /// event's text as read (see [`EventText`]). The default forwards to `on_event`.
+    fn on_event_in(
+        &mut self,
+        index: u64,
+        event: &Event<'_>,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
+        let _ = text;
+        self.on_event(index, event)
+    }
+
     /// Called once after the whole input was read, with the complete metadata.
     fn on_trailer(&mut self, meta: &TraceMeta) {
         let _ = meta;
@@ -38,6 +50,14 @@ impl<S: TraceSink + ?Sized> TraceSink for &mut S {
     }
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
         (**self).on_event(index, event)
+    }
+    fn on_event_in(
+        &mut self,
+        index: u64,
+        event: &Event<'_>,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
+        (**self).on_event_in(index, event, text)
     }
     fn on_trailer(&mut self, meta: &TraceMeta) {
         (**self).on_trailer(meta)
@@ -82,6 +102,15 @@ pub trait ParallelSink {
     /// may have been mapped already; they are not consumed).
     fn consume(&mut self, index: u64, item: Self::Item) -> ControlFlow<()>;
 
+    /// What the reader calls: [`consume`](ParallelSink::consume) with the text of the
+    /// event the item was mapped from, the same text [`EventMapper::map_in`] was given,
+    /// so [`TextSpan`]s the mapper kept read back here. The default forwards to
+    /// `consume`.
+    fn consume_in(&mut self, index: u64, item: Self::Item, text: EventText<'_>) -> ControlFlow<()> {
+        let _ = text;
+        self.consume(index, item)
+    }
+
     /// As [`TraceSink::on_trailer`].
     fn on_trailer(&mut self, meta: &TraceMeta) {
         let _ = meta;
@@ -98,6 +127,62 @@ pub trait EventMapper: Sync {
     /// Turns event number `index` into an item for `consume`, or `None` to drop it.
     /// Called on worker threads, in no particular order.
     fn map(&self, index: u64, event: &Event<'_>) -> Option<Self::Item>;
+
+    /// What the reader calls: [`map`](EventMapper::map) with the event's text as read.
+    /// A string the event borrows from that text can be kept as a [`TextSpan`]
+    /// ([`EventText::span_of`]) instead of a copy, and read back in
+    /// [`ParallelSink::consume_in`]. The default forwards to `map`.
+    fn map_in(&self, index: u64, event: &Event<'_>, text: EventText<'_>) -> Option<Self::Item> {
+        let _ = text;
+        self.map(index, event)
+    }
+}
+
+/// The text of one event object as the reader read it, from its `{` to its `}`.
+///
+/// A parallel read maps an event on a worker thread and consumes the item on the calling
+/// thread; both get this text for that event (the same bytes, kept alive by the reader
+/// in between). A mapper that keeps a name or an argument as a [`TextSpan`] instead of
+/// an owned copy saves an allocation on one thread and a free on another per event.
+#[derive(Clone, Copy, Debug)]
+pub struct EventText<'t>(&'t [u8]);
+
+/// A piece of an [`EventText`] by position: 8 bytes, no allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextSpan {
+    start: u32,
+    len: u32,
+}
+
+impl<'t> EventText<'t> {
+    /// The text of one event object (as the reader hands it over).
+    pub fn new(text: &'t [u8]) -> Self {
+        EventText(text)
+    }
+
+    /// The span of `piece` if it lies inside this text (a string the event borrows from
+    /// its text), `None` otherwise (a string the reader had to unescape into a copy, or
+    /// one from elsewhere).
+    pub fn span_of(&self, piece: &str) -> Option<TextSpan> {
+        let base = self.0.as_ptr() as usize;
+        let start = (piece.as_ptr() as usize).checked_sub(base)?;
+        let end = start.checked_add(piece.len())?;
+        if end > self.0.len() {
+            return None;
+        }
+        Some(TextSpan {
+            start: u32::try_from(start).ok()?,
+            len: u32::try_from(piece.len()).ok()?,
+        })
+    }
+
+    /// The text at `span`: `None` when the span does not lie in this text as UTF-8 (a
+    /// span taken from another event's text).
+    pub fn get(&self, span: TextSpan) -> Option<&'t str> {
+        let start = span.start as usize;
+        let bytes = self.0.get(start..start + span.len as usize)?;
+        std::str::from_utf8(bytes).ok()
+    }
 }
 
 impl<T: Send, F: Fn(u64, &Event<'_>) -> Option<T> + Sync> EventMapper for F {

@@ -11,7 +11,8 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use trace_format::{
-    CollectSink, Event, ParallelSink, ReadError, ReadOptions, ReadReport, TraceMeta, TraceReader,
+    CollectSink, Event, EventMapper, EventText, ParallelSink, ReadError, ReadOptions, ReadReport,
+    TextSpan, TraceMeta, TraceReader,
 };
 
 /// Everything a read returns, as text, to compare two reads.
@@ -72,10 +73,83 @@ fn assert_matches(what: &str, want: &Reference, reader: TraceReader<'static>, th
     assert_eq!(seq.meta, par.meta, "{what}: trailer metadata");
 }
 
-/// Reads `make()` sequentially and in parallel and asserts both give the same results.
+/// Reads `make()` sequentially and in parallel and asserts both give the same results,
+/// and that spans of event texts read back in `consume_in`.
 fn assert_same(what: &str, make: impl Fn() -> TraceReader<'static>, threads: usize) {
     let want = sequential(&make);
     assert_matches(what, &want, make(), threads);
+    assert_spans_read_back(what, &want, make(), threads);
+}
+
+/// Keeps each event's name as a span of the event's text (when the name is in it) and
+/// checks, as the item is consumed, that the span reads back the name: the reader gives
+/// `consume_in` the text it gave `map_in`, whichever path the event took (a worker, the
+/// calling thread, the sequential step after a rejected event).
+#[derive(Default)]
+struct SpanCheck {
+    consumed: u64,
+    spans: u64,
+}
+
+struct SpanMapper;
+
+impl EventMapper for SpanMapper {
+    type Item = (Option<TextSpan>, String);
+    fn map(&self, _: u64, _: &Event<'_>) -> Option<Self::Item> {
+        panic!("the reader calls map_in")
+    }
+    fn map_in(&self, _: u64, event: &Event<'_>, text: EventText<'_>) -> Option<Self::Item> {
+        Some((text.span_of(event.name()), event.name().to_owned()))
+    }
+}
+
+impl ParallelSink for SpanCheck {
+    type Item = (Option<TextSpan>, String);
+    type Mapper = SpanMapper;
+    fn mapper(&self) -> SpanMapper {
+        SpanMapper
+    }
+    fn consume(&mut self, _: u64, _: Self::Item) -> ControlFlow<()> {
+        panic!("the reader calls consume_in")
+    }
+    fn consume_in(
+        &mut self,
+        index: u64,
+        (span, name): Self::Item,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
+        if let Some(span) = span {
+            assert_eq!(text.get(span), Some(&*name), "event #{index}");
+            self.spans += 1;
+        }
+        self.consumed += 1;
+        ControlFlow::Continue(())
+    }
+}
+
+/// A parallel read of `reader` into [`SpanCheck`]: every event `want` holds is consumed
+/// and its name's span reads back.
+fn assert_spans_read_back(
+    what: &str,
+    want: &Reference,
+    reader: TraceReader<'static>,
+    threads: usize,
+) {
+    let mut check = SpanCheck::default();
+    let _ = reader.read_parallel(&mut check, threads);
+    assert_eq!(
+        check.consumed,
+        want.sink.events.len() as u64,
+        "{what}: events consumed"
+    );
+    let named = want
+        .sink
+        .events
+        .iter()
+        .filter(|e| !e.name().is_empty())
+        .count() as u64;
+    // Names with escapes are unescaped copies, not in the text.
+    assert!(check.spans <= named, "{what}");
 }
 
 fn leak(bytes: Vec<u8>) -> &'static [u8] {
@@ -96,6 +170,9 @@ fn every_shared_trace_reads_the_same_in_parallel() {
         assert!(want.sink.events.len() > 1, "{name}: {}", want.summary);
         // The file itself (gzip): default batches on 2 threads, small ones on 1 and 3.
         assert_matches(&format!("{name} (2 threads)"), &want, file(), 2);
+        let mut check = SpanCheck::default();
+        file().read_parallel(&mut check, 2).expect("read");
+        assert!(check.spans > 0, "{name}: no name was kept as a span");
         let text = leak(shared::gunzip(path));
         // The largest traces once only (debug builds parse them slowly).
         if text.len() < (8 << 20) {

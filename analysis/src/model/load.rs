@@ -9,7 +9,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use trace_format::{Event, Ident, ParallelSink, TimeBase, TraceMeta, TraceReader, TraceSink};
+use trace_format::{
+    Event, EventText, Ident, ParallelSink, TimeBase, TraceMeta, TraceReader, TraceSink,
+};
 
 use super::{
     DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey, NameId, Names, RankCounts,
@@ -426,7 +428,7 @@ impl TraceSink for RankSink {
 
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
         let picked = pick::pick(event, self.base_ns, self.host_ops.is_some());
-        self.add(index, picked);
+        self.add(index, picked, EventText::new(&[]));
         ControlFlow::Continue(())
     }
 }
@@ -448,14 +450,24 @@ impl ParallelSink for RankSink {
     }
 
     fn consume(&mut self, index: u64, picked: Picked<'static>) -> ControlFlow<()> {
-        self.add(index, picked);
+        self.consume_in(index, picked, EventText::new(&[]))
+    }
+
+    fn consume_in(
+        &mut self,
+        index: u64,
+        picked: Picked<'static>,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
+        self.add(index, picked, text);
         ControlFlow::Continue(())
     }
 }
 
 impl RankSink {
-    /// Adds one picked event, in event order (`index`: its position in `traceEvents`).
-    fn add(&mut self, index: u64, picked: Picked<'_>) {
+    /// Adds one picked event, in event order (`index`: its position in `traceEvents`;
+    /// `text`: the event's text, where its spans point).
+    fn add(&mut self, index: u64, picked: Picked<'_>, text: EventText<'_>) {
         let trace = &mut self.trace;
         let c = match picked {
             Picked::NoTs => {
@@ -478,7 +490,7 @@ impl RankSink {
         };
         trace.ts_is_float |= c.fractional_ts;
         let (ts_rel_ns, dur_ns, args) = (c.ts_rel_ns, c.dur_ns, &c.args);
-        let (category, name) = (c.category.as_str(), &*c.name);
+        let (category, name) = (c.category.as_str(), c.name.get(text));
         trace.counts.complete_rows += 1;
         let end = ts_rel_ns.saturating_add(dur_ns);
         trace.max_end_rel_ns = Some(trace.max_end_rel_ns.map_or(end, |m| m.max(end)));
@@ -528,7 +540,7 @@ impl RankSink {
             }
             if c.host_operator {
                 let input_dims = match &c.input_dims {
-                    Some(raw) => host.ops.names.intern(raw.as_str()),
+                    Some(dims) => host.ops.names.intern(dims.get(text)),
                     None => host.no_dims(),
                 };
                 let op = HostOp {

@@ -34,7 +34,7 @@ use crate::error::ReadError;
 use crate::event::Event;
 use crate::json::object_end;
 use crate::meta::TraceMeta;
-use crate::sink::{EventMapper, ParallelSink, TraceSink};
+use crate::sink::{EventMapper, EventText, ParallelSink, TraceSink};
 
 /// The scanner reads ahead inside one event up to this many bytes; a longer (or
 /// unbalanced) event is left to the sequential step, which reports what the sequential
@@ -82,9 +82,18 @@ struct Inline<'a, P: ParallelSink + ?Sized> {
 
 impl<P: ParallelSink + ?Sized> TraceSink for Inline<'_, P> {
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        // The reader calls `on_event_in`; without a text, spans cannot be taken.
+        self.on_event_in(index, event, EventText::new(&[]))
+    }
+    fn on_event_in(
+        &mut self,
+        index: u64,
+        event: &Event<'_>,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
         let mapper = self.mapper.get_or_insert_with(|| self.sink.mapper());
-        match mapper.map(index, event) {
-            Some(item) => self.sink.consume(index, item),
+        match mapper.map_in(index, event, text) {
+            Some(item) => self.sink.consume_in(index, item, text),
             None => ControlFlow::Continue(()),
         }
     }
@@ -98,8 +107,16 @@ struct Step1<'a, P: ParallelSink + ?Sized> {
 
 impl<P: ParallelSink + ?Sized> TraceSink for Step1<'_, P> {
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        match self.mapper.map(index, event) {
-            Some(item) => self.sink.consume(index, item),
+        self.on_event_in(index, event, EventText::new(&[]))
+    }
+    fn on_event_in(
+        &mut self,
+        index: u64,
+        event: &Event<'_>,
+        text: EventText<'_>,
+    ) -> ControlFlow<()> {
+        match self.mapper.map_in(index, event, text) {
+            Some(item) => self.sink.consume_in(index, item, text),
             None => ControlFlow::Continue(()),
         }
     }
@@ -359,7 +376,10 @@ fn decode<M: EventMapper>(
                     base_time_ns,
                 };
                 match cx.build(fields) {
-                    Ok(event) => Outcome::Mapped(mapper.map(index, &event)),
+                    Ok(event) => {
+                        let text = EventText::new(&text[..entry.end - start]);
+                        Outcome::Mapped(mapper.map_in(index, &event, text))
+                    }
                     Err(e) => Outcome::Bad(e),
                 }
             }
@@ -570,7 +590,8 @@ impl<M: EventMapper> Pipeline<'_, M> {
                 Outcome::Mapped(item) => {
                     parser.delivered += 1;
                     if let Some(item) = item {
-                        if sink.consume(index, item).is_break() {
+                        let text = EventText::new(&batch.text[entry.start..entry.end]);
+                        if sink.consume_in(index, item, text).is_break() {
                             parser.stopped = true;
                             parser.offset_reached = Some(batch.offset + entry.end as u64);
                             return Ok(Some(Finish::Stopped));

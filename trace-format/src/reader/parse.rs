@@ -12,7 +12,7 @@ use super::input::Input;
 use crate::error::{excerpt, Location, ReadError};
 use crate::json::{value_end, RawJson};
 use crate::meta::{MetaEntry, Placement, TraceMeta};
-use crate::sink::TraceSink;
+use crate::sink::{EventText, TraceSink};
 
 /// Where a pass delivers what it reads: the envelope's calls, and how the event array
 /// is read (one event at a time into a [`TraceSink`], or in parallel: `super::parallel`).
@@ -472,7 +472,10 @@ impl<'s, 'p> Parser<'s, 'p> {
                             base_time_ns: self.base_time_ns,
                         };
                         match cx.build(fields) {
-                            Ok(event) => Attempt::Done(used, Ok(sink.on_event(index, &event))),
+                            Ok(event) => {
+                                let text = EventText::new(&unread[..used]);
+                                Attempt::Done(used, Ok(sink.on_event_in(index, &event, text)))
+                            }
                             Err(e) => Attempt::Done(used, Err(e)),
                         }
                     }

@@ -2,9 +2,7 @@
 //! parallel read computes it on the reader's worker threads ([`Picker`]) and
 //! [`super::RankSink::add`] only interns and builds rows, in event order.
 
-use std::borrow::Cow;
-
-use trace_format::{ArgValue, Category, Event, EventMapper, Ident, RawJson};
+use trace_format::{ArgValue, Category, Event, EventMapper, EventText, Ident, TextSpan};
 
 use super::super::{CollectiveArgs, MemoryEvent};
 use crate::classify::is_device_work_category;
@@ -18,8 +16,49 @@ pub(super) struct Picker {
 impl EventMapper for Picker {
     type Item = Picked<'static>;
 
-    fn map(&self, _index: u64, event: &Event<'_>) -> Option<Picked<'static>> {
-        Some(pick(event, self.base_ns, self.host_ops).into_owned())
+    fn map(&self, index: u64, event: &Event<'_>) -> Option<Picked<'static>> {
+        self.map_in(index, event, EventText::new(&[]))
+    }
+
+    fn map_in(
+        &self,
+        _index: u64,
+        event: &Event<'_>,
+        text: EventText<'_>,
+    ) -> Option<Picked<'static>> {
+        Some(pick(event, self.base_ns, self.host_ops).into_owned(text))
+    }
+}
+
+/// A string of the event: borrowed (a sequential read), a span of the event's text (a
+/// parallel read: no copy between the worker and the calling thread), or a copy (when the
+/// reader unescaped it, so it is not in the text).
+pub(super) enum Text<'a> {
+    Borrowed(&'a str),
+    Span(TextSpan),
+    Owned(String),
+}
+
+impl<'a> Text<'a> {
+    fn into_owned(self, text: EventText<'_>) -> Text<'static> {
+        match self {
+            Text::Borrowed(s) => match text.span_of(s) {
+                Some(span) => Text::Span(span),
+                None => Text::Owned(s.to_owned()),
+            },
+            Text::Span(span) => Text::Span(span),
+            Text::Owned(s) => Text::Owned(s),
+        }
+    }
+
+    /// The string; `text` is the event's text, as given with the item.
+    pub(super) fn get<'s>(&'s self, text: EventText<'s>) -> &'s str {
+        match self {
+            Text::Borrowed(s) => s,
+            // The reader gives the consumer the text it gave the mapper, so the span is in it.
+            Text::Span(span) => text.get(*span).unwrap_or_default(),
+            Text::Owned(s) => s,
+        }
     }
 }
 
@@ -50,7 +89,7 @@ pub(super) struct Complete<'a> {
     pub(super) dur_ns: i64,
     /// Known categories are enum variants: no allocation to own them.
     pub(super) category: Category<'a>,
-    pub(super) name: Cow<'a, str>,
+    pub(super) name: Text<'a>,
     pub(super) pid: Option<Ident<'a>>,
     pub(super) tid: Option<Ident<'a>>,
     pub(super) args: PickedArgs,
@@ -58,12 +97,13 @@ pub(super) struct Complete<'a> {
     pub(super) device_work: bool,
     /// Host operators only (when kept): `cpu_op` or `user_annotation`.
     pub(super) host_operator: bool,
-    /// Host operators only (when kept): the `Input Dims` array.
-    pub(super) input_dims: Option<RawJson<'a>>,
+    /// Host operators only (when kept): the `Input Dims` array's JSON text.
+    pub(super) input_dims: Option<Text<'a>>,
 }
 
 impl Picked<'_> {
-    fn into_owned(self) -> Picked<'static> {
+    /// Owns what it borrows from the event, as spans of `text` where it can.
+    fn into_owned(self, text: EventText<'_>) -> Picked<'static> {
         match self {
             Picked::NoTs => Picked::NoTs,
             Picked::Other { fractional_ts } => Picked::Other { fractional_ts },
@@ -79,13 +119,13 @@ impl Picked<'_> {
                 ts_rel_ns: c.ts_rel_ns,
                 dur_ns: c.dur_ns,
                 category: c.category.into_owned(),
-                name: Cow::Owned(c.name.into_owned()),
+                name: c.name.into_owned(text),
                 pid: c.pid.map(Ident::into_owned),
                 tid: c.tid.map(Ident::into_owned),
                 args: c.args,
                 device_work: c.device_work,
                 host_operator: c.host_operator,
-                input_dims: c.input_dims.map(RawJson::into_owned),
+                input_dims: c.input_dims.map(|dims| dims.into_owned(text)),
             }),
         }
     }
@@ -131,13 +171,13 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
         ts_rel_ns,
         dur_ns,
         category: category.clone(),
-        name: Cow::Borrowed(event.name()),
+        name: Text::Borrowed(event.name()),
         pid: event.pid.clone(),
         tid: event.tid.clone(),
         args,
         device_work,
         host_operator,
-        input_dims: input_dims.filter(|_| host_operator),
+        input_dims: input_dims.filter(|_| host_operator).map(Text::Borrowed),
     })
 }
 
@@ -176,7 +216,7 @@ impl PickedArgs {
     /// The args of `event` in one pass, and its `Input Dims` when that is an array (as
     /// `event.arg("Input Dims")`: the first such key). Values are decoded only for the
     /// keys taken.
-    fn of<'a>(event: &'a Event<'_>) -> (Self, Option<RawJson<'a>>) {
+    fn of<'a>(event: &'a Event<'_>) -> (Self, Option<&'a str>) {
         let mut picked = PickedArgs {
             stream: -1,
             correlation: -1,
@@ -194,7 +234,7 @@ impl PickedArgs {
         };
         let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
         let mut external_id: Option<Option<i64>> = None;
-        let mut input_dims: Option<Option<RawJson<'a>>> = None;
+        let mut input_dims: Option<Option<&'a str>> = None;
         for (key, lazy) in args.iter_lazy() {
             let value = || lazy.value();
             let text = || value().as_str().map(str::to_owned);
@@ -221,10 +261,7 @@ impl PickedArgs {
                 "dma queue" => set(&mut picked.dma_queue, || value().as_i64()),
                 // As `Event::arg`: the first key, whatever its value.
                 "External id" => set(&mut external_id, || Some(value().as_i64())),
-                "Input Dims" => set(&mut input_dims, || match value() {
-                    ArgValue::Array(raw) => Some(Some(raw)),
-                    _ => Some(None),
-                }),
+                "Input Dims" => set(&mut input_dims, || Some(lazy.array_text())),
                 other => {
                     if let Some(engine) = other.strip_suffix(" busy (ns)") {
                         if let Some(ns) = value().as_i64() {

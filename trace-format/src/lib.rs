@@ -174,7 +174,10 @@
 //! (then scanning resumes); events the scanner cannot delimit (cut short, unbalanced,
 //! over 1 MiB) are read the same way. The map/consume split exists because `consume`
 //! holds the sink mutably while workers share the mapper; a mapper that panics panics
-//! the read. Tested against sequential reads on every shared trace and on small traces
+//! the read. Both halves get the event's text ([`EventText`]: `map_in`, `consume_in`,
+//! the same bytes for the same event on every path), so a mapper keeps names as
+//! 8-byte [`TextSpan`]s instead of copies allocated on a worker and freed on the calling
+//! thread; outcome vectors go back to the workers for reuse. Tested against sequential reads on every shared trace and on small traces
 //! cut or damaged at every byte (`tests/parallel_read_matches_sequential.rs`), and
 //! fuzzed against them (`fuzz/fuzz_targets/parallel_read.rs`, batches of 1–64 bytes,
 //! strict and lenient). Fuzzing found two differences, both fixed and kept as tests:
@@ -184,13 +187,21 @@
 //!
 //! # Performance
 //!
-//! The reader scans the top-level object itself and hands each event's bytes to
-//! serde_json, which decodes it into borrowed slices of one reusable buffer: a sink that
-//! ignores args allocates nothing per event, and memory stays at the buffer (4 MiB,
-//! growing only for a single larger value) whatever the file size. On the project's
-//! 2-vCPU build VM, a 1 GB plain trace parses into a [`CountingSink`] at 466 MB/s
-//! (2.2 M events/s) with a 6.4 MiB peak RSS; gzip input at 365 MB/s of decompressed
-//! JSON; the writer emits 4.6 M events/s. [`TraceReader::read_parallel`] with one
+//! The reader scans the top-level object itself and splits each event object with a
+//! decoder specialised for events (`reader/fast_event.rs`): one pass over the bytes
+//! that checks the JSON grammar, matches the keys the model names by their bytes and
+//! keeps every value as a borrowed slice of one reusable buffer, then one UTF-8 check of
+//! the whole object. serde_json decodes only what that pass leaves aside (any syntax
+//! error, escaped top-level keys, nesting deeper than 64), so errors and their
+//! locations are serde_json's as before; the decoder is checked against serde_json on
+//! every cut and byte change of a sample event. A sink that ignores args allocates
+//! nothing per event ([`Args::iter_lazy`] decodes only the values asked for), and memory
+//! stays at the buffer (4 MiB, growing only for a single larger value) whatever the
+//! file size. On the project's 2-vCPU build VM, a 1 GB plain trace parses into a
+//! [`CountingSink`] at 715 MB/s (3.3 M events/s; 519 MB/s with serde_json decoding
+//! every event, same run) with a 6.5 MiB peak RSS; gzip input at 365 MB/s of
+//! decompressed JSON (measured before the specialised decoder); the writer emits 4.6 M
+//! events/s. [`TraceReader::read_parallel`] with one
 //! worker reads a 1 GB trace into an analysis-like sink 1.60× as fast as the sequential
 //! read when the VM's second core is free (3.16 s → 1.97 s; 100 MB plain or gzip: 1.57–1.59×),
 //! at about 19 % more CPU time. Details and commands: `docs/PERFORMANCE.md`, section

@@ -220,6 +220,17 @@ mod sink;
 mod time;
 mod writer;
 
+/// Internal checks the fuzz targets call (`--features fuzzing`); not a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Panics unless the specialised event decoder agrees with serde_json on `text`:
+    /// whenever it splits an event, serde_json splits it into the same members.
+    pub fn fast_event_agrees_with_serde_json(text: &[u8]) {
+        crate::reader::check_fast_event(text);
+    }
+}
+
 pub use args::{ArgValue, Args, ArgsIter, LazyArg};
 pub use category::Category;
 pub use error::{Location, ReadError};

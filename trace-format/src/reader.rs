@@ -2,6 +2,8 @@
 
 mod event_de;
 mod fast_event;
+#[cfg(feature = "fuzzing")]
+pub(crate) use fast_event::check_agrees as check_fast_event;
 mod input;
 mod parallel;
 mod parse;

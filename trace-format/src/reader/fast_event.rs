@@ -336,9 +336,10 @@ impl Cursor<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The checks shared by the tests and the `fast_event` fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+mod check {
+    use super::{split_event, EventFields};
 
     /// serde_json's split of the same text: the members and the length read.
     fn by_serde(text: &[u8]) -> Option<(String, usize)> {
@@ -347,7 +348,7 @@ mod tests {
         Some((format!("{fields:?}"), stream.byte_offset()))
     }
 
-    fn by_fast(text: &[u8]) -> Option<(String, usize)> {
+    pub(super) fn by_fast(text: &[u8]) -> Option<(String, usize)> {
         split_event(text).map(|(fields, used)| (format!("{fields:?}"), used))
     }
 
@@ -363,6 +364,14 @@ mod tests {
             );
         }
     }
+}
+#[cfg(feature = "fuzzing")]
+pub(crate) use check::check_agrees;
+
+#[cfg(test)]
+mod tests {
+    use super::check::{by_fast, check_agrees};
+    use super::*;
 
     const SAMPLE: &str = r#"{"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>(int, \"q\" \u00e9)", "pid": 0, "tid": "stream 7", "ts": 1695851412345678.125, "dur": 3.5e2, "id": -12, "bp": "e", "s": "t", "args": {"External id": 31, "device": 0, "grid": [108, 1, 1], "nested": {"a": [true, false, null, {}], "b": []}, "big": 18446744073709551616, "neg": -0.0e-7}, "extra": {"k": "v"}, "ph": "i"}"#;
 

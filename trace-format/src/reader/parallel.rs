@@ -73,8 +73,22 @@ impl<P: ParallelSink + ?Sized> Deliver for ParallelDeliver<'_, P> {
     }
 }
 
+/// Maps one event and consumes the item, on the calling thread.
+fn map_consume<P: ParallelSink + ?Sized>(
+    sink: &mut P,
+    mapper: &P::Mapper,
+    index: u64,
+    event: &Event<'_>,
+    text: EventText<'_>,
+) -> ControlFlow<()> {
+    match mapper.map_in(index, event, text) {
+        Some(item) => sink.consume_in(index, item, text),
+        None => ControlFlow::Continue(()),
+    }
+}
+
 /// A [`ParallelSink`] used as a [`TraceSink`] (for the event array only): map and
-/// consume each event inline.
+/// consume each event inline (the mapper made at the first event).
 struct Inline<'a, P: ParallelSink + ?Sized> {
     sink: &'a mut P,
     mapper: Option<P::Mapper>,
@@ -85,17 +99,9 @@ impl<P: ParallelSink + ?Sized> TraceSink for Inline<'_, P> {
         // The reader calls `on_event_in`; without a text, spans cannot be taken.
         self.on_event_in(index, event, EventText::new(&[]))
     }
-    fn on_event_in(
-        &mut self,
-        index: u64,
-        event: &Event<'_>,
-        text: EventText<'_>,
-    ) -> ControlFlow<()> {
+    fn on_event_in(&mut self, i: u64, event: &Event<'_>, text: EventText<'_>) -> ControlFlow<()> {
         let mapper = self.mapper.get_or_insert_with(|| self.sink.mapper());
-        match mapper.map_in(index, event, text) {
-            Some(item) => self.sink.consume_in(index, item, text),
-            None => ControlFlow::Continue(()),
-        }
+        map_consume(self.sink, mapper, i, event, text)
     }
 }
 
@@ -109,16 +115,8 @@ impl<P: ParallelSink + ?Sized> TraceSink for Step1<'_, P> {
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
         self.on_event_in(index, event, EventText::new(&[]))
     }
-    fn on_event_in(
-        &mut self,
-        index: u64,
-        event: &Event<'_>,
-        text: EventText<'_>,
-    ) -> ControlFlow<()> {
-        match self.mapper.map_in(index, event, text) {
-            Some(item) => self.sink.consume_in(index, item, text),
-            None => ControlFlow::Continue(()),
-        }
+    fn on_event_in(&mut self, i: u64, event: &Event<'_>, text: EventText<'_>) -> ControlFlow<()> {
+        map_consume(self.sink, self.mapper, i, event, text)
     }
 }
 

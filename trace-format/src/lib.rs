@@ -198,7 +198,7 @@
 //! nothing per event ([`Args::iter_lazy`] decodes only the values asked for), and memory
 //! stays at the buffer (4 MiB, growing only for a single larger value) whatever the
 //! file size. On the project's 2-vCPU build VM, a 1 GB plain trace parses into a
-//! [`CountingSink`] at 715 MB/s (3.3 M events/s; 519 MB/s with serde_json decoding
+//! [`CountingSink`] at 721 MB/s (3.3 M events/s; 515 MB/s with serde_json decoding
 //! every event, same run) with a 6.5 MiB peak RSS; gzip input at 365 MB/s of
 //! decompressed JSON (measured before the specialised decoder); the writer emits 4.6 M
 //! events/s. [`TraceReader::read_parallel`] with one

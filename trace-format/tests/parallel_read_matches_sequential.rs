@@ -474,8 +474,11 @@ impl ParallelSink for Panics {
     }
 }
 
+// Every event from the 6th on panics, on whichever thread maps it; which of these
+// panics reaches the caller first depends on timing (a worker's, or the calling
+// thread's own when it decodes a queued batch), so the test asks for one of them.
 #[test]
-#[should_panic(expected = "mapper gave up at event 5")]
+#[should_panic(expected = "mapper gave up at event")]
 fn a_panicking_mapper_panics_the_read() {
     let text = leak(small_trace().into_bytes());
     let _ = TraceReader::from_slice("p.json", text)

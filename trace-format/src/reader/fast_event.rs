@@ -77,7 +77,7 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
             let span = (value_start, cur.pos);
             match slot(&text[key_start..key_end]) {
                 // A repeated key: the last value wins, as in serde_json's map visitor.
-                Some(k) => known[k] = Some(span),
+                Some(k) => known[k as usize] = Some(span),
                 None => extra.push([key_start, key_end, span.0, span.1]),
             }
             cur.skip_ws();
@@ -97,19 +97,19 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
     let end = cur.pos;
     // Every position kept is next to an ASCII delimiter, so a char boundary.
     let text = std::str::from_utf8(&text[..end]).ok()?;
-    let get = |k: usize| known[k].map(|(a, b)| &text[a..b]);
+    let get = |k: Slot| known[k as usize].map(|(a, b)| &text[a..b]);
     let fields = EventFields {
-        ph: get(PH),
-        cat: get(CAT),
-        name: get(NAME),
-        pid: get(PID),
-        tid: get(TID),
-        ts: get(TS),
-        dur: get(DUR),
-        id: get(ID),
-        bp: get(BP),
-        s: get(S),
-        args: get(ARGS),
+        ph: get(Slot::Ph),
+        cat: get(Slot::Cat),
+        name: get(Slot::Name),
+        pid: get(Slot::Pid),
+        tid: get(Slot::Tid),
+        ts: get(Slot::Ts),
+        dur: get(Slot::Dur),
+        id: get(Slot::Id),
+        bp: get(Slot::Bp),
+        s: get(Slot::S),
+        args: get(Slot::Args),
         extra: extra
             .into_iter()
             .map(|[ks, ke, vs, ve]| (Cow::Borrowed(&text[ks..ke]), &text[vs..ve]))
@@ -118,33 +118,38 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
     Some((fields, end))
 }
 
-const PH: usize = 0;
-const CAT: usize = 1;
-const NAME: usize = 2;
-const PID: usize = 3;
-const TID: usize = 4;
-const TS: usize = 5;
-const DUR: usize = 6;
-const ID: usize = 7;
-const BP: usize = 8;
-const S: usize = 9;
-const ARGS: usize = 10;
-const KNOWN: usize = 11;
+/// The known event keys (those [`EventFields`] names), as indices of `known`.
+#[derive(Clone, Copy)]
+enum Slot {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Id,
+    Bp,
+    S,
+    Args,
+}
 
-/// The slot of a known event key (the keys [`EventFields`] names), by its raw bytes.
-fn slot(key: &[u8]) -> Option<usize> {
+const KNOWN: usize = Slot::Args as usize + 1;
+
+/// The slot of a known event key, by its raw bytes.
+fn slot(key: &[u8]) -> Option<Slot> {
     Some(match key {
-        b"ph" => PH,
-        b"cat" => CAT,
-        b"name" => NAME,
-        b"pid" => PID,
-        b"tid" => TID,
-        b"ts" => TS,
-        b"dur" => DUR,
-        b"id" => ID,
-        b"bp" => BP,
-        b"s" => S,
-        b"args" => ARGS,
+        b"ph" => Slot::Ph,
+        b"cat" => Slot::Cat,
+        b"name" => Slot::Name,
+        b"pid" => Slot::Pid,
+        b"tid" => Slot::Tid,
+        b"ts" => Slot::Ts,
+        b"dur" => Slot::Dur,
+        b"id" => Slot::Id,
+        b"bp" => Slot::Bp,
+        b"s" => Slot::S,
+        b"args" => Slot::Args,
         _ => return None,
     })
 }

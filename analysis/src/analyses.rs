@@ -18,6 +18,52 @@ pub mod transfers;
 pub mod utilization;
 
 use crate::frame::{Frame, FrameRow};
+use crate::model::FastMap;
+
+/// Rows grouped by an `i64` key (a correlation), each group in the order its rows were
+/// added. One map entry per key and one link per row: a trace has about one key per
+/// launch, and a vector per key was one allocation per launch.
+pub(crate) struct RowGroups<'f> {
+    /// Per key: the first and the last row's index in `rows`.
+    ends: FastMap<i64, (u32, u32)>,
+    /// Each row and the index of the next row of its group (`u32::MAX`: the last).
+    rows: Vec<(&'f FrameRow, u32)>,
+}
+
+impl<'f> RowGroups<'f> {
+    pub(crate) fn new() -> Self {
+        RowGroups {
+            ends: FastMap::default(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds `row` at the end of `key`'s group.
+    pub(crate) fn push(&mut self, key: i64, row: &'f FrameRow) {
+        let at = u32::try_from(self.rows.len()).expect("fewer than 2^32 rows");
+        self.rows.push((row, u32::MAX));
+        match self.ends.get_mut(&key) {
+            Some((_, last)) => {
+                self.rows[*last as usize].1 = at;
+                *last = at;
+            }
+            None => {
+                self.ends.insert(key, (at, at));
+            }
+        }
+    }
+
+    /// The rows of `key`'s group in order; `None` when it has none.
+    pub(crate) fn get(&self, key: i64) -> Option<impl Iterator<Item = &'f FrameRow> + '_> {
+        let &(first, _) = self.ends.get(&key)?;
+        let mut next = first;
+        Some(std::iter::from_fn(move || {
+            let (row, after) = *self.rows.get(next as usize)?;
+            next = after;
+            Some(row)
+        }))
+    }
+}
 
 /// HTA's `merge_kernel_intervals`: sort by start; a new group starts when a start is
 /// strictly after the running maximum of the previous ends (touching intervals merge);
@@ -70,5 +116,21 @@ mod tests {
         let merged = merge_intervals(rows.iter());
         assert_eq!(merged, vec![(0, 4), (5, 8), (9, 10)]);
         assert_eq!(covered(&merged), 8);
+    }
+
+    #[test]
+    fn row_groups_keep_each_group_in_insertion_order() {
+        let rows: Vec<FrameRow> = (0..12).map(|i| row(i, i + 1)).collect();
+        let keys = [7, 3, 7, -1, 3, 7, 9, 3, 3, -1, 7, 0];
+        let mut groups = RowGroups::new();
+        for (row, &key) in rows.iter().zip(&keys) {
+            groups.push(key, row);
+        }
+        for key in [7, 3, -1, 9, 0] {
+            let want: Vec<i64> = (0..12).filter(|&i| keys[i as usize] == key).collect();
+            let got: Vec<i64> = groups.get(key).unwrap().map(|r| r.start_ticks).collect();
+            assert_eq!(got, want, "key {key}");
+        }
+        assert!(groups.get(5).is_none());
     }
 }

@@ -7,9 +7,10 @@
 
 use serde::Serialize;
 
+use super::RowGroups;
 use crate::classify::Mode;
 use crate::frame::{Frame, FrameRow};
-use crate::model::{FastMap, FastSet, NameId};
+use crate::model::{FastSet, NameId};
 use crate::stats::Describe;
 
 const HTA_STATS_LAUNCH_NAMES: [&str; 5] = [
@@ -74,13 +75,13 @@ pub fn launch_stats(
         .filter(|r| is_launch(r))
         .map(key_of)
         .collect();
-    let mut device_by_corr: FastMap<i64, Vec<&FrameRow>> = FastMap::default();
+    let mut device_by_corr = RowGroups::new();
     for row in frame
         .rows
         .iter()
         .filter(|r| !is_host(r) && launch_corrs.contains(&key_of(r)))
     {
-        device_by_corr.entry(key_of(row)).or_default().push(row);
+        device_by_corr.push(key_of(row), row);
     }
     let (mut corrs, mut cpu, mut gpu, mut delay) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for host in frame
@@ -88,10 +89,7 @@ pub fn launch_stats(
         .iter()
         .filter(|r| is_host(r) && launch_corrs.contains(&key_of(r)))
     {
-        for device in device_by_corr
-            .get(&key_of(host))
-            .map_or(&[][..], Vec::as_slice)
-        {
+        for device in device_by_corr.get(key_of(host)).into_iter().flatten() {
             corrs.push(corr_of(host) as f64);
             cpu.push(frame.us(host.dur_ticks()));
             gpu.push(frame.us(device.dur_ticks()));

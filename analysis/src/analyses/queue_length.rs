@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::RowGroups;
 use crate::classify::{HtaVersion, Mode};
 use crate::frame::{Frame, FrameRow};
 use crate::model::{FastMap, FastSet, NameId};
@@ -104,9 +105,9 @@ pub fn queue_length_summary_with_limit(
         Mode::HtaCompat => frame.model_row(row).correlation,
         Mode::Default => row.index_correlation,
     };
-    let mut device_by_corr: FastMap<i64, Vec<&FrameRow>> = FastMap::default();
+    let mut device_by_corr = RowGroups::new();
     for row in frame.device_rows() {
-        device_by_corr.entry(key(row)).or_default().push(row);
+        device_by_corr.push(key(row), row);
     }
     if frame.mode == Mode::HtaCompat {
         // HTA asserts that the launches joined to device rows are as many as the device
@@ -116,8 +117,8 @@ pub fn queue_length_summary_with_limit(
             .iter()
             .map(|l| {
                 device_by_corr
-                    .get(&frame.model_row(l).correlation)
-                    .map_or(1, Vec::len)
+                    .get(frame.model_row(l).correlation)
+                    .map_or(1, Iterator::count)
             })
             .sum();
         let corrs: FastSet<i64> = launches
@@ -141,7 +142,7 @@ pub fn queue_length_summary_with_limit(
             Mode::HtaCompat => frame.model_row(launch).correlation,
             Mode::Default => frame.model_row(launch).event_index as i64,
         };
-        match device_by_corr.get(&corr) {
+        match device_by_corr.get(corr) {
             Some(devices) => {
                 for device in devices {
                     points.push((launch.start_ticks, Some(frame.model_row(device).stream), 1));

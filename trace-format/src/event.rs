@@ -7,6 +7,47 @@ use crate::args::{ArgValue, Args};
 use crate::category::Category;
 use crate::json::RawJson;
 
+/// The members of an event object this crate reads into [`Event`] fields and writes
+/// from them (any other key is kept in [`Event::extra`]). The reader's decoder and the
+/// writer both go by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventKey {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Id,
+    Bp,
+    Scope,
+    Args,
+}
+
+impl EventKey {
+    /// How many keys there are (`Args` is the last).
+    pub(crate) const COUNT: usize = EventKey::Args as usize + 1;
+
+    /// The key spelled by `bytes` (a key's text between its quotes, unescaped).
+    pub(crate) fn parse(bytes: &[u8]) -> Option<EventKey> {
+        Some(match bytes {
+            b"ph" => EventKey::Ph,
+            b"cat" => EventKey::Cat,
+            b"name" => EventKey::Name,
+            b"pid" => EventKey::Pid,
+            b"tid" => EventKey::Tid,
+            b"ts" => EventKey::Ts,
+            b"dur" => EventKey::Dur,
+            b"id" => EventKey::Id,
+            b"bp" => EventKey::Bp,
+            b"s" => EventKey::Scope,
+            b"args" => EventKey::Args,
+            _ => return None,
+        })
+    }
+}
+
 /// The `ph` (phase) of an event: which shape it has.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -20,6 +20,7 @@
 use std::borrow::Cow;
 
 use super::event_de::EventFields;
+use crate::event::EventKey;
 
 /// Containers nested deeper than this inside one event are left to serde_json.
 const MAX_DEPTH: u32 = 64;
@@ -50,7 +51,7 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
     }
     cur.pos += 1;
     // Member positions: (key start, key end, value start, value end).
-    let mut known: [Option<(usize, usize)>; KNOWN] = [None; KNOWN];
+    let mut known: [Option<(usize, usize)>; EventKey::COUNT] = [None; EventKey::COUNT];
     let mut extra: Vec<[usize; 4]> = Vec::new();
     cur.skip_ws();
     if cur.peek()? == b'}' {
@@ -75,7 +76,7 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
             let value_start = cur.pos;
             cur.value()?;
             let span = (value_start, cur.pos);
-            match slot(&text[key_start..key_end]) {
+            match EventKey::parse(&text[key_start..key_end]) {
                 // A repeated key: the last value wins, as in serde_json's map visitor.
                 Some(k) => known[k as usize] = Some(span),
                 None => extra.push([key_start, key_end, span.0, span.1]),
@@ -97,61 +98,25 @@ pub(crate) fn split_event(text: &[u8]) -> Option<(EventFields<'_>, usize)> {
     let end = cur.pos;
     // Every position kept is next to an ASCII delimiter, so a char boundary.
     let text = std::str::from_utf8(&text[..end]).ok()?;
-    let get = |k: Slot| known[k as usize].map(|(a, b)| &text[a..b]);
+    let get = |k: EventKey| known[k as usize].map(|(a, b)| &text[a..b]);
     let fields = EventFields {
-        ph: get(Slot::Ph),
-        cat: get(Slot::Cat),
-        name: get(Slot::Name),
-        pid: get(Slot::Pid),
-        tid: get(Slot::Tid),
-        ts: get(Slot::Ts),
-        dur: get(Slot::Dur),
-        id: get(Slot::Id),
-        bp: get(Slot::Bp),
-        s: get(Slot::S),
-        args: get(Slot::Args),
+        ph: get(EventKey::Ph),
+        cat: get(EventKey::Cat),
+        name: get(EventKey::Name),
+        pid: get(EventKey::Pid),
+        tid: get(EventKey::Tid),
+        ts: get(EventKey::Ts),
+        dur: get(EventKey::Dur),
+        id: get(EventKey::Id),
+        bp: get(EventKey::Bp),
+        s: get(EventKey::Scope),
+        args: get(EventKey::Args),
         extra: extra
             .into_iter()
             .map(|[ks, ke, vs, ve]| (Cow::Borrowed(&text[ks..ke]), &text[vs..ve]))
             .collect(),
     };
     Some((fields, end))
-}
-
-/// The known event keys (those [`EventFields`] names), as indices of `known`.
-#[derive(Clone, Copy)]
-enum Slot {
-    Ph,
-    Cat,
-    Name,
-    Pid,
-    Tid,
-    Ts,
-    Dur,
-    Id,
-    Bp,
-    S,
-    Args,
-}
-
-const KNOWN: usize = Slot::Args as usize + 1;
-
-/// The slot of a known event key, by its raw bytes.
-fn slot(key: &[u8]) -> Option<Slot> {
-    Some(match key {
-        b"ph" => Slot::Ph,
-        b"cat" => Slot::Cat,
-        b"name" => Slot::Name,
-        b"pid" => Slot::Pid,
-        b"tid" => Slot::Tid,
-        b"ts" => Slot::Ts,
-        b"dur" => Slot::Dur,
-        b"id" => Slot::Id,
-        b"bp" => Slot::Bp,
-        b"s" => Slot::S,
-        b"args" => Slot::Args,
-        _ => return None,
-    })
 }
 
 struct Cursor<'a> {

@@ -2,25 +2,9 @@
 //! phase (`../shared/reference/kineto-format.md`, "Event shapes") and `ts`/`dur` as
 //! microseconds with three decimals.
 
+use crate::event::EventKey as Key;
 use crate::event::{Event, Ident, Phase};
 use crate::time::write_ns_as_us;
-
-/// Which member to write next.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Ph,
-    Cat,
-    Name,
-    Pid,
-    Tid,
-    Ts,
-    Dur,
-    Id,
-    Bp,
-    Scope,
-    Args,
-}
-
 use Key::*;
 
 /// Kineto's key order for each event shape. Keys a shape does not list but an event has

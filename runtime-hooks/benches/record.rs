@@ -85,6 +85,17 @@ fn timestamps(c: &mut Criterion) {
     group.bench_function("host clock (now_ns)", |b| {
         b.iter(|| black_box(clock::now_ns()))
     });
+    clock::follow_cpu_time(true);
+    group.bench_function("host clock, CPU-time thread (now_ns)", |b| {
+        b.iter(|| black_box(clock::now_ns()))
+    });
+    group.bench_function("CPU-time boundary (clock::sync)", |b| {
+        b.iter(|| black_box(clock::sync()))
+    });
+    clock::follow_cpu_time(false);
+    group.bench_function("thread CPU time read (clock_gettime)", |b| {
+        b.iter(|| black_box(clock::thread_cpu_ns()))
+    });
     group.finish();
 }
 
@@ -97,6 +108,11 @@ fn records(c: &mut Criterion) {
     group.bench_function("enabled", |b| {
         b.iter_custom(|iters| timed_records(iters, &record_op))
     });
+    clock::follow_cpu_time(true);
+    group.bench_function("enabled, CPU-time clock", |b| {
+        b.iter_custom(|iters| timed_records(iters, &record_op))
+    });
+    clock::follow_cpu_time(false);
     group.bench_function("enabled, ring full (dropped)", |b| {
         // Fill the ring, then time the drop path; drain afterwards.
         b.iter_custom(|iters| {

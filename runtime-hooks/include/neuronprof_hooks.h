@@ -243,6 +243,13 @@ void nph_emulation_begin(void);
 void nph_emulation_end(void);
 uint64_t nph_advance_to(uint64_t target_ns);
 
+/* CPU-time clock (off by default): with on != 0 this thread's host clock also drops the
+ * time the thread is not running, read from its CPU time at emulation begin/end, waits,
+ * user ranges and nph_clock_sync (a system call each, never per record). nph_clock_sync
+ * returns the host clock. */
+void nph_follow_cpu_time(int32_t on);
+uint64_t nph_clock_sync(void);
+
 /* Recording. nph_record_raw takes times as given; nph_record_now stamps the host clock.
  * A null payload means all zero. thread_id is always filled in. */
 void nph_record_raw(const nph_record *record);

@@ -34,10 +34,24 @@
 //! So a thread's host clock is monotonic, never runs ahead of real time except through
 //! `advance_to`, and threads' clocks are independent. Device records carry instants the
 //! timing model computed on this same timeline.
+//!
+//! # Time off the CPU
+//!
+//! A thread may also make its host clock advance only while it runs
+//! ([`follow_cpu_time`]): then time the thread spends descheduled or blocked outside
+//! emulation spans is dropped as well, read from the thread's CPU time at the runtime's
+//! boundaries rather than per record. See [`cpu`] for how and what it costs;
+//! neuron-backend's rank threads use it.
 
 use std::sync::OnceLock;
 
 use crate::local::LOCAL;
+
+pub(crate) mod cpu;
+
+pub use cpu::{
+    cpu_time_reads, descheduled_ns, follow_cpu_time, follows_cpu_time, sync, thread_cpu_ns,
+};
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds: the raw process timeline, without the calling
 /// thread's emulation offset (see [`now_ns`] for that).
@@ -79,7 +93,9 @@ impl crate::local::Local {
         } else {
             self.emulation_start_ns.get()
         };
-        real_ns.wrapping_sub(self.offset_ns.get())
+        let now_ns = real_ns.wrapping_sub(self.offset_ns.get());
+        self.last_ns.set(now_ns);
+        now_ns
     }
 }
 
@@ -138,7 +154,12 @@ pub fn emulation_begin() {
     LOCAL.with(|local| {
         let depth = local.emulation_depth.get();
         if depth == 0 {
-            local.emulation_start_ns.set(monotonic_ns());
+            let start_ns = if local.cpu.is_on() {
+                local.cpu_sync()
+            } else {
+                monotonic_ns()
+            };
+            local.emulation_start_ns.set(start_ns);
         }
         local.emulation_depth.set(depth.saturating_add(1));
     });
@@ -151,10 +172,15 @@ pub fn emulation_end() {
     LOCAL.with(|local| match local.emulation_depth.get() {
         0 => {}
         1 => {
-            let spent_ns = monotonic_ns().saturating_sub(local.emulation_start_ns.get());
-            local
-                .offset_ns
-                .set(local.offset_ns.get().wrapping_add(spent_ns));
+            let start_ns = local.emulation_start_ns.get();
+            if local.cpu.is_on() {
+                local.cpu_end_emulation(start_ns);
+            } else {
+                let spent_ns = monotonic_ns().saturating_sub(start_ns);
+                local
+                    .offset_ns
+                    .set(local.offset_ns.get().wrapping_add(spent_ns));
+            }
             local.emulation_depth.set(0);
         }
         depth => local.emulation_depth.set(depth - 1),
@@ -187,14 +213,19 @@ impl Drop for EmulationScope {
 
 /// Moves this thread's host clock forward to `target_ns` if it is behind it (a host wait
 /// that ends at a modeled completion time). Never moves the clock back. Returns the
-/// host clock afterwards.
+/// host clock afterwards. On a thread that follows its CPU time this is a boundary
+/// ([`sync`]): time off the CPU before the wait is dropped first.
 pub fn advance_to(target_ns: u64) -> u64 {
     LOCAL.with(|local| {
+        if local.cpu.is_on() && local.emulation_depth.get() == 0 {
+            local.cpu_sync();
+        }
         let now = local.now_ns();
         if target_ns > now {
             local
                 .offset_ns
                 .set(local.offset_ns.get().wrapping_sub(target_ns - now));
+            local.last_ns.set(target_ns);
             target_ns
         } else {
             now

@@ -116,6 +116,18 @@ pub extern "C" fn nph_advance_to(target_ns: u64) -> u64 {
     clock::advance_to(target_ns)
 }
 
+/// Makes this thread's host clock follow its CPU time (`on != 0`) or not.
+#[no_mangle]
+pub extern "C" fn nph_follow_cpu_time(on: i32) {
+    clock::follow_cpu_time(on != 0);
+}
+
+/// A CPU-time boundary on this thread (see `clock::sync`); returns the host clock.
+#[no_mangle]
+pub extern "C" fn nph_clock_sync() -> u64 {
+    clock::sync()
+}
+
 /// Records `*record` as given (its `thread_id` is filled in), if recording is on.
 ///
 /// # Safety

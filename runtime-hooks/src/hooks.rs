@@ -93,15 +93,35 @@ pub fn operator_end(payload: OperatorPayload) {
 }
 
 /// User range (for example `ProfilerStep` with `value` = step) begins now.
+///
+/// User ranges are coarse (steps, annotations), so on a thread whose host clock follows
+/// its CPU time they are boundaries: their stamp is taken after a CPU-time sync
+/// ([`crate::clock::sync`]).
 #[inline]
 pub fn range_begin(payload: RangePayload) {
+    if is_enabled() {
+        range_boundary();
+    }
     record_now(RecordKind::UserRange, Phase::Begin, 0, payload.into());
 }
 
-/// User range ends now.
+/// User range ends now (a CPU-time boundary too, see [`range_begin`]).
 #[inline]
 pub fn range_end(payload: RangePayload) {
+    if is_enabled() {
+        range_boundary();
+    }
     record_now(RecordKind::UserRange, Phase::End, 0, payload.into());
+}
+
+/// The CPU-time sync before a user-range stamp (nothing on other threads).
+#[inline]
+fn range_boundary() {
+    LOCAL.with(|local| {
+        if local.cpu.is_on() && local.emulation_depth.get() == 0 {
+            local.cpu_sync();
+        }
+    });
 }
 
 /// A runtime call that ran from `start_ns` to `end_ns` on this thread's host clock.
@@ -300,6 +320,7 @@ impl Drop for RangeScope {
     #[inline]
     fn drop(&mut self) {
         if self.began {
+            range_boundary();
             end_now(RecordKind::UserRange, self.payload.into());
         }
     }

@@ -27,13 +27,16 @@
 //!   thread's index in records.
 //! - Time: [`clock::now_ns`] (this thread's host clock), [`clock::anchor`] (the wall-time
 //!   anchor for `baseTimeNanoseconds`), [`clock::emulation_scope`] and
-//!   [`clock::advance_to`] for the emulation-time contract.
+//!   [`clock::advance_to`] for the emulation-time contract; [`clock::follow_cpu_time`]
+//!   makes a thread's host clock advance only while the thread runs (its CPU time, read
+//!   at the runtime's boundaries: [`clock::sync`]).
 //!
 //! # C ABI
 //!
 //! `include/neuronprof_hooks.h` declares the same calls with an `nph_` prefix
 //! (`nph_set_enabled`, `nph_intern`, `nph_operator_begin`, `nph_record_now`,
-//! `nph_record_raw`, `nph_emulation_begin`, `nph_advance_to`, `nph_drain`, ...), the
+//! `nph_record_raw`, `nph_emulation_begin`, `nph_advance_to`, `nph_follow_cpu_time`,
+//! `nph_drain`, ...), the
 //! `nph_record` struct (laid out exactly like [`Record`]) and the kind constants. The
 //! crate builds as a static library too (`libruntime_hooks.a`); link it with
 //! `-lpthread -ldl -lm -lrt -lutil`. `tests/c_program_records_through_header.rs` builds

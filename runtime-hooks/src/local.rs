@@ -1,5 +1,5 @@
-//! Per-thread state: the thread's ring pointer and its emulation-time offset, plus the
-//! one-time registration of a thread's ring.
+//! Per-thread state: the thread's ring pointer, its emulation-time offset and CPU-time
+//! clock, plus the one-time registration of a thread's ring.
 //!
 //! The hot state lives in one `const`-initialized thread local without a destructor, so
 //! reaching it is a single TLS address computation with no lazy-init check. A second
@@ -35,6 +35,10 @@ pub(crate) struct Local {
     pub(crate) emulation_depth: Cell<u32>,
     /// Monotonic time when the outermost emulation span began.
     pub(crate) emulation_start_ns: Cell<u64>,
+    /// The last host-clock value handed out (the CPU-time clock never goes below it).
+    pub(crate) last_ns: Cell<u64>,
+    /// The thread's CPU-time clock (`crate::clock::cpu`), when it follows one.
+    pub(crate) cpu: crate::clock::cpu::CpuClock,
 }
 
 thread_local! {
@@ -44,6 +48,8 @@ thread_local! {
             offset_ns: Cell::new(0),
             emulation_depth: Cell::new(0),
             emulation_start_ns: Cell::new(0),
+            last_ns: Cell::new(0),
+            cpu: crate::clock::cpu::CpuClock::off(),
         }
     };
     static EXIT_GUARD: ExitGuard = const { ExitGuard { ring: Cell::new(None) } };

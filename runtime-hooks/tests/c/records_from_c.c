@@ -208,6 +208,13 @@ int main(void) {
     CHECK(nph_advance_to(after + 1000000000ull) == after + 1000000000ull);
     CHECK(nph_now_ns() >= after + 1000000000ull);
 
+    /* With the CPU-time clock on, a sleep outside emulation is not host time. */
+    nph_follow_cpu_time(1);
+    uint64_t awake = nph_clock_sync();
+    nanosleep(&nap, NULL);
+    CHECK(nph_clock_sync() - awake < 10 * 1000 * 1000);
+    nph_follow_cpu_time(0);
+
     /* 60 more fit into the 64-record ring; 40 are dropped and counted. */
     for (int i = 0; i < 100; i++) {
         nph_payload counter;

@@ -121,6 +121,7 @@
 
 pub mod analyses;
 pub mod classify;
+pub mod critical_path;
 mod error;
 pub mod frame;
 pub mod insights;

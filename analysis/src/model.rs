@@ -337,6 +337,50 @@ pub struct HostSpan {
     pub name: NameId,
 }
 
+/// Every complete event of a rank that is not a row ([`RankTrace::rows`]), in file
+/// order, with what a call stack needs (thread, category, event index), and the wait
+/// args of the sync rows: what the critical path ([`crate::critical_path`]) needs beyond
+/// the rows. Kept only with [`LoadOptions::with_timeline`].
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Names and categories of [`Timeline::events`].
+    pub names: Names,
+    /// Distinct numeric (`pid`, `tid`) of the events; [`TimelineEvent::thread`] indexes it.
+    pub threads: Vec<(Option<i64>, Option<i64>)>,
+    /// The events, in file order.
+    pub events: Vec<TimelineEvent>,
+    /// `wait_on_stream` / `wait_on_cuda_event_record_corr_id` args of rows, in file order.
+    pub waits: Vec<SyncWait>,
+}
+
+/// One complete event that is not a row (40 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimelineEvent {
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+    /// Position in `traceEvents`.
+    pub event_index: u64,
+    /// The name, in [`Timeline::names`].
+    pub name: NameId,
+    /// The category as written, in [`Timeline::names`].
+    pub category: NameId,
+    /// Index into [`Timeline::threads`].
+    pub thread: u32,
+}
+
+/// The wait args of one row (CUDA's `Stream Wait Event` and `Event Sync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncWait {
+    /// Position of the row's event in `traceEvents`.
+    pub event_index: u64,
+    /// `wait_on_stream`, -1 when absent.
+    pub wait_on_stream: i64,
+    /// `wait_on_cuda_event_record_corr_id`, -1 when absent.
+    pub wait_on_event_corr: i64,
+}
+
 /// Counters over every complete event of a rank, kept or not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankCounts {
@@ -394,6 +438,9 @@ pub struct RankTrace {
     /// table and the trace diff; `None` when the load was asked not to keep them
     /// ([`LoadOptions::with_host_ops`]).
     pub host_ops: Option<HostOps>,
+    /// Every other complete event and the sync rows' wait args, for the critical path;
+    /// `None` unless the load asked for it ([`LoadOptions::with_timeline`]).
+    pub timeline: Option<Timeline>,
 }
 
 impl RankTrace {

@@ -6,6 +6,8 @@
 //! - [`inspect`]: `neuronprof inspect PATH…` — what is in a set of Kineto rank traces.
 //! - [`analyze`]: `neuronprof analyze PATH…` and `neuronprof diff A B` — the `analysis`
 //!   crate's report (HTA's analyses and more) and trace diff.
+//! - [`critical_path`]: `neuronprof critical-path PATH…` and `neuronprof what-if PATH…
+//!   --scale …` — the critical path (HTA's, or across ranks) and its re-timing.
 //! - [`export`]: `neuronprof export --format perfetto|csv|parquet PATH… -o OUT` — Kineto
 //!   traces into one Perfetto protobuf trace or tables (the `exporters` crate).
 //! - [`run`]: `neuronprof run WORKLOAD` and `neuronprof demo` — built-in workloads on
@@ -16,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod critical_path;
 pub mod export;
 pub mod inspect;
 pub mod monitor;

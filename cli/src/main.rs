@@ -160,6 +160,52 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// The critical path of one step: HTA's lightweight critical path (--hta-compat:
+    /// numbers equal to HTA 0.5's, one rank) or across every rank (collectives join
+    /// ranks: the path goes through the rank that arrived last); time by bound_by.
+    CriticalPath {
+        /// Trace files (.json, .json.gz) or directories, one file per rank.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Only this rank (with --hta-compat: default the first).
+        #[arg(long)]
+        rank: Option<i64>,
+        /// Events whose name contains this bound the window [default: ProfilerStep#].
+        #[arg(long)]
+        annotation: Option<String>,
+        /// Which instance of the annotation, from 0.
+        #[arg(long, default_value_t = 0)]
+        instance: usize,
+        /// HTA's rules, integer-microsecond rounding and name-based classes.
+        #[arg(long)]
+        hta_compat: bool,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-time the dependency graph of one step with scaled durations and predict the
+    /// step: --scale 'kernel:REGEX=F', 'op:REGEX=F', 'rank:R=F' (R's device work),
+    /// 'host=F', 'collective=F' (transfer time); several multiply.
+    WhatIf {
+        /// Trace files (.json, .json.gz) or directories, one file per rank.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// A scaling rule; repeat for several.
+        #[arg(long = "scale", required = true)]
+        scales: Vec<String>,
+        /// Only this rank.
+        #[arg(long)]
+        rank: Option<i64>,
+        /// Events whose name contains this bound the window [default: ProfilerStep#].
+        #[arg(long)]
+        annotation: Option<String>,
+        /// Which instance of the annotation, from 0.
+        #[arg(long, default_value_t = 0)]
+        instance: usize,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Compare two traces (or two directories of rank traces) by operator and kernel name.
     Diff {
         /// The control trace or directory.
@@ -194,6 +240,59 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::CriticalPath {
+            paths,
+            rank,
+            annotation,
+            instance,
+            hta_compat,
+            json,
+        } => {
+            let request = neuronprof::critical_path::CriticalPathRequest {
+                paths,
+                rank,
+                annotation,
+                instance,
+                hta_compat,
+                hta_version: analysis::HtaVersion::V0_5,
+            };
+            let path = neuronprof::critical_path::run_critical_path(&request)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &path).context("writing JSON")?;
+                out.write_all(b"\n").context("writing JSON")?;
+            } else {
+                out.write_all(neuronprof::critical_path::render_critical_path(&path).as_bytes())
+                    .context("writing report")?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::WhatIf {
+            paths,
+            scales,
+            rank,
+            annotation,
+            instance,
+            json,
+        } => {
+            let request = neuronprof::critical_path::CriticalPathRequest {
+                paths,
+                rank,
+                annotation,
+                instance,
+                ..Default::default()
+            };
+            let answer = neuronprof::critical_path::run_what_if(&request, &scales)?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &answer).context("writing JSON")?;
+                out.write_all(b"\n").context("writing JSON")?;
+            } else {
+                out.write_all(neuronprof::critical_path::render_what_if(&answer).as_bytes())
+                    .context("writing report")?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Inspect { paths, json } => {
             let files = neuronprof::inspect::collect_trace_files(&paths)?;
             let report = neuronprof::inspect::inspect_files(&files);

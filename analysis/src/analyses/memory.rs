@@ -355,6 +355,7 @@ mod tests {
             dma_rows: Vec::new(),
             max_end_rel_ns: Some(100_000),
             host_ops: None,
+            timeline: None,
         };
         let timeline = memory_timeline(&trace);
         let d = &timeline.devices[0];

@@ -14,8 +14,8 @@ use trace_format::{
 };
 
 use super::{
-    DeviceInfo, DmaRow, EngineRow, HostOp, HostOps, HostSpan, IdentKey, NameId, Names, RankCounts,
-    RankTrace, Row, TraceSet,
+    DeviceInfo, DmaRow, EngineRow, FastMap, HostOp, HostOps, HostSpan, IdentKey, NameId, Names,
+    RankCounts, RankTrace, Row, SyncWait, Timeline, TimelineEvent, TraceSet,
 };
 use crate::error::AnalysisError;
 
@@ -43,6 +43,10 @@ pub struct LoadOptions {
     /// `cores / files - 1` of them (at most 8), else none (files are read in parallel).
     /// `Some(0)`: every file on one thread.
     pub read_threads: Option<usize>,
+    /// Keep [`RankTrace::timeline`]: every complete event that is not a row (40 bytes
+    /// each, with its event index, thread and category) and the sync rows' wait args,
+    /// for the critical path ([`crate::critical_path`]). Off by default.
+    pub timeline: bool,
 }
 
 impl Default for LoadOptions {
@@ -52,6 +56,7 @@ impl Default for LoadOptions {
             progress: None,
             host_ops: true,
             read_threads: None,
+            timeline: false,
         }
     }
 }
@@ -85,6 +90,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("lenient", &self.lenient)
             .field("host_ops", &self.host_ops)
             .field("read_threads", &self.read_threads)
+            .field("timeline", &self.timeline)
             .field("progress", &self.progress.as_ref().map(|_| "Fn"))
             .finish()
     }
@@ -94,6 +100,12 @@ impl LoadOptions {
     /// Sets [`LoadOptions::lenient`].
     pub fn with_lenient(mut self, on: bool) -> Self {
         self.lenient = on;
+        self
+    }
+
+    /// Sets [`LoadOptions::timeline`].
+    pub fn with_timeline(mut self, on: bool) -> Self {
+        self.timeline = on;
         self
     }
 
@@ -216,6 +228,9 @@ fn load_one(
     if options.host_ops {
         sink.host_ops = Some(HostOpsBuilder::default());
     }
+    if options.timeline {
+        sink.timeline = Some(TimelineBuilder::default());
+    }
     let read_error = |source| AnalysisError::Read {
         path: path.to_path_buf(),
         source: Box::new(source),
@@ -266,6 +281,10 @@ fn load_one(
     };
     let mut trace = sink.trace;
     trace.host_ops = sink.host_ops.map(HostOpsBuilder::finish);
+    trace.timeline = sink.timeline.map(|mut t| {
+        t.timeline.events.shrink_to_fit();
+        t.timeline
+    });
     if let TimeBase::LateNotApplied(base) = report.time_base {
         trace.base_ns = base;
     }
@@ -326,6 +345,24 @@ struct RankSink {
     trace: RankTrace,
     base_ns: i64,
     host_ops: Option<HostOpsBuilder>,
+    timeline: Option<TimelineBuilder>,
+}
+
+/// Builds [`Timeline`]: interns names, categories and threads as events arrive.
+#[derive(Default)]
+struct TimelineBuilder {
+    timeline: Timeline,
+    thread_ids: FastMap<(Option<i64>, Option<i64>), u32>,
+}
+
+impl TimelineBuilder {
+    fn thread(&mut self, pid: Option<i64>, tid: Option<i64>) -> u32 {
+        let threads = &mut self.timeline.threads;
+        *self.thread_ids.entry((pid, tid)).or_insert_with(|| {
+            threads.push((pid, tid));
+            (threads.len() - 1) as u32
+        })
+    }
 }
 
 /// Builds [`HostOps`]: interns names, `Input Dims` texts and threads as events arrive.
@@ -412,9 +449,11 @@ impl RankSink {
                 dma_rows: Vec::new(),
                 max_end_rel_ns: None,
                 host_ops: None,
+                timeline: None,
             },
             base_ns: 0,
             host_ops: None,
+            timeline: None,
         }
     }
 }
@@ -559,6 +598,29 @@ impl RankSink {
                     ts_rel_ns,
                     dur_ns,
                     name,
+                });
+            }
+        }
+        if let Some(timeline) = &mut self.timeline {
+            if !keep {
+                let pid = c.pid.as_ref().and_then(Ident::as_i64);
+                let tid = c.tid.as_ref().and_then(Ident::as_i64);
+                let thread = timeline.thread(pid, tid);
+                let names = &mut timeline.timeline.names;
+                let event = TimelineEvent {
+                    ts_rel_ns,
+                    dur_ns,
+                    event_index: index,
+                    name: names.intern(name),
+                    category: names.intern(category),
+                    thread,
+                };
+                timeline.timeline.events.push(event);
+            } else if args.wait_on_stream != -1 || args.wait_on_event_corr != -1 {
+                timeline.timeline.waits.push(SyncWait {
+                    event_index: index,
+                    wait_on_stream: args.wait_on_stream,
+                    wait_on_event_corr: args.wait_on_event_corr,
                 });
             }
         }

@@ -194,6 +194,10 @@ pub(super) struct PickedArgs {
     pub(super) dma_queue: Option<i64>,
     /// `External id` (the first such key, when an integer), -1 when absent.
     pub(super) external_id: i64,
+    /// `wait_on_stream` (CUDA `Stream Wait Event`/`Event Sync` rows), -1 when absent.
+    pub(super) wait_on_stream: i64,
+    /// `wait_on_cuda_event_record_corr_id`, -1 when absent.
+    pub(super) wait_on_event_corr: i64,
     /// Args few events have (collectives, engine busy times), boxed: a parallel read
     /// moves every event's picks between threads.
     pub(super) rare: Option<Box<RareArgs>>,
@@ -227,6 +231,8 @@ impl PickedArgs {
             engine: None,
             dma_queue: None,
             external_id: -1,
+            wait_on_stream: -1,
+            wait_on_event_corr: -1,
             rare: None,
         };
         let Some(args) = &event.args else {
@@ -234,6 +240,7 @@ impl PickedArgs {
         };
         let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
         let mut external_id: Option<Option<i64>> = None;
+        let (mut wait_on_stream, mut wait_on_event_corr) = (None, None);
         let mut input_dims: Option<Option<&'a str>> = None;
         for (key, lazy) in args.iter_lazy() {
             let value = || lazy.value();
@@ -262,6 +269,10 @@ impl PickedArgs {
                 // As `Event::arg`: the first key, whatever its value.
                 "External id" => set(&mut external_id, || Some(value().as_i64())),
                 "Input Dims" => set(&mut input_dims, || Some(lazy.array_text())),
+                "wait_on_stream" => set(&mut wait_on_stream, || Some(int_coerce(&value()))),
+                "wait_on_cuda_event_record_corr_id" => {
+                    set(&mut wait_on_event_corr, || Some(int_coerce(&value())))
+                }
                 other => {
                     if let Some(engine) = other.strip_suffix(" busy (ns)") {
                         if let Some(ns) = value().as_i64() {
@@ -276,6 +287,8 @@ impl PickedArgs {
         picked.bytes = bytes.unwrap_or(-1);
         picked.memory_bw_gbps = bw.unwrap_or(0.0);
         picked.external_id = external_id.flatten().unwrap_or(-1);
+        picked.wait_on_stream = wait_on_stream.unwrap_or(-1);
+        picked.wait_on_event_corr = wait_on_event_corr.unwrap_or(-1);
         (picked, input_dims.flatten())
     }
 

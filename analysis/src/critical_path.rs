@@ -1,0 +1,590 @@
+//! Critical path: HTA's lightweight critical path analysis, exactly, and beyond it the
+//! path across ranks and a what-if that re-times the graph.
+//!
+//! # HTA's definition ([`Mode::HtaCompat`])
+//! HTA (`CriticalPathAnalysis.critical_path_analysis`, `../shared/reference/hta-analyses.md`)
+//! clips one rank to the window of an annotation's instance(s) (host events that start
+//! in it and last > 0, device rows whose launch does), makes a start and an end node per
+//! host operator, runtime call and launched device row, and links them:
+//! - per host thread, the call tree walked depth first: each node to the next with the
+//!   span between them (`critical_path_operator`, attributed to the enclosing event),
+//!   consecutive top-level operators by a zero-weight `critical_path_dependency`, a
+//!   blocking call's (`cudaStreamSynchronize`, `cudaMemcpy`, …) own span weighing 0;
+//! - per device row in time order: its span; `critical_path_kernel_launch_delay` from
+//!   the launch's start when the stream's queue was empty at the launch (queue length 1
+//!   after it, 0 after the row started) and the previous row had ended before the
+//!   launch; else `critical_path_kernel_kernel_delay` from the previous row's end (HTA
+//!   0.6: only for gaps under 1.5 ms); `Stream Sync`/`Context Sync` rows give
+//!   `critical_path_sync_dependency` edges from the last row of the stream (all streams)
+//!   to the end of the host call that waited.
+//!
+//! The longest path is networkx's `dag_longest_path` tie for tie (first predecessor of
+//! maximal length, first end node in networkx's topological order); the breakdown
+//! attributes each edge of the path to an event, and `bound_by` classifies it
+//! (`cpu_bound`, `gpu_compute_bound`, `gpu_communication_bound`,
+//! `gpu_kernel_kernel_overhead`, `gpu_kernel_launch_overhead`; dependencies ``).
+//! Proven equal to HTA 0.5 (the release on PyPI, whose critical path is the one the
+//! shared `simple_add` trace was made for in HTA's own tests) by
+//! `tests/critical_path_matches_hta.rs`: HTA run in the test venv, and a stored copy of
+//! its output.
+//!
+//! Not reproduced: `Event Sync`/`Stream Wait Event` edges, which need the
+//! `cudaEventRecord` that recorded the event (counted in [`Skipped::event_syncs`]);
+//! HTA 0.6's CUDA-runtime lock edges and its merge of the backward thread into the
+//! forward one (HTA 0.6 is not on PyPI and no test could check them); HTA 0.6's
+//! `data_loading` class (it needs the caller's list of data-loading event names).
+//!
+//! # Beyond HTA ([`Mode::Default`])
+//! Exact nanoseconds; every rank in one graph (each on its own clock plus its
+//! `baseTimeNanoseconds`): a collective's kernel ends only after every rank joined, so
+//! each rank's collective end gets an edge from every other rank's collective start
+//! ([`EdgeKind::CollectiveArrival`], weight the transfer time, end − last arrival), and
+//! its own span weighs only that transfer: the path goes through the rank that arrived
+//! last. Device rows are classified by category and args (a neuron collective is
+//! communication whatever its name), any host row a device row points at is a launch
+//! (neuron's `nrt_execute`), the neuron runtime's blocking read (`nrt_tensor_read`)
+//! waits for every stream, and [`Options::causal_edges`] adds the constraints HTA's
+//! rules leave out (launch before kernel, stream order) as zero-weight edges, so a
+//! re-timed graph ([`what_if`]) keeps every dependency the runtime has.
+//!
+//! Bad input: no matching annotation or instance is an error naming the rank and what
+//! was found; events HTA's rules cannot place (sync rows whose host call is outside the
+//! window, device rows with neither a launch nor a previous row, event syncs) are
+//! counted in [`Skipped`]; a cycle (times that contradict their order) is an error with
+//! the number of nodes on cycles.
+
+mod build;
+mod events;
+mod graph;
+pub mod what_if;
+
+use serde::Serialize;
+
+pub use events::CpEvent;
+pub use graph::{Cycle, Edge, EdgeKind, Graph, Node};
+
+use crate::classify::{HtaVersion, Mode};
+use crate::model::{FastMap, TraceSet};
+use crate::stats::NumpySort;
+
+/// What to analyze.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// HTA's rules and rounding ([`Mode::HtaCompat`], one rank), or ours (every rank).
+    pub mode: Mode,
+    /// Which HTA release compat mode follows (0.5: no kernel-kernel threshold; 0.6:
+    /// 1.5 ms).
+    pub hta_version: HtaVersion,
+    /// The numpy sort kernel whose order of equal times HTA 0.5's sorts take.
+    pub numpy_sort: NumpySort,
+    /// Events whose name contains this bound the window (HTA's `annotation`); empty:
+    /// the whole trace.
+    pub annotation: String,
+    /// First and last instance (inclusive) of the annotation, positions among the
+    /// matching events of each rank in file order.
+    pub instances: (usize, usize),
+    /// Ranks to analyze; `None`: every rank (compat mode: the first).
+    pub ranks: Option<Vec<i64>>,
+    /// Add the zero-weight ordering edges re-timing needs ([`Edge::causal`]; default
+    /// mode only).
+    pub causal_edges: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Default,
+            hta_version: HtaVersion::V0_5,
+            numpy_sort: NumpySort::default(),
+            annotation: "ProfilerStep#".to_owned(),
+            instances: (0, 0),
+            ranks: None,
+            causal_edges: true,
+        }
+    }
+}
+
+impl Options {
+    /// HTA's call `critical_path_analysis(rank, annotation, instance_id)` in compat
+    /// mode, HTA 0.5's rules.
+    pub fn hta(rank: i64, annotation: &str, instance: usize) -> Self {
+        Options {
+            mode: Mode::HtaCompat,
+            annotation: annotation.to_owned(),
+            instances: (instance, instance),
+            ranks: Some(vec![rank]),
+            causal_edges: false,
+            ..Options::default()
+        }
+    }
+}
+
+/// What the graph could not place, counted (never silently dropped).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// `Event Sync` / `Stream Wait Event` rows (need the `cudaEventRecord`).
+    pub event_syncs: u64,
+    /// `Stream Sync`/`Context Sync` rows whose waiting host call has no node (outside
+    /// the window).
+    pub syncs_without_host_call: u64,
+    /// Device rows that got neither a launch delay nor a kernel-kernel edge (HTA logs
+    /// "No edge was added").
+    pub kernels_without_edge: u64,
+    /// Edges of negative weight (a child ending after its parent after rounding),
+    /// counted as 0 on the path as HTA does.
+    pub negative_edges: u64,
+    /// Collectives seen on only some of the analyzed ranks (no cross-rank edges).
+    pub unmatched_collectives: u64,
+}
+
+/// One edge of the critical path. JSON: `{"rank", "kind", "duration_us",
+/// "event_index", "name", "category", "pid", "tid", "stream", "bound_by"}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PathEdge {
+    /// The rank of the edge's destination.
+    pub rank: i64,
+    /// HTA's edge type name (`critical_path_operator`, …).
+    pub kind: &'static str,
+    /// Weight, µs (as HTA's breakdown: a negative weight stays negative).
+    pub duration_us: f64,
+    /// The attributed event's position in its file, when the edge is a span or a
+    /// kernel-kernel delay.
+    pub event_index: Option<u64>,
+    /// The attributed event's name.
+    pub name: Option<String>,
+    /// Its category.
+    pub category: Option<String>,
+    /// Its `pid`.
+    pub pid: Option<i64>,
+    /// Its `tid`.
+    pub tid: Option<i64>,
+    /// Its `stream` (-1 on the host).
+    pub stream: Option<i64>,
+    /// HTA's class (`cpu_bound`, …; `""` for dependencies).
+    pub bound_by: &'static str,
+}
+
+/// Time on the path by class. JSON: `{"bound_by", "duration_us", "percent"}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BoundShare {
+    /// The class.
+    pub bound_by: &'static str,
+    /// Σ duration, µs.
+    pub duration_us: f64,
+    /// Share of the path's total, %.
+    pub percent: f64,
+}
+
+/// The window analyzed on one rank. JSON: `{"rank", "start_us", "end_us",
+/// "clipped_events"}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankWindow {
+    /// The rank.
+    pub rank: i64,
+    /// Window start, µs (the rank's clock; compat: relative to the file's base).
+    pub start_us: f64,
+    /// Window end, µs.
+    pub end_us: f64,
+    /// Events in the clipped window.
+    pub clipped_events: usize,
+}
+
+/// A critical path. JSON: `{"mode", "annotation", "windows": [RankWindow…], "nodes",
+/// "edges", "length_us", "summary": [BoundShare…], "path": [PathEdge…], "ranks_on_path",
+/// "skipped": Skipped}`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CriticalPath {
+    /// The rules followed.
+    pub mode: Mode,
+    /// The annotation that bounds the window.
+    pub annotation: String,
+    /// The window per rank.
+    pub windows: Vec<RankWindow>,
+    /// Nodes in the graph that have an edge (networkx's count).
+    pub nodes: usize,
+    /// Edges in the graph.
+    pub edges: usize,
+    /// Σ of the path's edge durations, µs.
+    pub length_us: f64,
+    /// Time on the path by class, in HTA's order of classes.
+    pub summary: Vec<BoundShare>,
+    /// The path's edges, in order.
+    pub path: Vec<PathEdge>,
+    /// Ranks the path runs through, with µs of path on each, in path order of first visit.
+    pub ranks_on_path: Vec<(i64, f64)>,
+    /// What could not be placed.
+    pub skipped: Skipped,
+}
+
+/// Why there is no critical path.
+#[derive(Debug)]
+pub enum CriticalPathError {
+    /// No trace of this rank among the inputs.
+    NoRank(i64),
+    /// No event name on the rank contains the annotation.
+    NoAnnotation {
+        /// The rank.
+        rank: i64,
+        /// Its file.
+        path: String,
+        /// The annotation.
+        annotation: String,
+    },
+    /// Fewer instances than asked.
+    NoInstance {
+        /// The rank.
+        rank: i64,
+        /// Its file.
+        path: String,
+        /// The annotation.
+        annotation: String,
+        /// The first instance asked.
+        instance: usize,
+        /// How many exist.
+        found: usize,
+    },
+    /// The window has no operators, runtime calls or kernels.
+    EmptyWindow {
+        /// The rank.
+        rank: i64,
+        /// The annotation.
+        annotation: String,
+    },
+    /// The graph has a cycle: event times contradict their order.
+    Cycle(Cycle),
+    /// The trace was loaded without [`crate::LoadOptions::with_timeline`].
+    NoTimeline(i64),
+}
+
+impl std::fmt::Display for CriticalPathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CriticalPathError::NoRank(rank) => {
+                write!(f, "no trace of rank {rank} among the inputs")
+            }
+            CriticalPathError::NoAnnotation {
+                rank,
+                path,
+                annotation,
+            } => write!(
+                f,
+                "rank {rank} ({path}): no event name contains the annotation {annotation:?}"
+            ),
+            CriticalPathError::NoInstance {
+                rank,
+                path,
+                annotation,
+                instance,
+                found,
+            } => write!(
+                f,
+                "rank {rank} ({path}): instance {instance} of {annotation:?} asked, {found} \
+                 found (instances count from 0)"
+            ),
+            CriticalPathError::EmptyWindow { rank, annotation } => write!(
+                f,
+                "rank {rank}: the window of {annotation:?} has no operators, runtime calls or \
+                 kernels"
+            ),
+            CriticalPathError::Cycle(cycle) => write!(
+                f,
+                "the dependency graph has a cycle ({} nodes on or behind cycles): event times \
+                 contradict their order (a damaged trace?)",
+                cycle.nodes_on_cycles
+            ),
+            CriticalPathError::NoTimeline(rank) => write!(
+                f,
+                "rank {rank}: the trace was loaded without its timeline \
+                 (LoadOptions::with_timeline)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CriticalPathError {}
+
+/// The graph of the analyzed ranks, with the events its nodes stand for.
+#[derive(Debug)]
+pub struct CpGraph<'t> {
+    /// The rules followed.
+    pub mode: Mode,
+    /// Ticks per µs: 1 in compat mode (HTA's integer µs), 1000 otherwise (ns).
+    pub ticks_per_us: i64,
+    /// Every event of the analyzed ranks (node `event` fields index it).
+    pub events: Vec<CpEvent<'t>>,
+    /// The graph.
+    pub graph: Graph,
+    /// The window of each rank, in ticks, and the clipped event count.
+    pub windows: Vec<(i64, (i64, i64), usize)>,
+    /// What could not be placed.
+    pub skipped: Skipped,
+    /// The annotation.
+    pub annotation: String,
+}
+
+/// One rank's clipped events (positions among all events) and their (start, end)
+/// nodes.
+type ClippedRank = (i64, Vec<u32>, FastMap<u32, (u32, u32)>);
+
+/// Builds the graph of the ranks `options` asks for.
+pub fn build_graph<'t>(
+    set: &'t TraceSet,
+    options: &Options,
+) -> Result<CpGraph<'t>, CriticalPathError> {
+    let compat = options.mode == Mode::HtaCompat;
+    let ranks: Vec<i64> = match &options.ranks {
+        Some(r) => r.clone(),
+        None if compat => set.ranks.iter().take(1).map(|r| r.rank).collect(),
+        None => set.ranks.iter().map(|r| r.rank).collect(),
+    };
+    let mut all_events: Vec<CpEvent<'t>> = Vec::new();
+    let mut graph = Graph::default();
+    let mut skipped = Skipped::default();
+    let mut windows = Vec::new();
+    // (rank, clipped positions in all_events) for the collective edges.
+    let mut clipped_by_rank: Vec<ClippedRank> = Vec::new();
+    for rank in ranks {
+        let trace = set.rank(rank).ok_or(CriticalPathError::NoRank(rank))?;
+        if trace.timeline.is_none() {
+            return Err(CriticalPathError::NoTimeline(rank));
+        }
+        let events = events::rank_events(trace, options.mode, !compat);
+        let path = trace.path.display().to_string();
+        let window = events::annotation_window(&events, &options.annotation, options.instances)
+            .map_err(|e| match e {
+                events::WindowError::NoEvents | events::WindowError::NoAnnotation => {
+                    CriticalPathError::NoAnnotation {
+                        rank,
+                        path: path.clone(),
+                        annotation: options.annotation.clone(),
+                    }
+                }
+                events::WindowError::NoInstance { found } => CriticalPathError::NoInstance {
+                    rank,
+                    path: path.clone(),
+                    annotation: options.annotation.clone(),
+                    instance: options.instances.0,
+                    found,
+                },
+            })?;
+        let clipped = events::clip(&events, window);
+        let base = all_events.len() as u32;
+        let rank_graph =
+            build::build_rank(&mut graph, &events, &clipped, options, &mut skipped, base);
+        if rank_graph.nodes_of.is_empty() {
+            return Err(CriticalPathError::EmptyWindow {
+                rank,
+                annotation: options.annotation.clone(),
+            });
+        }
+        windows.push((rank, window, clipped.len()));
+        let nodes_of: FastMap<u32, (u32, u32)> = rank_graph
+            .nodes_of
+            .iter()
+            .map(|(&i, &n)| (base + i, n))
+            .collect();
+        clipped_by_rank.push((rank, clipped.iter().map(|&i| base + i).collect(), nodes_of));
+        all_events.extend(events);
+    }
+    if !compat && clipped_by_rank.len() > 1 {
+        collective_edges(&mut graph, &all_events, &clipped_by_rank, &mut skipped);
+    }
+    skipped.negative_edges = graph.edges.iter().filter(|e| e.weight < 0).count() as u64;
+    Ok(CpGraph {
+        mode: options.mode,
+        ticks_per_us: if compat { 1 } else { 1000 },
+        events: all_events,
+        graph,
+        windows,
+        skipped,
+        annotation: options.annotation.clone(),
+    })
+}
+
+/// Cross-rank edges: instances of one collective (process group, name, `Seq` or
+/// occurrence) on every analyzed rank end together, after the last arrival.
+fn collective_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    ranks: &[ClippedRank],
+    skipped: &mut Skipped,
+) {
+    type Key = (String, String, Option<i64>);
+    let mut instances: std::collections::BTreeMap<Key, Vec<(u32, u32, u32)>> = Default::default();
+    for (_, clipped, nodes_of) in ranks {
+        for &i in clipped {
+            let e = &events[i as usize];
+            let (Some(key), Some(&(start, end))) = (&e.collective, nodes_of.get(&i)) else {
+                continue;
+            };
+            instances
+                .entry(key.clone())
+                .or_default()
+                .push((i, start, end));
+        }
+    }
+    for parts in instances.values() {
+        if parts.len() != ranks.len() {
+            skipped.unmatched_collectives += 1;
+            continue;
+        }
+        let last_arrival = parts
+            .iter()
+            .map(|&(_, s, _)| graph.nodes[s as usize].ts)
+            .max()
+            .expect("parts are not empty");
+        for &(i, start, end) in parts {
+            let transfer = (graph.nodes[end as usize].ts - last_arrival).max(0);
+            // The own span weighs the transfer only: the wait is the other ranks'.
+            if let Some(id) = graph.edge_between(start, end) {
+                graph.edges[id as usize].weight = transfer;
+            }
+            for &(_, other_start, _) in parts {
+                if other_start == start {
+                    continue;
+                }
+                graph.add_edge(Edge {
+                    src: other_start,
+                    dst: end,
+                    weight: transfer,
+                    kind: EdgeKind::CollectiveArrival,
+                    attributed: Some(i),
+                    scales: true,
+                    causal: false,
+                });
+            }
+        }
+    }
+}
+
+/// HTA's `bound_by` of one path edge.
+fn bound_by(edge: &Edge, event: Option<&CpEvent<'_>>) -> &'static str {
+    match edge.kind {
+        EdgeKind::KernelKernelDelay => "gpu_kernel_kernel_overhead",
+        EdgeKind::LaunchDelay => "gpu_kernel_launch_overhead",
+        EdgeKind::Dependency | EdgeKind::SyncDependency => "",
+        EdgeKind::CollectiveArrival => "gpu_communication_bound",
+        EdgeKind::Operator => match event {
+            Some(e) if e.stream < 0 => "cpu_bound",
+            Some(e) if e.is_comm => "gpu_communication_bound",
+            Some(_) => "gpu_compute_bound",
+            None => "cpu_bound",
+        },
+    }
+}
+
+/// The order HTA's summary lists classes in (pandas' `groupby`: sorted by name).
+const BOUND_CLASSES: [&str; 6] = [
+    "",
+    "cpu_bound",
+    "gpu_communication_bound",
+    "gpu_compute_bound",
+    "gpu_kernel_kernel_overhead",
+    "gpu_kernel_launch_overhead",
+];
+
+impl CpGraph<'_> {
+    /// The longest path and its breakdown.
+    pub fn critical_path(&self) -> Result<CriticalPath, CriticalPathError> {
+        let path = self
+            .graph
+            .longest_path(|e| e.weight)
+            .map_err(CriticalPathError::Cycle)?;
+        Ok(self.describe(&path, |e| e.weight))
+    }
+
+    /// Describes a path whose edges weigh `weight(edge)` ticks.
+    pub(crate) fn describe(&self, path: &[u32], weight: impl Fn(&Edge) -> i64) -> CriticalPath {
+        let us = |ticks: i64| ticks as f64 / self.ticks_per_us as f64;
+        let mut edges = Vec::with_capacity(path.len());
+        let mut by_class: FastMap<&'static str, i64> = FastMap::default();
+        let mut ranks_on_path: Vec<(i64, f64)> = Vec::new();
+        let mut total = 0i64;
+        for &id in path {
+            let edge = &self.graph.edges[id as usize];
+            let event = edge.attributed.map(|i| &self.events[i as usize]);
+            let dst_rank = self.events[self.graph.nodes[edge.dst as usize].event as usize].rank;
+            let class = bound_by(edge, event);
+            let w = weight(edge);
+            *by_class.entry(class).or_default() += w;
+            total += w;
+            match ranks_on_path.iter_mut().find(|(r, _)| *r == dst_rank) {
+                Some(slot) => slot.1 += us(w),
+                None => ranks_on_path.push((dst_rank, us(w))),
+            }
+            edges.push(PathEdge {
+                rank: dst_rank,
+                kind: edge.kind.hta_name(),
+                duration_us: us(w),
+                event_index: event.map(|e| e.event_index),
+                name: event.map(|e| e.name.to_owned()),
+                category: event.map(|e| e.category.to_owned()),
+                pid: event.and_then(|e| e.pid),
+                tid: event.and_then(|e| e.tid),
+                stream: event.map(|e| e.stream),
+                bound_by: class,
+            });
+        }
+        let summary = BOUND_CLASSES
+            .iter()
+            .filter_map(|&class| {
+                let d = *by_class.get(class)?;
+                Some(BoundShare {
+                    bound_by: class,
+                    duration_us: us(d),
+                    percent: if total == 0 {
+                        0.0
+                    } else {
+                        d as f64 / total as f64 * 100.0
+                    },
+                })
+            })
+            .collect();
+        CriticalPath {
+            mode: self.mode,
+            annotation: self.annotation.clone(),
+            windows: self
+                .windows
+                .iter()
+                .map(|&(rank, (s, e), n)| RankWindow {
+                    rank,
+                    start_us: us(s),
+                    end_us: us(e),
+                    clipped_events: n,
+                })
+                .collect(),
+            nodes: self.graph.connected_nodes(),
+            edges: self.graph.edges.len(),
+            length_us: us(total),
+            summary,
+            path: edges,
+            ranks_on_path,
+            skipped: self.skipped.clone(),
+        }
+    }
+
+    /// The events on the path (HTA's `critical_path_events_set`): (rank, event index)
+    /// of every node's event.
+    pub fn path_events(&self, path: &[u32]) -> Vec<(i64, u64)> {
+        let mut out: Vec<(i64, u64)> = path
+            .iter()
+            .flat_map(|&id| {
+                let e = &self.graph.edges[id as usize];
+                [e.src, e.dst]
+            })
+            .map(|n| {
+                let ev = &self.events[self.graph.nodes[n as usize].event as usize];
+                (ev.rank, ev.event_index)
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Builds the graph and its longest path.
+pub fn critical_path(set: &TraceSet, options: &Options) -> Result<CriticalPath, CriticalPathError> {
+    build_graph(set, options)?.critical_path()
+}

@@ -1,0 +1,731 @@
+//! HTA's edge rules (`hta/analyzers/critical_path_analysis.py`, `CPGraph`), applied to
+//! the clipped events of one rank: nodes, call-stack edges per host thread, kernel
+//! edges per stream with the queue-length test, synchronizations.
+
+use super::events::CpEvent;
+use super::graph::{Edge, EdgeKind, Graph, Node};
+use super::{Options, Skipped};
+use crate::analyses::queue_length::HTA_LAUNCH_NAMES;
+use crate::classify::{HtaVersion, Mode};
+use crate::model::FastMap;
+
+/// HTA's `BLOCKING_SYNC_CALLS`: host calls whose own span is waiting (weight 0), plus,
+/// in the default mode, the neuron runtime's blocking reads.
+const BLOCKING_CALLS: [&str; 6] = [
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventQuery",
+    "cudaEventSynchronize",
+    "cudaMemcpy",
+    "cudaMemcpyAsync",
+];
+
+/// Neuron runtime calls that wait for the device (a host read of device memory waits
+/// for the queue to drain: `neuron-backend`'s `nrt_tensor_read`; an explicit wait).
+const NEURON_BLOCKING_CALLS: [&str; 4] = [
+    "nrt_tensor_read",
+    "nrt_synchronize",
+    "nrt_stream_synchronize",
+    "nrt_cc_wait",
+];
+
+/// A host thread: (`pid`, `tid`).
+type Thread = (Option<i64>, Option<i64>);
+
+/// The neuron runtime's device-side wait (`neuron-backend` `Work::wait`,
+/// `Stream::wait_event`): later work on the stream waits for the event.
+const NEURON_EVENT_WAIT: &str = "nrt_event_wait";
+
+/// Default mode: which device row waits for which collective. A host thread's
+/// `nrt_event_wait` makes its stream wait for the oldest collective the thread launched
+/// and has not waited for yet (DDP waits its works in order); the next device row the
+/// thread launches after the wait starts no earlier than that collective's end.
+/// Returns (waiting row, collective row), positions in `events`.
+fn neuron_event_waits(events: &[CpEvent<'_>], clipped: &[u32]) -> Vec<(u32, u32)> {
+    let by_index: FastMap<u64, u32> = clipped
+        .iter()
+        .map(|&i| (events[i as usize].event_index, i))
+        .collect();
+    // Per thread, in time order: launches (with their device row) and waits.
+    let mut per_thread: std::collections::BTreeMap<Thread, Vec<(i64, u64, u32)>> =
+        Default::default();
+    for &i in clipped {
+        let e = &events[i as usize];
+        if e.on_stream() {
+            continue;
+        }
+        let launches = e.index_correlation > 0
+            && by_index
+                .get(&(e.index_correlation as u64))
+                .is_some_and(|&k| events[k as usize].on_stream());
+        if launches || e.name == NEURON_EVENT_WAIT {
+            per_thread
+                .entry((e.pid, e.tid))
+                .or_default()
+                .push((e.ts, e.event_index, i));
+        }
+    }
+    let mut out = Vec::new();
+    for calls in per_thread.values_mut() {
+        calls.sort_unstable();
+        let mut unwaited: std::collections::VecDeque<u32> = Default::default();
+        let mut pending: Vec<u32> = Vec::new();
+        for &(_, _, i) in calls.iter() {
+            let e = &events[i as usize];
+            if e.name == NEURON_EVENT_WAIT {
+                pending.extend(unwaited.pop_front());
+                continue;
+            }
+            let Some(&row) = by_index.get(&(e.index_correlation as u64)) else {
+                continue;
+            };
+            if events[row as usize].is_comm {
+                unwaited.push_back(row);
+            } else {
+                out.extend(pending.drain(..).map(|c| (row, c)));
+            }
+        }
+    }
+    out
+}
+
+/// HTA 0.6's `KERNEL_KERNEL_DELAY_THRESHOLD_US`: a gap longer than this between two
+/// kernels of a stream is not a kernel-kernel delay (an unrecognised dependency).
+pub(crate) const KERNEL_KERNEL_DELAY_THRESHOLD_US: i64 = 1500;
+
+/// The graph of one rank and what maps events to nodes.
+pub(crate) struct RankGraph {
+    /// Node ids of each clipped event: (start, end), by position in the rank's events.
+    pub(crate) nodes_of: FastMap<u32, (u32, u32)>,
+}
+
+/// Whether an event gets nodes: host operators and runtime calls, device rows with a
+/// launch (HTA `get_operator_or_cuda_runtime_query` or `stream != -1 and
+/// index_correlation >= 0`).
+fn gets_nodes(e: &CpEvent<'_>, mode: Mode) -> bool {
+    if e.on_stream() && e.index_correlation >= 0 {
+        return true;
+    }
+    match mode {
+        Mode::HtaCompat => matches!(e.category, "cpu_op" | "cuda_runtime" | "cuda_driver"),
+        Mode::Default => {
+            !e.on_stream()
+                && (matches!(
+                    e.category,
+                    "cpu_op" | "Operator" | "Runtime" | "cuda_driver"
+                ) || e.category.ends_with("_runtime"))
+        }
+    }
+}
+
+fn is_blocking(e: &CpEvent<'_>, mode: Mode) -> bool {
+    BLOCKING_CALLS.contains(&e.name)
+        || (mode == Mode::Default && NEURON_BLOCKING_CALLS.contains(&e.name))
+}
+
+/// Adds the nodes and edges of one rank's clipped events to `graph`.
+pub(crate) fn build_rank(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    options: &Options,
+    skipped: &mut Skipped,
+    event_base: u32,
+) -> RankGraph {
+    let mode = options.mode;
+    // --- nodes (HTA `_create_event_nodes`): starts then ends, sorted by time.
+    let with_nodes: Vec<u32> = clipped
+        .iter()
+        .copied()
+        .filter(|&i| gets_nodes(&events[i as usize], mode))
+        .collect();
+    let mut keys: Vec<(i64, u32, bool)> = Vec::with_capacity(with_nodes.len() * 2);
+    keys.extend(with_nodes.iter().map(|&i| (events[i as usize].ts, i, true)));
+    keys.extend(
+        with_nodes
+            .iter()
+            .map(|&i| (events[i as usize].end, i, false)),
+    );
+    let order: Vec<usize> = if mode == Mode::HtaCompat && options.hta_version == HtaVersion::V0_5 {
+        // HTA 0.5 sorts by `ts` alone with pandas' default (numpy's unstable quicksort).
+        let ts: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        options.numpy_sort.argsort(&ts)
+    } else {
+        // HTA 0.6 sorts by (`ts`, event index), stably; so do we.
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&k| (keys[k].0, events[keys[k].1 as usize].event_index));
+        order
+    };
+    let mut nodes_of: FastMap<u32, (u32, u32)> = FastMap::default();
+    for &k in &order {
+        let (ts, i, is_start) = keys[k];
+        let id = graph.add_node(Node {
+            ts,
+            event: event_base + i,
+            is_start,
+        });
+        let slot = nodes_of.entry(i).or_insert((u32::MAX, u32::MAX));
+        if is_start {
+            slot.0 = id;
+        } else {
+            slot.1 = id;
+        }
+    }
+    let rank_graph = RankGraph { nodes_of };
+    call_stack_edges(graph, events, clipped, &rank_graph, mode, event_base);
+    kernel_edges(
+        graph,
+        events,
+        clipped,
+        &rank_graph,
+        options,
+        skipped,
+        event_base,
+    );
+    rank_graph
+}
+
+fn add(
+    graph: &mut Graph,
+    src: u32,
+    dst: u32,
+    kind: EdgeKind,
+    zero_weight: bool,
+    attributed: Option<u32>,
+) -> Option<u32> {
+    let weight = match kind {
+        EdgeKind::Dependency | EdgeKind::SyncDependency => 0,
+        _ if zero_weight => 0,
+        _ => graph.nodes[dst as usize].ts - graph.nodes[src as usize].ts,
+    };
+    let scales = matches!(kind, EdgeKind::Operator) && !zero_weight;
+    graph.add_edge(Edge {
+        src,
+        dst,
+        weight,
+        kind,
+        attributed,
+        scales,
+        causal: false,
+    })
+}
+
+/// A zero-weight edge that only orders two nodes (see [`Edge::causal`]).
+fn causal(graph: &mut Graph, src: u32, dst: u32, kind: EdgeKind) {
+    graph.add_edge(Edge {
+        src,
+        dst,
+        weight: 0,
+        kind,
+        attributed: None,
+        scales: false,
+        causal: true,
+    });
+}
+
+/// HTA's `_attribute_edge` for span edges: a start source owns the edge; an end
+/// destination owns it; between an end and a start, the source's parent does.
+fn attribution(graph: &Graph, src: u32, dst: u32, src_parent: Option<u32>) -> Option<u32> {
+    let (s, d) = (graph.nodes[src as usize], graph.nodes[dst as usize]);
+    if s.is_start {
+        Some(s.event)
+    } else if !d.is_start {
+        Some(d.event)
+    } else {
+        src_parent
+    }
+}
+
+/// One event of a thread for the stack: (event position, time, duration, start?).
+#[derive(Clone, Copy)]
+struct StackEvent {
+    event: u32,
+    event_index: u64,
+    time: i64,
+    dur: i64,
+    is_start: bool,
+}
+
+/// HTA `call_stack.compare_events`: the order of starts and ends on one thread.
+fn compare(x: &StackEvent, y: &StackEvent) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    if x.event_index == y.event_index {
+        return if x.is_start == y.is_start {
+            Equal
+        } else if x.is_start {
+            Less
+        } else {
+            Greater
+        };
+    }
+    match x.time.cmp(&y.time) {
+        Equal => {}
+        other => return other,
+    }
+    if x.is_start == y.is_start {
+        if x.is_start {
+            if x.dur == y.dur {
+                x.event_index.cmp(&y.event_index)
+            } else if x.dur < y.dur {
+                Greater
+            } else {
+                Less
+            }
+        } else if x.dur == y.dur {
+            y.event_index.cmp(&x.event_index)
+        } else if x.dur < y.dur {
+            Less
+        } else {
+            Greater
+        }
+    } else if x.dur > 0 && y.dur > 0 {
+        // A start and an end at one instant: the end first.
+        if x.is_start {
+            Greater
+        } else {
+            Less
+        }
+    } else if x.dur == 0 && y.dur == 0 {
+        x.event_index.cmp(&y.event_index)
+    } else if x.is_start {
+        // One of them an instant: the start first.
+        Less
+    } else {
+        Greater
+    }
+}
+
+/// HTA `_construct_graph_from_call_stacks`: per host thread, the call tree of the
+/// clipped host events (`CallStackGraph`), walked depth first, linking each node to the
+/// next and consecutive top-level operators by a dependency.
+fn call_stack_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    rank_graph: &RankGraph,
+    mode: Mode,
+    event_base: u32,
+) {
+    // Threads in (pid, tid) order, as pandas' groupby; a thread with a row on a stream
+    // > 0 is a device stream (no call stack).
+    let mut threads: std::collections::BTreeMap<(Option<i64>, Option<i64>), Vec<u32>> =
+        Default::default();
+    for &i in clipped {
+        let e = &events[i as usize];
+        threads.entry((e.pid, e.tid)).or_default().push(i);
+    }
+    for thread in threads.values() {
+        let has_stream = |i: &u32| events[*i as usize].stream > 0;
+        if thread.iter().any(has_stream) {
+            continue;
+        }
+        if !thread.iter().all(|&i| events[i as usize].stream < 0) {
+            continue; // HTA's device type UNKNOWN: no call stack either
+        }
+        let members: Vec<u32> = thread
+            .iter()
+            .copied()
+            .filter(|&i| {
+                mode == Mode::HtaCompat || events[i as usize].category != "gpu_user_annotation"
+            })
+            .collect();
+        let mut stack_events: Vec<StackEvent> = Vec::with_capacity(members.len() * 2);
+        for &i in &members {
+            let e = &events[i as usize];
+            let dur = e.dur().max(0);
+            for is_start in [true, false] {
+                stack_events.push(StackEvent {
+                    event: i,
+                    event_index: e.event_index,
+                    time: if is_start { e.ts } else { e.ts + dur },
+                    dur,
+                    is_start,
+                });
+            }
+        }
+        stack_events.sort_by(compare);
+        // The tree: children in order, parent of each.
+        const ROOT: u32 = u32::MAX;
+        let mut children: FastMap<u32, Vec<u32>> = FastMap::default();
+        let mut parent: FastMap<u32, u32> = FastMap::default();
+        let mut stack: Vec<u32> = Vec::new();
+        for se in &stack_events {
+            if se.is_start {
+                let p = stack.last().copied().unwrap_or(ROOT);
+                if parent.contains_key(&se.event) {
+                    continue;
+                }
+                children.entry(p).or_default().push(se.event);
+                parent.insert(se.event, p);
+                stack.push(se.event);
+            } else {
+                stack.pop();
+            }
+        }
+        // Depth-first walk (HTA `dfs_traverse` with the 0.5 enter/exit functions).
+        let mut walk = Walk {
+            last_node: None,
+            last_highlevel: None,
+            depth: 0,
+            last_parent: None,
+        };
+        let mut todo: Vec<(u32, bool)> = vec![(ROOT, true)];
+        while let Some((event, entering)) = todo.pop() {
+            if entering {
+                todo.push((event, false));
+                if let Some(kids) = children.get(&event) {
+                    todo.extend(kids.iter().rev().map(|&k| (k, true)));
+                }
+                if event != ROOT {
+                    let p = parent.get(&event).copied().filter(|&p| p != ROOT);
+                    walk.enter(graph, rank_graph, events, event, p, event_base);
+                }
+            } else if event != ROOT {
+                let p = parent.get(&event).copied().filter(|&p| p != ROOT);
+                walk.exit(graph, rank_graph, events, event, p, mode, event_base);
+            }
+        }
+    }
+}
+
+struct Walk {
+    last_node: Option<u32>,
+    last_highlevel: Option<u32>,
+    depth: u32,
+    /// The parent event (graph event id) of the last node's event.
+    last_parent: Option<u32>,
+}
+
+impl Walk {
+    fn enter(
+        &mut self,
+        graph: &mut Graph,
+        rank_graph: &RankGraph,
+        _events: &[CpEvent<'_>],
+        event: u32,
+        parent: Option<u32>,
+        event_base: u32,
+    ) {
+        let Some(&(start, _)) = rank_graph.nodes_of.get(&event) else {
+            return;
+        };
+        if self.depth == 0 {
+            if let Some(prev) = self.last_highlevel {
+                add(graph, prev, start, EdgeKind::Dependency, false, None);
+            }
+        }
+        self.depth += 1;
+        if let Some(last) = self.last_node {
+            let attributed = attribution(graph, last, start, self.last_parent);
+            add(graph, last, start, EdgeKind::Operator, false, attributed);
+        }
+        self.last_node = Some(start);
+        self.last_parent = parent.map(|p| event_base + p);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn exit(
+        &mut self,
+        graph: &mut Graph,
+        rank_graph: &RankGraph,
+        events: &[CpEvent<'_>],
+        event: u32,
+        parent: Option<u32>,
+        mode: Mode,
+        event_base: u32,
+    ) {
+        let Some(&(_, end)) = rank_graph.nodes_of.get(&event) else {
+            return;
+        };
+        self.depth = self.depth.saturating_sub(1);
+        if let Some(last) = self.last_node {
+            let zero = is_blocking(&events[event as usize], mode);
+            let attributed = attribution(graph, last, end, self.last_parent);
+            add(graph, last, end, EdgeKind::Operator, zero, attributed);
+        }
+        if self.depth == 0 {
+            self.last_node = None;
+            self.last_highlevel = Some(end);
+        } else {
+            self.last_node = Some(end);
+            self.last_parent = parent.map(|p| event_base + p);
+        }
+    }
+}
+
+/// Whether a host event launches device work, for the queue length.
+fn is_launch(e: &CpEvent<'_>, mode: Mode, launch_of_kernel: &crate::model::FastSet<u64>) -> bool {
+    if e.on_stream() || e.index_correlation <= 0 {
+        return false;
+    }
+    match mode {
+        Mode::HtaCompat => HTA_LAUNCH_NAMES.contains(&e.name),
+        // One launch per device row: the host row the device row points at.
+        Mode::Default => launch_of_kernel.contains(&e.event_index),
+    }
+}
+
+/// HTA `TraceCounters._get_queue_length_time_series_for_rank` over all the rank's
+/// events: +1 at each launch, −1 at each device row's start, per stream, in time order.
+/// Returns the queue length after each launch and each device row, by event index.
+fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64> {
+    let mode = options.mode;
+    let launch_of_kernel: crate::model::FastSet<u64> = events
+        .iter()
+        .filter(|e| e.on_stream() && e.index_correlation > 0 && e.category != "cuda_sync")
+        .map(|e| e.index_correlation as u64)
+        .collect();
+    let mut stream_of_corr: FastMap<i64, i64> = FastMap::default();
+    for e in events
+        .iter()
+        .filter(|e| e.on_stream() && e.correlation != -1)
+    {
+        stream_of_corr.insert(e.correlation, e.stream);
+    }
+    let mut launch_corrs: crate::model::FastSet<i64> = Default::default();
+    // (ts, delta, stream, event index): launches in file order, then device rows.
+    let mut changes: Vec<(i64, i64, i64, u64)> = Vec::new();
+    for e in events {
+        if is_launch(e, mode, &launch_of_kernel) {
+            if let Some(&stream) = stream_of_corr.get(&e.correlation) {
+                changes.push((e.ts, 1, stream, e.event_index));
+                launch_corrs.insert(e.correlation);
+            }
+        }
+    }
+    for e in events {
+        if e.on_stream() && launch_corrs.contains(&e.correlation) {
+            changes.push((e.ts, -1, e.stream, e.event_index));
+        }
+    }
+    let order: Vec<usize> = if mode == Mode::HtaCompat {
+        let ts: Vec<i64> = changes.iter().map(|c| c.0).collect();
+        options.numpy_sort.argsort(&ts)
+    } else {
+        let mut order: Vec<usize> = (0..changes.len()).collect();
+        order.sort_by_key(|&i| changes[i].0);
+        order
+    };
+    let mut per_stream: FastMap<i64, i64> = FastMap::default();
+    let mut result = FastMap::default();
+    for i in order {
+        let (_, delta, stream, event_index) = changes[i];
+        let q = per_stream.entry(stream).or_default();
+        *q += delta;
+        result.insert(event_index, *q);
+    }
+    result
+}
+
+/// HTA `_construct_graph_from_kernels`: per device row in time order (sync rows by
+/// their end), its span; a launch delay when the queue was empty, else a kernel-kernel
+/// delay from the previous row of the stream; stream and context syncs as edges to the
+/// waiting host call's end.
+#[allow(clippy::too_many_arguments)]
+fn kernel_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    rank_graph: &RankGraph,
+    options: &Options,
+    skipped: &mut Skipped,
+    event_base: u32,
+) {
+    let mode = options.mode;
+    let queue = queue_lengths(events, options);
+    let by_index: FastMap<u64, u32> = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.event_index, i as u32))
+        .collect();
+    // Device rows and sync rows; in the default mode also the blocking host calls,
+    // which wait for every stream of their device (as a Context Sync).
+    let blocking_host = |e: &CpEvent<'_>| {
+        mode == Mode::Default && !e.on_stream() && NEURON_BLOCKING_CALLS.contains(&e.name)
+    };
+    let rows: Vec<u32> = clipped
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let e = &events[i as usize];
+            ((e.on_stream() || e.name == "Event Sync" || e.name == "Context Sync")
+                && e.index_correlation >= 0)
+                || blocking_host(e)
+        })
+        .collect();
+    let is_sync = |e: &CpEvent<'_>| e.category == "cuda_sync" || blocking_host(e);
+    let sort_keys: Vec<i64> = rows
+        .iter()
+        .map(|&i| {
+            let e = &events[i as usize];
+            if is_sync(e) {
+                e.end
+            } else {
+                e.ts
+            }
+        })
+        .collect();
+    let order: Vec<usize> = if mode == Mode::HtaCompat {
+        options.numpy_sort.argsort(&sort_keys)
+    } else {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by_key(|&k| (sort_keys[k], events[rows[k] as usize].event_index));
+        order
+    };
+    // Device rows that wait for a collective (neuron's device-side event waits).
+    let mut waits_for: FastMap<u32, Vec<u32>> = FastMap::default();
+    if mode == Mode::Default {
+        for (row, collective) in neuron_event_waits(events, clipped) {
+            waits_for.entry(row).or_default().push(collective);
+        }
+    }
+    // Last end node per stream, in first-seen order (a Context Sync waits for all).
+    let mut last_node: Vec<(i64, u32)> = Vec::new();
+    let threshold = match (mode, options.hta_version) {
+        (Mode::HtaCompat, HtaVersion::V0_5) => None,
+        (Mode::HtaCompat, _) => Some(KERNEL_KERNEL_DELAY_THRESHOLD_US),
+        (Mode::Default, _) => Some(KERNEL_KERNEL_DELAY_THRESHOLD_US * 1000),
+    };
+    for k in order {
+        let i = rows[k];
+        let e = &events[i as usize];
+        let runtime = by_index.get(&(e.index_correlation as u64)).copied();
+        if blocking_host(e) {
+            if let Some(&(_, call_end)) = rank_graph.nodes_of.get(&i) {
+                let call_end_ts = graph.nodes[call_end as usize].ts;
+                let targets: Vec<u32> = last_node
+                    .iter()
+                    .map(|&(_, n)| n)
+                    .filter(|&n| graph.nodes[n as usize].ts <= call_end_ts)
+                    .collect();
+                for node in targets {
+                    add(graph, node, call_end, EdgeKind::SyncDependency, false, None);
+                }
+            }
+            continue;
+        }
+        if is_sync(e) {
+            match e.name {
+                "Stream Sync" | "Context Sync" => {
+                    let Some(&(_, runtime_end)) = runtime.and_then(|r| rank_graph.nodes_of.get(&r))
+                    else {
+                        skipped.syncs_without_host_call += 1;
+                        continue;
+                    };
+                    let targets: Vec<u32> = if e.name == "Context Sync" {
+                        last_node.iter().map(|&(_, n)| n).collect()
+                    } else {
+                        last_node
+                            .iter()
+                            .filter(|(s, _)| *s == e.stream)
+                            .map(|&(_, n)| n)
+                            .collect()
+                    };
+                    for node in targets {
+                        add(
+                            graph,
+                            node,
+                            runtime_end,
+                            EdgeKind::SyncDependency,
+                            false,
+                            None,
+                        );
+                    }
+                }
+                _ => {
+                    // Event syncs need the cudaEventRecord that recorded the event.
+                    skipped.event_syncs += 1;
+                }
+            }
+            continue;
+        }
+        let Some(&(start, end)) = rank_graph.nodes_of.get(&i) else {
+            continue;
+        };
+        add(
+            graph,
+            start,
+            end,
+            EdgeKind::Operator,
+            false,
+            Some(event_base + i),
+        );
+        let previous = last_node
+            .iter()
+            .find(|(s, _)| *s == e.stream)
+            .map(|&(_, n)| n);
+        // The latest end among the collectives this row waits for (HTA's kernel_sync).
+        let mut sync_end: Option<u32> = None;
+        for c in waits_for.get(&i).into_iter().flatten() {
+            if let Some(&(_, c_end)) = rank_graph.nodes_of.get(c) {
+                add(graph, c_end, start, EdgeKind::SyncDependency, false, None);
+                if sync_end
+                    .is_none_or(|s| graph.nodes[c_end as usize].ts > graph.nodes[s as usize].ts)
+                {
+                    sync_end = Some(c_end);
+                }
+            }
+        }
+        let sync_ts = sync_end.map(|n| graph.nodes[n as usize].ts);
+        let runtime_event = runtime.map(|r| &events[r as usize]);
+        let runtime_ts = runtime_event.map_or(i64::MIN, |r| r.ts);
+        let queue_at_launch = queue.get(&(e.index_correlation as u64)).copied();
+        let queue_at_kernel = queue.get(&e.event_index).copied();
+        let mut added = false;
+        if queue_at_launch == Some(1)
+            && queue_at_kernel == Some(0)
+            && previous.is_none_or(|p| graph.nodes[p as usize].ts < runtime_ts)
+            && sync_ts.is_none_or(|t| t < runtime_ts)
+        {
+            if let Some(&(runtime_start, _)) = runtime.and_then(|r| rank_graph.nodes_of.get(&r)) {
+                add(
+                    graph,
+                    runtime_start,
+                    start,
+                    EdgeKind::LaunchDelay,
+                    false,
+                    None,
+                );
+                added = true;
+            }
+        } else if let Some(p) =
+            previous.filter(|&p| sync_ts.is_none_or(|t| t < graph.nodes[p as usize].ts))
+        {
+            let gap = graph.nodes[start as usize].ts - graph.nodes[p as usize].ts;
+            if threshold.is_none_or(|t| gap < t) {
+                let attributed = Some(graph.nodes[p as usize].event);
+                add(
+                    graph,
+                    p,
+                    start,
+                    EdgeKind::KernelKernelDelay,
+                    false,
+                    attributed,
+                );
+                added = true;
+            }
+        }
+        if !added && sync_end.is_none() {
+            skipped.kernels_without_edge += 1;
+        }
+        if options.causal_edges && mode == Mode::Default {
+            // Every constraint the runtime has, for re-timing: a kernel starts after
+            // its launch (HTA's zero-weight launch edges) and after the previous
+            // kernel of its stream, also where HTA's rules put no edge.
+            if let Some(&(runtime_start, _)) = runtime.and_then(|r| rank_graph.nodes_of.get(&r)) {
+                if graph.edge_between(runtime_start, start).is_none() {
+                    causal(graph, runtime_start, start, EdgeKind::LaunchDelay);
+                }
+            }
+            if let Some(p) = previous {
+                if graph.edge_between(p, start).is_none() {
+                    causal(graph, p, start, EdgeKind::KernelKernelDelay);
+                }
+            }
+        }
+        match last_node.iter_mut().find(|(s, _)| *s == e.stream) {
+            Some(slot) => slot.1 = end,
+            None => last_node.push((e.stream, end)),
+        }
+    }
+}

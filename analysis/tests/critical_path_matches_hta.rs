@@ -1,0 +1,166 @@
+//! The critical path in HTA-compat mode equals HTA 0.5's on HTA's own critical-path
+//! trace (`../shared/traces/hta/simple_add.json.gz`, annotation
+//! `[param|pytorch.model.alex_net|0|0|0|measure|forward]`, instance 1, as in HTA's
+//! `tests/test_critical_path_analysis.py`): the path's length, its summary by
+//! `bound_by`, every edge of its breakdown (attributed event, type, duration, class),
+//! the set of critical events, and the graph's node and edge counts.
+//!
+//! Checked twice: against HTA run here (`scripts/hta_critical_path.py` in the HTA venv,
+//! `bash scripts/hta-venv`; skipped with a message without it, failing under `CI`), and
+//! against a stored copy of what HTA 0.5.0 printed
+//! (`tests/data/hta-critical-path/simple_add.json`), so a clone without the venv still
+//! checks the numbers (the trace itself is read from `../shared/traces/`; without it the
+//! tests skip with a message, failing under `CI`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use analysis::critical_path::{build_graph, Options};
+use analysis::stats::NumpySort;
+use analysis::{load_paths, LoadOptions};
+use serde_json::Value;
+
+const ANNOTATION: &str = "[param|pytorch.model.alex_net|0|0|0|measure|forward]";
+
+fn shared_trace() -> Option<PathBuf> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/hta/simple_add.json.gz");
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run this test: {} is missing",
+        path.display()
+    );
+    eprintln!("SKIPPED: {} not found", path.display());
+    None
+}
+
+fn hta_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("NEURONPROF_HTA_PYTHON") {
+        return Some(python.into());
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/hta-venv/bin/python");
+    if venv.exists() {
+        return Some(venv);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run this test: `bash scripts/hta-venv` makes the HTA venv"
+    );
+    eprintln!("SKIPPED: no HTA; run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON");
+    None
+}
+
+/// Ours, in the shape the script prints.
+fn ours(trace: &Path, sort: NumpySort) -> Value {
+    let set = load_paths(&[trace], &LoadOptions::default().with_timeline(true)).expect("load");
+    let mut options = Options::hta(0, ANNOTATION, 1);
+    options.numpy_sort = sort;
+    let graph = build_graph(&set, &options).expect("graph");
+    let path = graph.critical_path().expect("path");
+    let edge_ids = graph.graph.longest_path(|e| e.weight).expect("path");
+    let mut breakdown: Vec<(i64, String, i64, String)> = path
+        .path
+        .iter()
+        .map(|e| {
+            (
+                e.event_index.map_or(-1, |i| i as i64),
+                e.kind.to_owned(),
+                e.duration_us as i64,
+                e.bound_by.to_owned(),
+            )
+        })
+        .collect();
+    breakdown.sort();
+    let summary: serde_json::Map<String, Value> = path
+        .summary
+        .iter()
+        .map(|s| (s.bound_by.to_owned(), Value::from(s.duration_us as i64)))
+        .collect();
+    let events: Vec<u64> = graph
+        .path_events(&edge_ids)
+        .into_iter()
+        .map(|(_, i)| i)
+        .collect();
+    serde_json::json!({
+        "nodes": graph.graph.connected_nodes(),
+        "edges": graph.graph.edges.len(),
+        "path_nodes": edge_ids.len() + 1,
+        "length": path.length_us as i64,
+        "summary": summary,
+        "breakdown": breakdown.iter().map(|(i, t, d, b)| {
+            serde_json::json!([if *i < 0 { Value::Null } else { Value::from(*i) }, t, d, b])
+        }).collect::<Vec<_>>(),
+        "critical_events": events,
+    })
+}
+
+fn compare(hta: &Value, ours: &Value, label: &str) {
+    for key in [
+        "nodes",
+        "edges",
+        "path_nodes",
+        "length",
+        "summary",
+        "critical_events",
+    ] {
+        assert_eq!(ours[key], hta[key], "{label}: {key} differs");
+    }
+    let (h, o) = (
+        hta["breakdown"].as_array().unwrap(),
+        ours["breakdown"].as_array().unwrap(),
+    );
+    assert_eq!(o.len(), h.len(), "{label}: path edges");
+    for (a, b) in o.iter().zip(h) {
+        assert_eq!(a, b, "{label}: breakdown edge");
+    }
+}
+
+#[test]
+fn simple_add_equals_the_stored_hta_output() {
+    let Some(trace) = shared_trace() else { return };
+    let stored: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/hta-critical-path/simple_add.json"),
+        )
+        .expect("stored HTA output"),
+    )
+    .expect("json");
+    assert_eq!(stored["hta_version"], "0.5.0");
+    let sort: NumpySort = stored["numpy_kernel"][1].as_str().unwrap().parse().unwrap();
+    compare(&stored, &ours(&trace, sort), "stored HTA 0.5.0 output");
+    assert_eq!(stored["length"], 241_724, "the stored copy itself");
+}
+
+#[test]
+fn simple_add_equals_hta_run_here() {
+    let Some(trace) = shared_trace() else { return };
+    let Some(python) = hta_python() else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hta-critical-path");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&trace, dir.join("simple_add.json.gz")).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/hta_critical_path.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(&dir)
+        .args(["0", ANNOTATION, "1"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hta: Value = serde_json::from_slice(&out.stdout).expect("HTA's JSON");
+    let sort: NumpySort = hta["numpy_kernel"][1].as_str().unwrap().parse().unwrap();
+    eprintln!(
+        "HTA {} with numpy {:?}",
+        hta["hta_version"], hta["numpy_kernel"]
+    );
+    compare(&hta, &ours(&trace, sort), "HTA run here");
+}

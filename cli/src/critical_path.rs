@@ -1,0 +1,211 @@
+//! `neuronprof critical-path` and `neuronprof what-if`: the `analysis` crate's critical
+//! path (HTA's with `--hta-compat`, across ranks otherwise) and its re-timing with
+//! scaled durations.
+//!
+//! Paths are taken as `analyze` takes them ([`crate::paths::collect_trace_files`]).
+//! The window is an annotation's instance on each rank (`--annotation`, default
+//! `ProfilerStep#`, the first instance), as HTA's `critical_path_analysis`.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use analysis::critical_path::what_if::{what_if, ScaleRule, WhatIf};
+use analysis::critical_path::{build_graph, CriticalPath, Options};
+use analysis::{load_paths, HtaVersion, LoadOptions, Mode};
+use anyhow::Context as _;
+
+use crate::paths::collect_trace_files;
+
+/// What `critical-path` and `what-if` were asked for.
+#[derive(Debug, Clone, Default)]
+pub struct CriticalPathRequest {
+    /// Files or directories of rank traces.
+    pub paths: Vec<PathBuf>,
+    /// Only this rank (compat mode: default the first).
+    pub rank: Option<i64>,
+    /// The annotation bounding the window (`None`: `ProfilerStep#`).
+    pub annotation: Option<String>,
+    /// Which instance of it (from 0).
+    pub instance: usize,
+    /// HTA's rules (one rank).
+    pub hta_compat: bool,
+    /// With `hta_compat`: the HTA release.
+    pub hta_version: HtaVersion,
+}
+
+impl CriticalPathRequest {
+    fn options(&self) -> Options {
+        let annotation = self
+            .annotation
+            .clone()
+            .unwrap_or_else(|| "ProfilerStep#".into());
+        let mut options = if self.hta_compat {
+            Options::hta(self.rank.unwrap_or(0), &annotation, self.instance)
+        } else {
+            let mut o = Options::default();
+            o.annotation = annotation;
+            o.instances = (self.instance, self.instance);
+            o
+        };
+        options.hta_version = self.hta_version;
+        if !self.hta_compat {
+            options.ranks = self.rank.map(|r| vec![r]);
+        }
+        options
+    }
+}
+
+fn load(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
+    let files = collect_trace_files(&request.paths)?;
+    let load = LoadOptions::default()
+        .with_host_ops(false)
+        .with_timeline(true);
+    let set = load_paths(&files, &load).context("reading traces")?;
+    Ok(set)
+}
+
+fn rank_for_compat(request: &CriticalPathRequest, set: &analysis::TraceSet) -> CriticalPathRequest {
+    let mut request = request.clone();
+    if request.hta_compat && request.rank.is_none() {
+        request.rank = set.ranks.first().map(|r| r.rank);
+    }
+    request
+}
+
+/// Reads the traces and finds the critical path.
+pub fn run_critical_path(request: &CriticalPathRequest) -> anyhow::Result<CriticalPath> {
+    let set = load(request)?;
+    let request = rank_for_compat(request, &set);
+    let graph = build_graph(&set, &request.options())?;
+    Ok(graph.critical_path()?)
+}
+
+/// Reads the traces, re-times the graph with `scales` (`--scale` texts).
+pub fn run_what_if(request: &CriticalPathRequest, scales: &[String]) -> anyhow::Result<WhatIf> {
+    let rules: Vec<ScaleRule> = scales
+        .iter()
+        .map(|s| s.parse().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<_>>()?;
+    if rules.is_empty() {
+        anyhow::bail!("what-if needs at least one --scale (kernel:REGEX=F, op:REGEX=F, rank:R=F, host=F, collective=F)");
+    }
+    let set = load(request)?;
+    let request = rank_for_compat(request, &set);
+    let graph = build_graph(&set, &request.options())?;
+    Ok(what_if(&graph, &rules, scales)?)
+}
+
+/// The critical path as text: windows, the summary by class, where the time goes.
+pub fn render_critical_path(path: &CriticalPath) -> String {
+    let mut out = String::new();
+    let mode = match path.mode {
+        Mode::HtaCompat => "HTA's rules (compat)",
+        Mode::Default => "across ranks",
+    };
+    let _ = writeln!(
+        out,
+        "critical path ({mode}) of {:?}: {:.1} us, {} nodes, {} edges",
+        path.annotation, path.length_us, path.nodes, path.edges
+    );
+    for w in &path.windows {
+        let _ = writeln!(
+            out,
+            "  rank {}: window {:.1} us long, {} events",
+            w.rank,
+            w.end_us - w.start_us,
+            w.clipped_events
+        );
+    }
+    let _ = writeln!(out, "\nbound by                       time (us)      share");
+    for s in &path.summary {
+        let class = if s.bound_by.is_empty() {
+            "(dependencies)"
+        } else {
+            s.bound_by
+        };
+        let _ = writeln!(
+            out,
+            "  {class:<28} {:>10.1} {:>9.2}%",
+            s.duration_us, s.percent
+        );
+    }
+    if path.ranks_on_path.len() > 1 {
+        let parts: Vec<String> = path
+            .ranks_on_path
+            .iter()
+            .map(|(r, us)| format!("rank {r} {us:.1} us"))
+            .collect();
+        let _ = writeln!(out, "\nthrough ranks: {}", parts.join(", "));
+    }
+    // Where the time goes: path time per attributed event name.
+    let mut by_name: Vec<(String, &'static str, f64, usize)> = Vec::new();
+    for e in &path.path {
+        let Some(name) = &e.name else { continue };
+        match by_name
+            .iter_mut()
+            .find(|(n, c, _, _)| n == name && *c == e.bound_by)
+        {
+            Some(slot) => {
+                slot.2 += e.duration_us;
+                slot.3 += 1;
+            }
+            None => by_name.push((name.clone(), e.bound_by, e.duration_us, 1)),
+        }
+    }
+    by_name.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let _ = writeln!(
+        out,
+        "\ntop events on the path            time (us)  edges  bound by"
+    );
+    for (name, class, us, n) in by_name.iter().take(12) {
+        let short: String = name.chars().take(32).collect();
+        let _ = writeln!(out, "  {short:<32} {us:>9.1} {n:>6}  {class}");
+    }
+    let s = &path.skipped;
+    let skipped = [
+        (s.event_syncs, "event syncs (no cudaEventRecord edges)"),
+        (
+            s.syncs_without_host_call,
+            "syncs whose host call is outside the window",
+        ),
+        (
+            s.kernels_without_edge,
+            "device rows with no launch or stream edge",
+        ),
+        (s.negative_edges, "negative-weight edges counted as 0"),
+        (
+            s.unmatched_collectives,
+            "collectives not seen on every rank",
+        ),
+    ];
+    let notes: Vec<String> = skipped
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\nnot placed: {}", notes.join("; "));
+    }
+    out
+}
+
+/// A what-if as text: per rank, recorded and predicted step, then the new path's summary.
+pub fn render_what_if(answer: &WhatIf) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "what-if: {}", answer.scales.join(", "));
+    let _ = writeln!(out, "  rank      step (us)   predicted (us)   change");
+    for r in &answer.ranks {
+        let _ = writeln!(
+            out,
+            "  {:<6} {:>12.1} {:>16.1} {:>+8.1}%",
+            r.rank, r.step_us, r.predicted_step_us, r.change_percent
+        );
+    }
+    let _ = writeln!(
+        out,
+        "step (slowest rank): {:.1} us -> {:.1} us predicted\n",
+        answer.step_us, answer.predicted_step_us
+    );
+    out.push_str(&render_critical_path(&answer.critical_path));
+    out
+}

@@ -1,5 +1,5 @@
 """Prints what HTA computes on trace directories, in the layout of
-../shared/traces/hta-reference/*.txt, so that our HTA-compat analyses can be checked
+tests/data/traces/hta-reference/*.txt, so that our HTA-compat analyses can be checked
 against HTA run here (analysis/tests/analyses_match_hta_run_here.rs).
 
     python scripts/hta_reference.py TRACE_DIR OUTPUT.txt [TRACE_DIR OUTPUT.txt ...]

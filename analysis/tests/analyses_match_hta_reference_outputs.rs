@@ -1,8 +1,9 @@
 //! Our analyses in HTA compat mode print the same numbers HTA 0.6 printed on the same
-//! traces (`../shared/traces/hta-reference/*.txt`), value by value at HTA's printed
-//! precision. Each test skips, with a message, when the shared traces are absent. The
-//! checks themselves are in `support/hta_checks.rs`; `analyses_match_hta_run_here.rs`
-//! runs them against HTA 0.5 run on every shared trace.
+//! traces (`tests/data/traces/hta-reference/*.txt`, vendored with the traces), value by
+//! value at HTA's printed precision. Nothing here skips: the traces and the references
+//! are part of the repository. The checks themselves are in `support/hta_checks.rs`;
+//! `analyses_match_hta_run_here.rs` runs them against HTA 0.5 run on every vendored
+//! trace.
 
 mod support {
     pub mod hta_checks;
@@ -18,67 +19,45 @@ use support::hta_checks::*;
 use support::reference::Reference;
 use support::traces::traces_dir;
 
-fn load_case(reference: &str, files: &[&str]) -> Option<Case> {
-    let dir = traces_dir()?;
+fn load_case(reference: &str, files: &[&str]) -> Case {
+    let dir = traces_dir();
     let paths: Vec<_> = files.iter().map(|f| dir.join("hta").join(f)).collect();
-    let traces = load_paths(&paths, &LoadOptions::default()).expect("shared traces load");
-    Some(Case {
-        reference: Reference::load(reference)?,
+    let traces = load_paths(&paths, &LoadOptions::default()).expect("vendored traces load");
+    Case {
+        reference: Reference::load(reference),
         traces,
         version: HtaVersion::V0_6,
         // HTA's references were printed with numpy's AVX-512 kernel (nccl1's queue
         // length tells the kernels apart).
         sort: NumpySort::Avx512,
-    })
+    }
 }
 
-fn two_rank() -> Option<&'static Case> {
-    static CASE: OnceLock<Option<Case>> = OnceLock::new();
+fn two_rank() -> &'static Case {
+    static CASE: OnceLock<Case> = OnceLock::new();
     CASE.get_or_init(|| {
         load_case(
             "two_rank.txt",
             &["two_rank-rank0.json.gz", "two_rank-rank1.json.gz"],
         )
     })
-    .as_ref()
 }
 
-fn nccl1() -> Option<&'static Case> {
-    static CASE: OnceLock<Option<Case>> = OnceLock::new();
+fn nccl1() -> &'static Case {
+    static CASE: OnceLock<Case> = OnceLock::new();
     CASE.get_or_init(|| load_case("nccl1.txt", &["nccl_data.json.gz"]))
-        .as_ref()
 }
 
-/// `mtia.txt` was printed on HTA's `tests/data/mtia_trace_single_rank/mtia_rank_0.json.gz`
-/// (138,370 rows), not on the shared `hta/mtia_inference_rank_0.json.gz` (14,178 rows):
-/// these tests run when `NEURONPROF_HTA_MTIA_TRACE` names that file.
-fn mtia() -> Option<&'static Case> {
-    static CASE: OnceLock<Option<Case>> = OnceLock::new();
-    CASE.get_or_init(|| {
-        let Some(path) = std::env::var_os("NEURONPROF_HTA_MTIA_TRACE") else {
-            eprintln!(
-                "SKIPPED: mtia.txt belongs to HTA's mtia_trace_single_rank/mtia_rank_0.json.gz; \
-                 set NEURONPROF_HTA_MTIA_TRACE to it to run the MTIA parity tests"
-            );
-            return None;
-        };
-        let traces = load_paths(&[path], &LoadOptions::default()).expect("MTIA trace loads");
-        Some(Case {
-            reference: Reference::load("mtia.txt")?,
-            traces,
-            version: HtaVersion::V0_6,
-            // HTA's references were printed with numpy's AVX-512 kernel (nccl1's queue
-            // length tells the kernels apart).
-            sort: NumpySort::Avx512,
-        })
-    })
-    .as_ref()
+/// `mtia.txt` is HTA 0.6 on `hta/mtia_inference_rank_0.json.gz` (14,178 HTA rows, no
+/// `ProfilerStep`), the trace vendored beside it.
+fn mtia() -> &'static Case {
+    static CASE: OnceLock<Case> = OnceLock::new();
+    CASE.get_or_init(|| load_case("mtia.txt", &["mtia_inference_rank_0.json.gz"]))
 }
 
-fn amd() -> Option<&'static Case> {
-    static CASE: OnceLock<Option<Case>> = OnceLock::new();
+fn amd() -> &'static Case {
+    static CASE: OnceLock<Case> = OnceLock::new();
     CASE.get_or_init(|| load_case("amd.txt", &["amd_mi250_train.json.gz"]))
-        .as_ref()
 }
 
 macro_rules! parity_tests {
@@ -86,7 +65,7 @@ macro_rules! parity_tests {
         $(
             #[test]
             fn $test() {
-                let Some(case) = $case() else { return };
+                let case = $case();
                 $check(case);
             }
         )*
@@ -152,6 +131,6 @@ parity_tests!(amd:
 /// numpy's AVX-512 argsort (x86-simd-sort), which compat mode reproduces.
 #[test]
 fn nccl1_queue_length_summary_matches_hta() {
-    let Some(case) = nccl1() else { return };
+    let case = nccl1();
     check_queue_length(case);
 }

@@ -23,6 +23,9 @@
 //! scripts/hta-venv` makes (`target/hta-venv`, which `.ci/run` creates). Without one
 //! every test skips with a message — except in CI (`CI` set), where they fail.
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 mod support {
     pub mod hta_checks;
     pub mod reference;
@@ -93,15 +96,12 @@ fn hta_outputs() -> Option<&'static (PathBuf, NumpySort)> {
     static OUTPUTS: OnceLock<Option<(PathBuf, NumpySort)>> = OnceLock::new();
     OUTPUTS
         .get_or_init(|| {
-            let shared = traces_dir()?;
+            let shared = traces_dir();
             let Some(python) = hta_python() else {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI must run these tests: `bash scripts/hta-venv` makes the HTA venv"
-                );
-                eprintln!(
-                    "SKIPPED: no HTA; run `bash scripts/hta-venv` or set \
-                     NEURONPROF_HTA_PYTHON to a python with HolisticTraceAnalysis 0.5"
+                skip::skipped(
+                    "analysis: analyses_match_hta_run_here (every case)",
+                    "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a \
+                     python with HolisticTraceAnalysis 0.5",
                 );
                 return None;
             };
@@ -154,7 +154,7 @@ fn case(index: usize) -> Option<&'static Case> {
     LOADED[index]
         .get_or_init(|| {
             let (outputs, sort) = hta_outputs()?;
-            let shared = traces_dir()?;
+            let shared = traces_dir();
             let (name, files) = CASES[index];
             let paths: Vec<PathBuf> = files.iter().map(|f| trace_path(&shared, f)).collect();
             let traces = load_paths(&paths, &LoadOptions::default())

@@ -11,7 +11,7 @@ use support::traces::traces_dir;
 
 #[test]
 fn every_shared_trace_is_analyzed_in_both_modes() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let cases: &[(&[&str], bool)] = &[
         (
             &["hta/two_rank-rank0.json.gz", "hta/two_rank-rank1.json.gz"],
@@ -63,7 +63,7 @@ fn every_shared_trace_is_analyzed_in_both_modes() {
 fn step_splits_add_up_on_real_traces() {
     use analysis::analyses::steps::step_splits;
     use analysis::Frames;
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     for files in [
         &["hta/two_rank-rank0.json.gz", "hta/two_rank-rank1.json.gz"][..],
         &["hta/nccl_data.json.gz"][..],

@@ -12,7 +12,7 @@ use support::traces::traces_dir;
 
 #[test]
 fn memory_events_trace_peaks_and_never_freed() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let traces = load_paths(
         &[dir.join("hta/memory_events.json.gz")],
         &LoadOptions::default(),

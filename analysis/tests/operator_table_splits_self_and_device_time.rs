@@ -64,7 +64,7 @@ fn self_total_and_device_time_per_operator() {
 
 #[test]
 fn real_trace_device_time_is_attributed_to_operators() {
-    let Some(dir) = traces_dir() else { return };
+    let dir = traces_dir();
     let traces = load_paths(
         &[dir.join("hta/nccl_data.json.gz")],
         &LoadOptions::default(),

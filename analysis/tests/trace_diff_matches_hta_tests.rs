@@ -13,9 +13,9 @@ use analysis::analyses::trace_diff::{compare_traces, ops_summary, DeviceFilter, 
 use analysis::{load_paths, LoadOptions, Mode, TraceSet};
 use support::traces::traces_dir;
 
-fn load(file: &str) -> Option<TraceSet> {
-    let path = traces_dir()?.join("hta").join(file);
-    Some(load_paths(&[path], &LoadOptions::default()).expect("trace loads"))
+fn load(file: &str) -> TraceSet {
+    let path = traces_dir().join("hta").join(file);
+    load_paths(&[path], &LoadOptions::default()).expect("trace loads")
 }
 
 fn options(device: DeviceFilter, short: bool) -> DiffOptions {
@@ -28,9 +28,7 @@ fn options(device: DeviceFilter, short: bool) -> DiffOptions {
 
 #[test]
 fn base_trace_cpu_summary_matches_hta_test() {
-    let Some(base) = load("compare_base.json.gz") else {
-        return;
-    };
+    let base = load("compare_base.json.gz");
     let summary = ops_summary(&base, &options(DeviceFilter::Cpu, false)).unwrap();
     let got: BTreeMap<&str, (u64, f64)> = summary
         .ops
@@ -56,10 +54,7 @@ fn base_trace_cpu_summary_matches_hta_test() {
 
 #[test]
 fn change_categories_and_ops_diff_match_hta_test() {
-    let (Some(base), Some(test)) = (load("compare_base.json.gz"), load("compare_test.json.gz"))
-    else {
-        return;
-    };
+    let (base, test) = (load("compare_base.json.gz"), load("compare_test.json.gz"));
     let count = |device| {
         let diff = compare_traces(
             &ops_summary(&base, &options(device, true)).unwrap(),
@@ -102,9 +97,7 @@ fn change_categories_and_ops_diff_match_hta_test() {
 
 #[test]
 fn unknown_iteration_is_an_error() {
-    let Some(base) = load("compare_base.json.gz") else {
-        return;
-    };
+    let base = load("compare_base.json.gz");
     let err = ops_summary(&base, &DiffOptions::default().at(1, vec![7])).unwrap_err();
     assert!(err.to_string().contains("no iteration 7"), "{err}");
 }

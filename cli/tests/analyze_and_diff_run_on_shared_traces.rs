@@ -18,7 +18,7 @@ fn neuronprof(args: &[&str], paths: &[PathBuf]) -> Output {
 
 #[test]
 fn analyze_hta_compat_json_matches_hta_temporal_breakdown() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let out = neuronprof(
         &["analyze", "--hta-compat", "--json"],
         &[
@@ -47,7 +47,7 @@ fn analyze_hta_compat_json_matches_hta_temporal_breakdown() {
 /// under 0.6's rules they are not (10670 µs). `--numpy-sort` is accepted and echoed.
 #[test]
 fn analyze_hta_version_selects_the_hta_release_rules() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let trace = [dir.join("hta/simple_add.json.gz")];
     let compute = |args: &[&str]| {
         let out = neuronprof(args, &trace);
@@ -100,7 +100,7 @@ fn analyze_hta_version_selects_the_hta_release_rules() {
 
 #[test]
 fn analyze_text_report_puts_insights_first_for_one_rank() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let out = neuronprof(
         &["analyze", "--rank", "0"],
         &[dir.join("hta/nccl_data.json.gz")],
@@ -120,7 +120,7 @@ fn analyze_text_report_puts_insights_first_for_one_rank() {
 
 #[test]
 fn analyze_truncated_trace_names_the_damage_unless_lenient() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let json = gunzip(&dir.join("hta/simple_add.json.gz"));
     let cut = json.len() / 2;
     let path = std::env::temp_dir().join(format!("neuronprof-analyze-{}.json", std::process::id()));
@@ -153,7 +153,7 @@ fn analyze_truncated_trace_names_the_damage_unless_lenient() {
 
 #[test]
 fn diff_of_identical_first_steps_lists_every_name_as_unchanged() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let out = neuronprof(
         &["diff", "--json"],
         &[

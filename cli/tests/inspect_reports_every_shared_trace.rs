@@ -36,7 +36,7 @@ fn file<'a>(report: &'a serde_json::Value, suffix: &str) -> &'a serde_json::Valu
 
 #[test]
 fn every_shared_trace_reads_without_damage() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let dirs: Vec<PathBuf> = ["hta", "kineto-legacy", "torch-2.15"]
         .iter()
         .map(|d| dir.join(d))
@@ -57,7 +57,7 @@ fn every_shared_trace_reads_without_damage() {
 
 #[test]
 fn flows_memory_events_and_categories_match_independent_counts() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let (_, report) = inspect_json(&[
         dir.join("hta/memory_events.json.gz"),
         dir.join("hta/nccl_data.json.gz"),
@@ -98,7 +98,7 @@ fn flows_memory_events_and_categories_match_independent_counts() {
 
 #[test]
 fn ranks_and_world_size_come_from_distributed_info() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let (code, report) = inspect_json(&[dir.join("torch-2.15")]);
     assert_eq!(code, 0);
     // gloo_2rank-rank{0,1} state ranks 0 and 1 of 2; the privateuse1 trace states none.
@@ -113,7 +113,7 @@ fn ranks_and_world_size_come_from_distributed_info() {
 
 #[test]
 fn text_report_names_ranks_span_and_categories() {
-    let Some(dir) = shared_traces() else { return };
+    let dir = shared_traces();
     let out = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
         .arg("inspect")
         .arg(dir.join("hta/two_rank-rank0.json.gz"))

@@ -1,6 +1,9 @@
 //! `neuronprof monitor --prometheus`: a live 2-rank world in this process, its
 //! documents fed to the metrics server, scraped over loopback HTTP and parsed.
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,7 +44,10 @@ fn samples(text: &str) -> Vec<(String, String, f64)> {
 #[test]
 fn metrics_of_each_rank_are_served_over_http() {
     if !neuron_backend::monitor::enabled() {
-        eprintln!("skipped: NEURONPROF_MONITOR=0 switches the endpoint off");
+        skip::skipped(
+            "neuronprof: metrics_of_each_rank_are_served_over_http",
+            "NEURONPROF_MONITOR=0 switches the endpoint off",
+        );
         return;
     }
     let socket = neuron_backend::monitor::start().expect("the endpoint starts");

@@ -9,9 +9,7 @@ use exporters::PerfettoExporter;
 
 #[test]
 fn every_shared_trace_converts_validates_and_keeps_every_event() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
+    let shared = common::shared_dir();
     let files = common::shared_traces(&shared);
     assert!(files.len() >= 15, "shared traces missing: {files:?}");
     for file in files {
@@ -60,9 +58,7 @@ fn every_shared_trace_converts_validates_and_keeps_every_event() {
 
 #[test]
 fn two_ranks_go_into_one_trace_on_one_time_axis() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
+    let shared = common::shared_dir();
     let dir = shared.join("torch-2.15");
     let ranks = [
         "gloo_2rank-rank0.pt.trace.json.gz",
@@ -85,9 +81,7 @@ fn two_ranks_go_into_one_trace_on_one_time_axis() {
 
 #[test]
 fn spilling_to_disk_gives_the_same_trace_as_sorting_in_memory() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
+    let shared = common::shared_dir();
     let file = shared.join("hta/nccl_data.json.gz");
     let convert = |budget: usize| {
         let mut exporter = PerfettoExporter::new(Vec::new()).sort_budget_bytes(budget);

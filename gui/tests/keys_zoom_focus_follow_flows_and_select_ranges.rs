@@ -10,9 +10,7 @@ use gui::app::Selection;
 
 #[test]
 fn keys_zoom_focus_follow_flows_and_select_ranges() {
-    let Some(dir) = support::traces_dir() else {
-        return;
-    };
+    let dir = support::traces_dir();
     let mut harness = support::viewer(vec![dir.join("hta/simple_add.json.gz")]);
     support::wait_loaded(&mut harness);
     let timeline = harness.state().loaded.as_ref().unwrap().timeline.clone();

@@ -2,6 +2,9 @@
 //! with their own utilization and memory, values move between requests, and a bad
 //! request gets an error document instead of a report.
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 use std::io::{Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::UnixStream;
@@ -49,7 +52,10 @@ fn rank_entries(answer: &str, pid: u32) -> Vec<Value> {
 #[test]
 fn four_ranks_are_published_separately_and_change_between_requests() {
     if !monitor::enabled() {
-        eprintln!("skipped: NEURONPROF_MONITOR=0 switches the endpoint off");
+        skip::skipped(
+            "neuron-backend: four_ranks_are_published_separately_and_change_between_requests",
+            "NEURONPROF_MONITOR=0 switches the endpoint off",
+        );
         return;
     }
     let path = monitor::start().expect("the endpoint starts");

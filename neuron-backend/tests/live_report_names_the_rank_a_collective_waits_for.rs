@@ -2,6 +2,9 @@
 //! arrived, naming the missing rank; once done it is counted, and the late rank is the
 //! one the others waited for.
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -32,7 +35,10 @@ fn my_ranks(period_s: f64, running_only: bool) -> Vec<Value> {
 #[test]
 fn in_flight_collective_names_the_late_rank() {
     if !monitor::enabled() {
-        eprintln!("skipped: NEURONPROF_MONITOR=0 switches publishing off");
+        skip::skipped(
+            "neuron-backend: in_flight_collective_names_the_late_rank",
+            "NEURONPROF_MONITOR=0 switches publishing off",
+        );
         return;
     }
     let mut config = WorldConfig::new(3);

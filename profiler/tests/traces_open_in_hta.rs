@@ -9,6 +9,9 @@
 //! store larger row indices in it); real CUDA traces have large correlation ids and
 //! do not hit it.
 
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 mod common;
 
 use neuron_backend::{DType, Runtime};
@@ -51,13 +54,10 @@ fn hta_python() -> Option<String> {
 #[test]
 fn traces_open_in_hta() {
     let Some(python) = hta_python() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run this test: `bash scripts/hta-venv` makes the HTA venv"
-        );
-        eprintln!(
-            "skipped: no HTA; run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a \
-             python with HolisticTraceAnalysis"
+        skip::skipped(
+            "profiler: traces_open_in_hta",
+            "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a python \
+             with HolisticTraceAnalysis",
         );
         return;
     };

@@ -7,6 +7,9 @@
 //! and the `neuron-top` and `neuronprof` binaries of this build, which
 //! `cargo test --workspace` builds next to this test (target/<profile>/).
 
+#[path = "../support/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,26 +23,21 @@ fn binary(name: &str) -> Option<PathBuf> {
 
 /// The binaries, or `None` after saying why this test is skipped (a failure under CI).
 fn setup() -> Option<(PathBuf, PathBuf)> {
-    let ci = std::env::var_os("CI").is_some();
     let tmux = Command::new("tmux").arg("-V").output();
     if !tmux.is_ok_and(|o| o.status.success()) {
-        assert!(
-            !ci,
-            "CI must run this test: tmux is missing (.ci/run installs it)"
+        skip::skipped(
+            "neuronprof-tests: neuron_top_tmux",
+            "tmux is not installed (apt-get install tmux; .ci/run installs it)",
         );
-        eprintln!("skipped: tmux is not installed (apt-get install tmux)");
         return None;
     }
     match (binary("neuron-top"), binary("neuronprof")) {
         (Some(top), Some(np)) => Some((top, np)),
         _ => {
-            assert!(
-                !ci,
-                "neuron-top and neuronprof must be built next to this test"
-            );
-            eprintln!(
-                "skipped: build the binaries first: cargo build -p tui -p neuronprof \
-                 (cargo test --workspace does)"
+            skip::skipped(
+                "neuronprof-tests: neuron_top_tmux",
+                "the neuron-top and neuronprof binaries are not built next to this test: \
+                 cargo build -p tui -p neuronprof (cargo test --workspace does)",
             );
             None
         }

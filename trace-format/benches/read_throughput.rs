@@ -1,8 +1,8 @@
-//! Reader throughput: a ~64 MB plain JSON trace (the events of the shared
-//! `hta/nccl_data.json.gz` repeated with shifted times, made at bench start in a temp
-//! dir) parsed into a counting sink; throughput is reported in bytes of JSON per second.
-//! Also a do-nothing sink to separate parsing from the sink's own work, and the writer.
-//! Without the shared traces, a synthetic trace of the same size is used.
+//! Reader throughput: a ~64 MB plain JSON trace (the events of the vendored
+//! `tests/data/traces/hta/nccl_data.json.gz` repeated with shifted times, made at bench
+//! start in a temp dir) parsed into a counting sink; throughput is reported in bytes of
+//! JSON per second. Also a do-nothing sink to separate parsing from the sink's own work,
+//! and the writer.
 
 #[path = "support/replicate.rs"]
 mod replicate;
@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use trace_format::{
-    from_fn, Category, CollectSink, CountingSink, Event, FlowEnd, TraceMeta, TraceReader,
-    TraceSink, TraceWriter,
+    from_fn, CollectSink, CountingSink, TraceMeta, TraceReader, TraceSink, TraceWriter,
 };
 
 const TARGET_BYTES: u64 = 64_000_000;
@@ -22,54 +21,11 @@ const TARGET_BYTES: u64 = 64_000_000;
 fn make_input(dir: &Path) -> PathBuf {
     let path = dir.join("bench.json");
     let out = BufWriter::new(std::fs::File::create(&path).unwrap());
-    let shared =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/hta/nccl_data.json.gz");
-    if shared.exists() {
-        replicate::replicate(&shared, out, TARGET_BYTES).unwrap();
-    } else {
-        eprintln!("shared traces absent: benchmarking a synthetic trace");
-        synthetic(out);
-    }
+    // HTA's NCCL trace, vendored (tests/data/README.md).
+    let nccl = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/traces/hta/nccl_data.json.gz");
+    replicate::replicate(&nccl, out, TARGET_BYTES).unwrap();
     path
-}
-
-fn synthetic<W: std::io::Write>(out: W) {
-    let base = 1_790_857_026_000_000_000;
-    let mut writer = TraceWriter::new(out, &TraceMeta::kineto(Some(base))).unwrap();
-    let mut i = 0i64;
-    let mut bytes = 0u64;
-    while bytes < TARGET_BYTES {
-        let ts = base + i * 10_000;
-        let launch = Event::complete(
-            Category::PrivateUse1Runtime,
-            "launch",
-            4242,
-            4242,
-            ts,
-            3_000,
-        )
-        .with_arg("correlation", i)
-        .with_arg("External id", i);
-        let kernel = Event::complete(Category::Kernel, "matmul_bf16", 0, 1, ts + 5_000, 4_000)
-            .with_arg("correlation", i)
-            .with_arg("device", 0i64)
-            .with_arg("stream", 1i64);
-        writer.write_event(&launch).unwrap();
-        writer
-            .write_event(&Event::flow(
-                FlowEnd::Start,
-                Category::Ac2g,
-                i,
-                4242,
-                4242,
-                ts,
-            ))
-            .unwrap();
-        writer.write_event(&kernel).unwrap();
-        i += 1;
-        bytes += 520;
-    }
-    writer.finish().unwrap();
 }
 
 fn bench(c: &mut Criterion) {

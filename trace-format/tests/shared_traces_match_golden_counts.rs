@@ -395,9 +395,7 @@ fn as_map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 
 #[test]
 fn shared_traces_match_golden_counts() {
-    let Some(dir) = shared::traces_dir("shared_traces_match_golden_counts") else {
-        return;
-    };
+    let dir = shared::traces_dir();
     assert_eq!(
         shared::all_traces(&dir).len(),
         GOLDEN.len(),

@@ -70,11 +70,7 @@ fn every_cut_point_gives_an_error_and_a_prefix_never_a_panic() {
 
 #[test]
 fn truncated_gzip_file_names_the_file_and_keeps_what_was_read() {
-    let Some(dir) =
-        shared::traces_dir("truncated_gzip_file_names_the_file_and_keeps_what_was_read")
-    else {
-        return;
-    };
+    let dir = shared::traces_dir();
     let original = std::fs::read(dir.join("torch-2.15/gloo_2rank-rank0.pt.trace.json.gz")).unwrap();
     let mut file = tempfile::Builder::new()
         .suffix(".json.gz")

@@ -123,14 +123,11 @@ fn space_plays_and_ticks_advance_until_the_end() {
 }
 
 #[test]
-fn demo_like_neuron_traces_replay_if_present() {
-    // Real recorded traces: the shared PyTorch 2.15 PrivateUse1 trace (one rank).
+fn a_real_privateuse1_trace_replays() {
+    // A real recorded trace, vendored (tests/data/README.md): PyTorch 2.15's PrivateUse1
+    // trace (one rank).
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/traces/torch-2.15/python_privateuse1_neuron.pt.trace.json.gz");
-    if !path.exists() {
-        eprintln!("skipping: {} is absent", path.display());
-        return;
-    }
+        .join("../tests/data/traces/torch-2.15/python_privateuse1_neuron.pt.trace.json.gz");
     let series = replay_dir(&path, &ReplayOptions::default()).unwrap();
     assert!(!series.documents.is_empty());
     let app = App::with_replay("replay", series.documents, series.times_s);

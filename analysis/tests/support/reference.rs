@@ -1,4 +1,4 @@
-//! Parsing what HTA printed (`../shared/traces/hta-reference/*.txt`, or
+//! Parsing what HTA printed (`tests/data/traces/hta-reference/*.txt`, or
 //! `scripts/hta_reference.py` run here) and comparing
 //! our numbers with it at the printed precision.
 
@@ -12,12 +12,11 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// Reads `../shared/traces/hta-reference/<name>`, or `None` (with a message) when the
-    /// shared traces are absent.
-    #[allow(dead_code)] // not every test crate reads the shared references
-    pub fn load(name: &str) -> Option<Reference> {
-        let path = traces_dir()?.join("hta-reference").join(name);
-        Some(Self::from_path(&path, name))
+    /// Reads `tests/data/traces/hta-reference/<name>` (vendored).
+    #[allow(dead_code)] // not every test crate reads the vendored references
+    pub fn load(name: &str) -> Reference {
+        let path = traces_dir().join("hta-reference").join(name);
+        Self::from_path(&path, name)
     }
 
     /// Reads a reference printed elsewhere (by `scripts/hta_reference.py`), naming it

@@ -1,19 +1,17 @@
-//! Where the shared real traces are.
+//! Where the real traces are: vendored in `tests/data/traces`.
 
 use std::path::{Path, PathBuf};
 
-/// `../shared/traces`, or `None` (with a printed message) when absent.
-pub fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; HTA parity tests need the shared traces",
-            dir.display()
-        );
-        None
-    }
+/// The real traces vendored in the repository (`tests/data/traces`, provenance in
+/// `tests/data/README.md`). They are part of the repository, so they are never skipped.
+pub fn traces_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the vendored test data",
+        dir.display()
+    );
+    dir
 }
 
 /// Every trace file (`.json.gz`) under `dir`'s `hta/`, `kineto-legacy/` and

@@ -3,19 +3,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The shared real traces (`../shared/traces/` beside the repository), or `None` with a
-/// printed notice when that folder is absent, so the calling test can skip.
-pub fn shared_traces() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} is absent (the shared real traces)",
-            dir.display()
-        );
-        None
-    }
+/// The real traces vendored in the repository (`tests/data/traces`, provenance in
+/// `tests/data/README.md`).
+pub fn shared_traces() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the vendored test data",
+        dir.display()
+    );
+    dir
 }
 
 /// Decompresses a `.gz` file with the system `gzip` (the tests need no gzip crate).

@@ -8,19 +8,16 @@ use std::path::{Path, PathBuf};
 
 use trace_format::{ArgValue, Event, FlowEnd, Phase, TraceReader};
 
-/// The shared real traces (`../shared/traces/` beside the repository), or `None` with a
-/// printed notice when that folder is absent, so the calling test can skip.
-pub fn shared_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: {} is absent (the shared real traces)",
-            dir.display()
-        );
-        None
-    }
+/// The real traces vendored in the repository (`tests/data/traces`, provenance in
+/// `tests/data/README.md`).
+pub fn shared_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the vendored test data",
+        dir.display()
+    );
+    dir
 }
 
 /// Every `.json.gz` under the shared traces folder, sorted.

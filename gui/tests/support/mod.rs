@@ -11,18 +11,16 @@ use egui_kittest::Harness;
 use gui::recent::RecentFiles;
 use gui::ViewerApp;
 
-/// `../shared/traces`, or `None` (with a printed message) when absent.
-pub fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: {} not found; the viewer tests read the shared real traces",
-            dir.display()
-        );
-        None
-    }
+/// The real traces vendored in the repository (`tests/data/traces`, provenance in
+/// `tests/data/README.md`).
+pub fn traces_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the vendored test data",
+        dir.display()
+    );
+    dir
 }
 
 /// A harness running the viewer on `paths`, 1600×1000 points.

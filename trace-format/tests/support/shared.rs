@@ -1,21 +1,19 @@
-//! Finding the shared real traces (`../../shared/traces` from this crate).
+//! The real traces vendored in the repository (`tests/data/traces`).
 
 #![allow(dead_code)]
 
 use std::path::PathBuf;
 
-/// The shared traces folder, or `None` (with a printed notice) when it is absent.
-pub fn traces_dir(test: &str) -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!(
-            "SKIPPED {test}: shared traces not found at {} (they live outside the repository)",
-            dir.display()
-        );
-        None
-    }
+/// The real traces vendored in the repository (`tests/data/traces`, provenance in
+/// `tests/data/README.md`).
+pub fn traces_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the vendored test data",
+        dir.display()
+    );
+    dir
 }
 
 /// Every shared trace: `hta/*`, `kineto-legacy/*`, `torch-2.15/*` (`.json.gz`), sorted.

@@ -1,0 +1,44 @@
+//! Saying that a test could not run, so that a skip is never an `ok` nobody sees.
+//!
+//! Every test crate that has a test needing something outside the repository (a Python
+//! venv, tmux, the live endpoint) includes this one file
+//! (`#[path = "<up>/tests/support/skip.rs"] mod skip;`) and calls [`skipped`] when the
+//! prerequisite is missing:
+//! - under CI (the `CI` environment variable set) it panics: CI installs every
+//!   prerequisite (`.ci/run`), so a missing one is a failure;
+//! - otherwise it prints `SKIPPED <test>: <reason>` and, when `NEURONPROF_SKIP_DIR` is
+//!   set (the README's test command, `scripts/check`, sets it), writes one file there
+//!   naming the test and the reason; `scripts/check` lists those files at its end.
+//!   A file rather than a line on standard output, because `cargo test` hides what a
+//!   passing test prints.
+
+#![allow(dead_code)] // each crate uses what it needs
+
+use std::path::PathBuf;
+
+/// Records that `test` did not run because `reason` (what is missing and how to get it).
+/// Panics under CI.
+pub fn skipped(test: &str, reason: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must run {test}, but {reason}"
+    );
+    eprintln!("SKIPPED {test}: {reason}");
+    let Some(dir) = std::env::var_os("NEURONPROF_SKIP_DIR").map(PathBuf::from) else {
+        return;
+    };
+    let name: String = test
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let file = dir.join(format!("{name}.{}.txt", std::process::id()));
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, format!("{test}: {reason}\n")));
+    // A skip that cannot be recorded must not pass as a run.
+    if let Err(e) = written {
+        panic!(
+            "{test} skipped ({reason}), and recording it in {} failed: {e}",
+            file.display()
+        );
+    }
+}

@@ -1,16 +1,18 @@
 //! The critical path in HTA-compat mode equals HTA 0.5's on HTA's own critical-path
-//! trace (`../shared/traces/hta/simple_add.json.gz`, annotation
+//! trace (`tests/data/traces/hta/simple_add.json.gz`, vendored; annotation
 //! `[param|pytorch.model.alex_net|0|0|0|measure|forward]`, instance 1, as in HTA's
 //! `tests/test_critical_path_analysis.py`): the path's length, its summary by
 //! `bound_by`, every edge of its breakdown (attributed event, type, duration, class),
 //! the set of critical events, and the graph's node and edge counts.
 //!
 //! Checked twice: against HTA run here (`scripts/hta_critical_path.py` in the HTA venv,
-//! `bash scripts/hta-venv`; skipped with a message without it, failing under `CI`), and
+//! `bash scripts/hta-venv`; recorded as skipped without it, failing under `CI`), and
 //! against a stored copy of what HTA 0.5.0 printed
-//! (`tests/data/hta-critical-path/simple_add.json`), so a clone without the venv still
-//! checks the numbers (the trace itself is read from `../shared/traces/`; without it the
-//! tests skip with a message, failing under `CI`).
+//! (`tests/data/traces/hta-reference/critical_path_simple_add.json`, vendored with the
+//! trace), so a clone without the venv still checks the numbers.
+
+#[path = "../../tests/support/skip.rs"]
+mod skip;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,19 +24,9 @@ use serde_json::Value;
 
 const ANNOTATION: &str = "[param|pytorch.model.alex_net|0|0|0|measure|forward]";
 
-fn shared_trace() -> Option<PathBuf> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/hta/simple_add.json.gz");
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run this test: {} is missing",
-        path.display()
-    );
-    eprintln!("SKIPPED: {} not found", path.display());
-    None
+/// The vendored real traces (`tests/data/README.md`).
+fn vendored() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces")
 }
 
 fn hta_python() -> Option<PathBuf> {
@@ -45,11 +37,10 @@ fn hta_python() -> Option<PathBuf> {
     if venv.exists() {
         return Some(venv);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must run this test: `bash scripts/hta-venv` makes the HTA venv"
+    skip::skipped(
+        "analysis: critical_path_matches_hta (simple_add_equals_hta_run_here)",
+        "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON",
     );
-    eprintln!("SKIPPED: no HTA; run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON");
     None
 }
 
@@ -120,13 +111,10 @@ fn compare(hta: &Value, ours: &Value, label: &str) {
 
 #[test]
 fn simple_add_equals_the_stored_hta_output() {
-    let Some(trace) = shared_trace() else { return };
+    let trace = vendored().join("hta/simple_add.json.gz");
     let stored: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/hta-critical-path/simple_add.json"),
-        )
-        .expect("stored HTA output"),
+        &std::fs::read_to_string(vendored().join("hta-reference/critical_path_simple_add.json"))
+            .expect("stored HTA output"),
     )
     .expect("json");
     assert_eq!(stored["hta_version"], "0.5.0");
@@ -137,7 +125,7 @@ fn simple_add_equals_the_stored_hta_output() {
 
 #[test]
 fn simple_add_equals_hta_run_here() {
-    let Some(trace) = shared_trace() else { return };
+    let trace = vendored().join("hta/simple_add.json.gz");
     let Some(python) = hta_python() else { return };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hta-critical-path");
     let _ = std::fs::remove_dir_all(&dir);

@@ -56,6 +56,7 @@
 mod build;
 mod events;
 mod graph;
+pub mod predicted;
 pub mod what_if;
 
 use serde::Serialize;

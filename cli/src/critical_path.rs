@@ -82,6 +82,16 @@ pub fn run_critical_path(request: &CriticalPathRequest) -> anyhow::Result<Critic
 
 /// Reads the traces, re-times the graph with `scales` (`--scale` texts).
 pub fn run_what_if(request: &CriticalPathRequest, scales: &[String]) -> anyhow::Result<WhatIf> {
+    Ok(run_what_if_writing(request, scales, None)?.0)
+}
+
+/// [`run_what_if`], also writing the predicted rank traces into `out` when given;
+/// returns the files written.
+pub fn run_what_if_writing(
+    request: &CriticalPathRequest,
+    scales: &[String],
+    out: Option<&std::path::Path>,
+) -> anyhow::Result<(WhatIf, Vec<PathBuf>)> {
     let rules: Vec<ScaleRule> = scales
         .iter()
         .map(|s| s.parse().map_err(anyhow::Error::msg))
@@ -92,7 +102,14 @@ pub fn run_what_if(request: &CriticalPathRequest, scales: &[String]) -> anyhow::
     let set = load(request)?;
     let request = rank_for_compat(request, &set);
     let graph = build_graph(&set, &request.options())?;
-    Ok(what_if(&graph, &rules, scales)?)
+    let answer = what_if(&graph, &rules, scales)?;
+    let files = match out {
+        Some(dir) => {
+            analysis::critical_path::predicted::write_predicted(&set, &graph, &answer, dir)?
+        }
+        None => Vec::new(),
+    };
+    Ok((answer, files))
 }
 
 /// The critical path as text: windows, the summary by class, where the time goes.
@@ -208,4 +225,51 @@ pub fn render_what_if(answer: &WhatIf) -> String {
     );
     out.push_str(&render_critical_path(&answer.critical_path));
     out
+}
+
+/// The end of `neuronprof demo`: the critical path of the second recorded step across
+/// ranks, and what-if's answer for the slow rank at full speed (`--scale
+/// rank:R=1/FACTOR`).
+pub fn demo_epilogue(dir: &std::path::Path, rank: usize, factor: f64) -> anyhow::Result<String> {
+    let request = CriticalPathRequest {
+        paths: vec![dir.to_path_buf()],
+        instance: 1,
+        ..Default::default()
+    };
+    let scale = format!("rank:{rank}={}", 1.0 / factor);
+    let answer = run_what_if(&request, std::slice::from_ref(&scale))?;
+    let path = run_critical_path(&request)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\ncritical path of the second recorded step (neuronprof critical-path --instance 1):"
+    );
+    let shares: Vec<String> = path
+        .summary
+        .iter()
+        .filter(|s| !s.bound_by.is_empty() && s.percent >= 0.05)
+        .map(|s| format!("{} {:.1}%", s.bound_by, s.percent))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  {:.2} ms: {}",
+        path.length_us / 1000.0,
+        shares.join(", ")
+    );
+    if path.ranks_on_path.len() > 1 {
+        let parts: Vec<String> = path
+            .ranks_on_path
+            .iter()
+            .map(|(r, us)| format!("rank {r} {:.2} ms", us / 1000.0))
+            .collect();
+        let _ = writeln!(out, "  through {}", parts.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "what-if (neuronprof what-if --instance 1 --scale {scale}): at 1x speed, rank {rank} \
+         would cut the step from {:.2} to {:.2} ms",
+        answer.step_us / 1000.0,
+        answer.predicted_step_us / 1000.0
+    );
+    Ok(out)
 }

@@ -90,6 +90,16 @@ enum Command {
         /// Physical cores per logical NeuronCore: 1 or 2.
         #[arg(long, default_value_t = 2)]
         lnc: u32,
+        /// A device profile file instead of --device/--lnc: one JSON object whose
+        /// "base" names a built-in profile (trn2, trn2-lnc1, trn3, trn3-lnc1) and whose
+        /// other keys replace its figures, e.g. {"base": "trn2", "tensor_clock_ghz":
+        /// 4.8} for a TensorE twice as fast (trn2's is 2.4).
+        #[arg(long, value_name = "FILE")]
+        device_file: Option<PathBuf>,
+        /// The GPT's size (gpt, gpt-infer): tiny (the default) or demo (the demo's: 2
+        /// blocks of width 512, device-bound).
+        #[arg(long, default_value = "tiny", value_parser = ["tiny", "demo"])]
+        shape: String,
         /// Steps to run (default: the workload's own).
         #[arg(long)]
         steps: Option<usize>,
@@ -202,6 +212,9 @@ enum Command {
         /// Which instance of the annotation, from 0.
         #[arg(long, default_value_t = 0)]
         instance: usize,
+        /// Write the predicted rank traces (same file names) into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -273,6 +286,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rank,
             annotation,
             instance,
+            out: out_dir,
             json,
         } => {
             let request = neuronprof::critical_path::CriticalPathRequest {
@@ -282,7 +296,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 instance,
                 ..Default::default()
             };
-            let answer = neuronprof::critical_path::run_what_if(&request, &scales)?;
+            let (answer, files) = neuronprof::critical_path::run_what_if_writing(
+                &request,
+                &scales,
+                out_dir.as_deref(),
+            )?;
             let mut out = std::io::stdout().lock();
             if json {
                 serde_json::to_writer_pretty(&mut out, &answer).context("writing JSON")?;
@@ -290,6 +308,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 out.write_all(neuronprof::critical_path::render_what_if(&answer).as_bytes())
                     .context("writing report")?;
+                for file in &files {
+                    writeln!(out, "predicted trace: {}", file.display())
+                        .context("writing report")?;
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -350,6 +372,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tp,
             device,
             lnc,
+            device_file,
+            shape,
             steps,
             numerics,
             out,
@@ -363,6 +387,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tp,
                 device,
                 lnc,
+                device_file,
                 steps,
                 numerics: numerics == "on",
                 out_dir: out.unwrap_or_else(|| neuronprof::run::default_out_dir(&workload)),
@@ -378,16 +403,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default(),
                 perfetto,
                 progress: true,
+                gpt: (shape == "demo").then_some(neuronprof::run::DEMO_GPT),
                 ..neuronprof::run::RunRequest::new(&workload)
             };
             run_and_print(&request)
         }
-        Command::Demo { out } => run_and_print(&neuronprof::run::RunRequest {
-            progress: true,
-            ..neuronprof::run::RunRequest::demo(
-                out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
-            )
-        }),
+        Command::Demo { out } => {
+            let request = neuronprof::run::RunRequest {
+                progress: true,
+                ..neuronprof::run::RunRequest::demo(
+                    out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
+                )
+            };
+            let code = run_and_print(&request)?;
+            // The critical path of a recorded step, and what the slow rank costs.
+            if let Some((rank, factor)) = request.straggler {
+                let text =
+                    neuronprof::critical_path::demo_epilogue(&request.out_dir, rank, factor)?;
+                std::io::stdout()
+                    .lock()
+                    .write_all(text.as_bytes())
+                    .context("writing summary")?;
+            }
+            Ok(code)
+        }
         Command::Export { paths, format, out } => {
             let request = neuronprof::export::ExportRequest {
                 paths,

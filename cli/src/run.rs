@@ -39,6 +39,9 @@ pub struct RunRequest {
     pub device: String,
     /// Logical NeuronCore size: 1 or 2 physical cores per logical core.
     pub lnc: u32,
+    /// A device profile file (`neuron_backend::DeviceProfile::from_file`: a JSON object of
+    /// figures over a `"base"` profile) used instead of `device` and `lnc`.
+    pub device_file: Option<PathBuf>,
     /// Steps to run (training steps; decode steps for `gpt-infer`).
     pub steps: Option<usize>,
     /// Compute real values (off: timing only).
@@ -149,6 +152,7 @@ impl RunRequest {
             tp: 1,
             device: "trn2".to_owned(),
             lnc: 2,
+            device_file: None,
             steps: None,
             numerics: true,
             out_dir: default_out_dir(workload),
@@ -358,7 +362,11 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
         config.gpt = shape;
     }
     config.straggler = request.straggler;
-    config.profile = device_profile(&request.device, request.lnc)?;
+    config.profile = match &request.device_file {
+        Some(path) => DeviceProfile::from_file(path)
+            .with_context(|| format!("--device-file {}", path.display()))?,
+        None => device_profile(&request.device, request.lnc)?,
+    };
     config.detail = if request.instructions {
         RecordDetail::Instructions
     } else {

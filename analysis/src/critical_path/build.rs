@@ -182,6 +182,11 @@ pub(crate) fn build_rank(
         skipped,
         event_base,
     );
+    if mode == Mode::Default {
+        full_queue_edges(graph, events, clipped, &rank_graph);
+        contention_edges(graph, events, clipped, &rank_graph);
+        collective_input_edges(graph, events, clipped, &rank_graph);
+    }
     rank_graph
 }
 
@@ -727,5 +732,209 @@ fn kernel_edges(
             Some(slot) => slot.1 = end,
             None => last_node.push((e.stream, end)),
         }
+    }
+}
+
+/// (end time, end node) of a stream's device rows.
+type RowEnds = Vec<(i64, u32)>;
+
+/// A launch longer than this that ends just after a device row of its stream ended was
+/// blocked on a full queue (default mode).
+const BLOCKED_LAUNCH_NS: i64 = 5_000;
+/// How close (ns) the blocked launch's end follows the device row that freed its slot.
+const SLOT_FREED_NS: i64 = 2_000;
+
+/// A launch blocks while its stream's queue is full (the neuron runtime, like CUDA,
+/// bounds the queue): it returns when a device row ends and frees a slot. Such a launch
+/// (longer than 5 µs, ending within 2 µs after a row of its stream ended) gets an edge
+/// from that row's end weighing the rest of the call, and its own span weighs 0: it
+/// was waiting, not working.
+fn full_queue_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    rank_graph: &RankGraph,
+) {
+    let by_index: FastMap<u64, u32> = clipped
+        .iter()
+        .map(|&i| (events[i as usize].event_index, i))
+        .collect();
+    // Device row ends per (device pid, stream), sorted.
+    let mut ends: FastMap<(Option<i64>, i64), RowEnds> = FastMap::default();
+    for &i in clipped {
+        let e = &events[i as usize];
+        if e.on_stream() {
+            if let Some(&(_, end)) = rank_graph.nodes_of.get(&i) {
+                ends.entry((e.pid, e.stream))
+                    .or_default()
+                    .push((e.end, end));
+            }
+        }
+    }
+    for list in ends.values_mut() {
+        list.sort_unstable();
+    }
+    for &i in clipped {
+        let e = &events[i as usize];
+        if e.on_stream() || e.index_correlation <= 0 || e.dur() < BLOCKED_LAUNCH_NS {
+            continue;
+        }
+        let Some(&row) = by_index.get(&(e.index_correlation as u64)) else {
+            continue;
+        };
+        let target = &events[row as usize];
+        if !target.on_stream() {
+            continue;
+        }
+        let Some(list) = ends.get(&(target.pid, target.stream)) else {
+            continue;
+        };
+        let at = list.partition_point(|&(t, _)| t <= e.end);
+        let Some(&(freed_ts, freed_node)) = at.checked_sub(1).map(|k| &list[k]) else {
+            continue;
+        };
+        if freed_ts <= e.ts || e.end - freed_ts > SLOT_FREED_NS {
+            continue;
+        }
+        let Some(&(_, call_end)) = rank_graph.nodes_of.get(&i) else {
+            continue;
+        };
+        let preds: Vec<u32> = graph.preds(call_end).to_vec();
+        for id in preds {
+            let edge = &mut graph.edges[id as usize];
+            if edge.kind == EdgeKind::Operator {
+                edge.weight = 0;
+                edge.scales = false;
+            }
+        }
+        // From the freed slot to the call's return: host time, the call's own.
+        let attributed = Some(graph.nodes[call_end as usize].event);
+        graph.add_edge(Edge {
+            src: freed_node,
+            dst: call_end,
+            weight: e.end - freed_ts,
+            kind: EdgeKind::Operator,
+            attributed,
+            scales: true,
+            causal: false,
+        });
+    }
+}
+
+/// A compute row that overlaps a collective on its device and lasts longer than the
+/// same work does elsewhere on the rank was held up by the collective: the emulator's
+/// collectives (like real ones) move their bytes through the core's DMA engines from
+/// the last rank's arrival on, and compute queued behind those transfers waits (hw.md,
+/// Collectives). Such a row's span weighs what the same work (name, `flops`, `bytes`)
+/// takes at least on the rank, and its end gets an edge from the collective's end
+/// weighing the rest of the row: so it moves with the collective, that is with the
+/// last rank's arrival.
+fn contention_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    rank_graph: &RankGraph,
+) {
+    // The least duration of each piece of work on the rank (every row, not only the
+    // window's).
+    let mut least: FastMap<(&str, (i64, i64)), i64> = FastMap::default();
+    for e in events.iter().filter(|e| e.on_stream() && !e.is_comm) {
+        let slot = least.entry((e.name, e.work)).or_insert(i64::MAX);
+        *slot = (*slot).min(e.dur());
+    }
+    // Collectives of the window per device, by end.
+    let mut collectives: Vec<(Option<i64>, i64, u32)> = clipped
+        .iter()
+        .filter(|&&i| events[i as usize].on_stream() && events[i as usize].is_comm)
+        .map(|&i| (events[i as usize].pid, events[i as usize].end, i))
+        .collect();
+    collectives.sort_unstable();
+    for &i in clipped {
+        let e = &events[i as usize];
+        if !e.on_stream() || e.is_comm || e.category == "cuda_sync" {
+            continue;
+        }
+        let Some(&nominal) = least.get(&(e.name, e.work)) else {
+            continue;
+        };
+        if e.dur() <= nominal + 1000 {
+            continue;
+        }
+        // The collective of this device that ended last within the row.
+        let held_by = collectives
+            .iter()
+            .filter(|(pid, end, _)| *pid == e.pid && *end > e.ts && *end <= e.end)
+            .max_by_key(|(_, end, _)| *end);
+        let Some(&(_, c_end_ts, c)) = held_by else {
+            continue;
+        };
+        let (Some(&(start, end)), Some(&(_, c_end))) =
+            (rank_graph.nodes_of.get(&i), rank_graph.nodes_of.get(&c))
+        else {
+            continue;
+        };
+        if let Some(id) = graph.edge_between(start, end) {
+            graph.edges[id as usize].weight = nominal;
+        }
+        let attributed = graph.nodes[start as usize].event;
+        graph.add_edge(Edge {
+            src: c_end,
+            dst: end,
+            weight: e.end - c_end_ts,
+            kind: EdgeKind::Operator,
+            attributed: Some(attributed),
+            scales: true,
+            causal: false,
+        });
+    }
+}
+
+/// How close (ns) a collective's start follows the end of the compute that produced its
+/// input, to be taken as waiting for it.
+const INPUT_READY_NS: i64 = 2_000;
+
+/// A collective starts no earlier than the compute that produces its input (the
+/// emulator's `inputs_ready_ns`, a stream dependency the trace does not spell out): a
+/// collective that starts within 2 µs after a compute row of its device ended gets an
+/// edge from that row's end, weighing the gap.
+fn collective_input_edges(
+    graph: &mut Graph,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    rank_graph: &RankGraph,
+) {
+    let mut compute_ends: Vec<(Option<i64>, i64, u32)> = clipped
+        .iter()
+        .filter(|&&i| {
+            let e = &events[i as usize];
+            e.on_stream() && !e.is_comm && e.category != "cuda_sync"
+        })
+        .map(|&i| (events[i as usize].pid, events[i as usize].end, i))
+        .collect();
+    compute_ends.sort_unstable();
+    for &c in clipped {
+        let e = &events[c as usize];
+        if !(e.on_stream() && e.is_comm) {
+            continue;
+        }
+        let lo = compute_ends.partition_point(|&(p, t, _)| (p, t) < (e.pid, e.ts - INPUT_READY_NS));
+        let hi = compute_ends.partition_point(|&(p, t, _)| (p, t) <= (e.pid, e.ts));
+        let Some(&(_, k_end_ts, k)) = compute_ends[lo..hi].last() else {
+            continue;
+        };
+        let (Some(&(_, k_end)), Some(&(c_start, _))) =
+            (rank_graph.nodes_of.get(&k), rank_graph.nodes_of.get(&c))
+        else {
+            continue;
+        };
+        graph.add_edge(Edge {
+            src: k_end,
+            dst: c_start,
+            weight: e.ts - k_end_ts,
+            kind: EdgeKind::SyncDependency,
+            attributed: None,
+            scales: false,
+            causal: false,
+        });
     }
 }

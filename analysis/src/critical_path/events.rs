@@ -40,6 +40,9 @@ pub struct CpEvent<'t> {
     pub wait_on_stream: i64,
     /// `wait_on_cuda_event_record_corr_id`, -1 when absent.
     pub wait_on_event_corr: i64,
+    /// (`flops`, `bytes`) args of a row (-1 when absent): with the name, what identifies
+    /// the same work across a trace.
+    pub work: (i64, i64),
     /// Collective args' identity (process group, `Seq` or occurrence), for matching
     /// across ranks; `None` for other events.
     pub collective: Option<(String, String, Option<i64>)>,
@@ -129,6 +132,7 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
             is_comm,
             wait_on_stream,
             wait_on_event_corr,
+            work: (row.flops, row.bytes),
             collective,
         }
     });
@@ -153,6 +157,7 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
                 is_comm: false,
                 wait_on_stream: -1,
                 wait_on_event_corr: -1,
+                work: (-1, -1),
                 collective: None,
             }
         })

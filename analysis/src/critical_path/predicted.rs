@@ -1,0 +1,250 @@
+//! Predicted traces: each rank's file written again with the re-timed graph's times.
+//!
+//! Every event of the file is kept, in order, with its args. Events with nodes in the
+//! graph (operators, runtime calls, device rows of the window) take their nodes' new
+//! times exactly. Every other event with a time (Python frames, annotations, engine
+//! instructions, DMA, flows, counters, memory events, events outside the window) is
+//! moved by the graph's times on its own `pid` (its process, or its device): between two
+//! nodes of that `pid`, linearly, so what nested in a re-timed kernel still nests in it;
+//! before the first and after the last, by their shift. The files are gzip-compressed
+//! Kineto traces with the same names, so `analyze`, the viewer and the Perfetto exporter
+//! read them as any trace.
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use trace_format::{Event, Output, TraceMeta, TraceReader, TraceSink, TraceWriter};
+
+use super::what_if::WhatIf;
+use super::CpGraph;
+use crate::model::{FastMap, TraceSet};
+
+/// Why a predicted trace could not be written.
+#[derive(Debug)]
+pub struct PredictedError {
+    /// The file concerned.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl std::fmt::Display for PredictedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+impl std::error::Error for PredictedError {}
+
+/// Old → new times (ns, on the rank's absolute clock) of one `pid`'s nodes.
+#[derive(Default)]
+struct Anchors {
+    points: Vec<(i64, i64)>,
+}
+
+impl Anchors {
+    fn finish(&mut self) {
+        self.points.sort_unstable();
+        self.points.dedup_by_key(|p| p.0);
+        // New times never go back: a later old time maps no earlier.
+        let mut latest = i64::MIN;
+        for p in &mut self.points {
+            latest = latest.max(p.1);
+            p.1 = latest;
+        }
+    }
+
+    fn map(&self, t: i64) -> i64 {
+        let points = &self.points;
+        let Some(&(first_old, first_new)) = points.first() else {
+            return t;
+        };
+        let i = points.partition_point(|p| p.0 <= t);
+        if i == 0 {
+            return t + (first_new - first_old);
+        }
+        let (o0, n0) = points[i - 1];
+        match points.get(i) {
+            Some(&(o1, n1)) if o1 > o0 => {
+                n0 + ((t - o0) as i128 * (n1 - n0) as i128 / (o1 - o0) as i128) as i64
+            }
+            _ => t + (n0 - o0),
+        }
+    }
+}
+
+/// Writes each analyzed rank's predicted trace into `dir` (created if needed); returns
+/// the files written. `graph` must be a default-mode graph (ns on absolute clocks).
+pub fn write_predicted(
+    set: &TraceSet,
+    graph: &CpGraph<'_>,
+    answer: &WhatIf,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, PredictedError> {
+    std::fs::create_dir_all(dir).map_err(|e| PredictedError {
+        path: dir.to_path_buf(),
+        reason: format!("cannot create the directory: {e}"),
+    })?;
+    let scale = 1000 / graph.ticks_per_us.max(1);
+    let mut written = Vec::new();
+    for &(rank, _, _) in &graph.windows {
+        let Some(trace) = set.rank(rank) else {
+            continue;
+        };
+        // Exact times of the events with nodes, and anchors per pid.
+        let mut exact: FastMap<u64, (Option<i64>, Option<i64>)> = FastMap::default();
+        let mut anchors: FastMap<Option<i64>, Anchors> = FastMap::default();
+        for (id, node) in graph.graph.nodes.iter().enumerate() {
+            let event = &graph.events[node.event as usize];
+            if event.rank != rank {
+                continue;
+            }
+            let (old, new) = (node.ts * scale, answer.node_times[id] * scale);
+            let slot = exact.entry(event.event_index).or_default();
+            if node.is_start {
+                slot.0 = Some(new);
+            } else {
+                slot.1 = Some(new);
+            }
+            anchors
+                .entry(event.pid)
+                .or_default()
+                .points
+                .push((old, new));
+        }
+        for a in anchors.values_mut() {
+            a.finish();
+        }
+        let name = trace.path.file_name().map_or_else(
+            || format!("rank{rank}.pt.trace.json.gz"),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let name = if name.ends_with(".gz") {
+            name
+        } else {
+            format!("{name}.gz")
+        };
+        let out_path = dir.join(name);
+        let fail = |reason: String| PredictedError {
+            path: out_path.clone(),
+            reason,
+        };
+        let mut sink = Rewrite {
+            out_path: out_path.clone(),
+            writer: None,
+            header_base: 0,
+            rank_base: trace.base_ns,
+            exact,
+            anchors,
+            error: None,
+        };
+        TraceReader::open(&trace.path)
+            .read(&mut sink)
+            .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
+        if let Some(e) = sink.error {
+            return Err(fail(e));
+        }
+        let writer = sink
+            .writer
+            .ok_or_else(|| fail("the trace has no events".into()))?;
+        writer
+            .finish()
+            .and_then(Output::close)
+            .map_err(|e| fail(format!("writing: {e}")))?;
+        written.push(out_path);
+    }
+    Ok(written)
+}
+
+struct Rewrite {
+    out_path: PathBuf,
+    writer: Option<TraceWriter<Output<std::io::BufWriter<std::fs::File>>>>,
+    header_base: i64,
+    rank_base: i64,
+    exact: FastMap<u64, (Option<i64>, Option<i64>)>,
+    anchors: FastMap<Option<i64>, Anchors>,
+    error: Option<String>,
+}
+
+impl Rewrite {
+    /// The event's time on the rank's absolute clock (what the graph uses) and back.
+    fn file_to_graph(&self, ts_ns: i64) -> i64 {
+        ts_ns - self.header_base + self.rank_base
+    }
+
+    fn graph_to_file(&self, t: i64) -> i64 {
+        t - self.rank_base + self.header_base
+    }
+
+    fn map(&self, pid: Option<i64>, ts_ns: i64) -> i64 {
+        let t = self.file_to_graph(ts_ns);
+        let new = match self.anchors.get(&pid) {
+            Some(a) => a.map(t),
+            None => t,
+        };
+        self.graph_to_file(new)
+    }
+}
+
+impl TraceSink for Rewrite {
+    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
+        self.header_base = meta.base_time_ns().unwrap_or(0);
+        match TraceWriter::create(&self.out_path, meta, true) {
+            Ok(w) => {
+                self.writer = Some(w);
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                self.error = Some(format!("cannot create: {e}"));
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        let mut event = event.clone();
+        let pid = event.pid.as_ref().and_then(|p| p.as_i64());
+        if let Some(ts) = event.ts_ns {
+            let end = event.dur_ns.map(|d| ts + d);
+            let (new_ts, new_end) = match self.exact.get(&index) {
+                Some(&(Some(s), Some(e))) => (self.graph_to_file(s), Some(self.graph_to_file(e))),
+                _ => (self.map(pid, ts), end.map(|e| self.map(pid, e))),
+            };
+            event.ts_ns = Some(new_ts);
+            if let Some(e) = new_end {
+                event.dur_ns = Some((e - new_ts).max(0));
+            }
+        }
+        let Some(writer) = &mut self.writer else {
+            return ControlFlow::Break(());
+        };
+        if let Err(e) = writer.write_event(&event) {
+            self.error = Some(format!("writing: {e}"));
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn on_trailer(&mut self, meta: &TraceMeta) {
+        if let Some(w) = &mut self.writer {
+            w.set_trailer(meta);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anchors_interpolate_between_nodes_and_shift_outside() {
+        let mut a = Anchors {
+            points: vec![(100, 100), (200, 150), (300, 250)],
+        };
+        a.finish();
+        assert_eq!(a.map(50), 50);
+        assert_eq!(a.map(150), 125);
+        assert_eq!(a.map(250), 200);
+        assert_eq!(a.map(400), 350);
+    }
+}

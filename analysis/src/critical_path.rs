@@ -45,7 +45,21 @@
 //! (neuron's `nrt_execute`), the neuron runtime's blocking read (`nrt_tensor_read`)
 //! waits for every stream, and [`Options::causal_edges`] adds the constraints HTA's
 //! rules leave out (launch before kernel, stream order) as zero-weight edges, so a
-//! re-timed graph ([`what_if`]) keeps every dependency the runtime has.
+//! re-timed graph ([`what_if`]) keeps every dependency the runtime has. Found by
+//! checking predictions against emulator runs (`docs/WHAT-IF.md`), the default mode also
+//! has the edges the runtime has and the trace does not spell out:
+//! - a device-side wait (`nrt_event_wait`): the next row the thread launches starts
+//!   after the oldest collective it launched and had not waited for;
+//! - a launch blocked on a full queue (longer than 5 µs, returning within 2 µs after a
+//!   row of its stream ended) waits for that row, its own span weighing 0;
+//! - a compute row held up by a collective's DMA transfers (longer than the same work,
+//!   same name, `flops` and `bytes`, takes at least on the rank, overlapping a
+//!   collective of its device that ended within it) ends after that collective: its
+//!   span weighs the least duration, an edge from the collective's end the rest;
+//! - a collective starts after the compute that produced its input (a compute row of
+//!   its device that ended within 2 µs before it started).
+//!
+//! [`predicted::write_predicted`] writes the re-timed traces.
 //!
 //! Bad input: no matching annotation or instance is an error naming the rank and what
 //! was found; events HTA's rules cannot place (sync rows whose host call is outside the

@@ -3,13 +3,15 @@
 //! `[param|pytorch.model.alex_net|0|0|0|measure|forward]`, instance 1, as in HTA's
 //! `tests/test_critical_path_analysis.py`): the path's length, its summary by
 //! `bound_by`, every edge of its breakdown (attributed event, type, duration, class),
-//! the set of critical events, and the graph's node and edge counts.
+//! the set of critical events, and the graph's node and edge counts; and on the NCCL
+//! training trace (`tests/data/traces/hta/nccl_data.json.gz`, `ProfilerStep` instance
+//! 1: 15,600 nodes, a 6,146-node path).
 //!
 //! Checked twice: against HTA run here (`scripts/hta_critical_path.py` in the HTA venv,
 //! `bash scripts/hta-venv`; recorded as skipped without it, failing under `CI`), and
 //! against a stored copy of what HTA 0.5.0 printed
-//! (`tests/data/traces/hta-reference/critical_path_simple_add.json`, vendored with the
-//! trace), so a clone without the venv still checks the numbers.
+//! (`tests/data/traces/hta-reference/critical_path_{simple_add,nccl_data}.json`,
+//! vendored with the traces), so a clone without the venv still checks the numbers.
 
 #[path = "../../tests/support/skip.rs"]
 mod skip;
@@ -22,7 +24,16 @@ use analysis::stats::NumpySort;
 use analysis::{load_paths, LoadOptions};
 use serde_json::Value;
 
-const ANNOTATION: &str = "[param|pytorch.model.alex_net|0|0|0|measure|forward]";
+/// (case, trace under the vendored traces, annotation, instance).
+const CASES: [(&str, &str, &str, usize); 2] = [
+    (
+        "simple_add",
+        "hta/simple_add.json.gz",
+        "[param|pytorch.model.alex_net|0|0|0|measure|forward]",
+        1,
+    ),
+    ("nccl_data", "hta/nccl_data.json.gz", "ProfilerStep", 1),
+];
 
 /// The vendored real traces (`tests/data/README.md`).
 fn vendored() -> PathBuf {
@@ -38,16 +49,16 @@ fn hta_python() -> Option<PathBuf> {
         return Some(venv);
     }
     skip::skipped(
-        "analysis: critical_path_matches_hta (simple_add_equals_hta_run_here)",
+        "analysis: critical_path_matches_hta (*_equals_hta_run_here)",
         "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON",
     );
     None
 }
 
 /// Ours, in the shape the script prints.
-fn ours(trace: &Path, sort: NumpySort) -> Value {
+fn ours(trace: &Path, annotation: &str, instance: usize, sort: NumpySort) -> Value {
     let set = load_paths(&[trace], &LoadOptions::default().with_timeline(true)).expect("load");
-    let mut options = Options::hta(0, ANNOTATION, 1);
+    let mut options = Options::hta(0, annotation, instance);
     options.numpy_sort = sort;
     let graph = build_graph(&set, &options).expect("graph");
     let path = graph.critical_path().expect("path");
@@ -109,33 +120,38 @@ fn compare(hta: &Value, ours: &Value, label: &str) {
     }
 }
 
-#[test]
-fn simple_add_equals_the_stored_hta_output() {
-    let trace = vendored().join("hta/simple_add.json.gz");
+fn stored_case(index: usize) {
+    let (name, file, annotation, instance) = CASES[index];
+    let trace = vendored().join(file);
     let stored: Value = serde_json::from_str(
-        &std::fs::read_to_string(vendored().join("hta-reference/critical_path_simple_add.json"))
-            .expect("stored HTA output"),
+        &std::fs::read_to_string(
+            vendored().join(format!("hta-reference/critical_path_{name}.json")),
+        )
+        .expect("stored HTA output"),
     )
     .expect("json");
     assert_eq!(stored["hta_version"], "0.5.0");
     let sort: NumpySort = stored["numpy_kernel"][1].as_str().unwrap().parse().unwrap();
-    compare(&stored, &ours(&trace, sort), "stored HTA 0.5.0 output");
-    assert_eq!(stored["length"], 241_724, "the stored copy itself");
+    compare(
+        &stored,
+        &ours(&trace, annotation, instance, sort),
+        &format!("{name}: stored HTA 0.5.0 output"),
+    );
 }
 
-#[test]
-fn simple_add_equals_hta_run_here() {
-    let trace = vendored().join("hta/simple_add.json.gz");
+fn live_case(index: usize) {
+    let (name, file, annotation, instance) = CASES[index];
+    let trace = vendored().join(file);
     let Some(python) = hta_python() else { return };
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hta-critical-path");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hta-critical-path-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    std::os::unix::fs::symlink(&trace, dir.join("simple_add.json.gz")).unwrap();
+    std::os::unix::fs::symlink(&trace, dir.join(trace.file_name().unwrap())).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/hta_critical_path.py");
     let out = Command::new(&python)
         .arg(&script)
         .arg(&dir)
-        .args(["0", ANNOTATION, "1"])
+        .args(["0", annotation, &instance.to_string()])
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(
@@ -150,5 +166,29 @@ fn simple_add_equals_hta_run_here() {
         "HTA {} with numpy {:?}",
         hta["hta_version"], hta["numpy_kernel"]
     );
-    compare(&hta, &ours(&trace, sort), "HTA run here");
+    compare(
+        &hta,
+        &ours(&trace, annotation, instance, sort),
+        &format!("{name}: HTA run here"),
+    );
+}
+
+#[test]
+fn simple_add_equals_the_stored_hta_output() {
+    stored_case(0);
+}
+
+#[test]
+fn simple_add_equals_hta_run_here() {
+    live_case(0);
+}
+
+#[test]
+fn nccl_data_equals_the_stored_hta_output() {
+    stored_case(1);
+}
+
+#[test]
+fn nccl_data_equals_hta_run_here() {
+    live_case(1);
 }

@@ -936,5 +936,16 @@ fn collective_input_edges(
             scales: false,
             causal: false,
         });
+        // The input, not the previous collective, is what the start waited for: the
+        // stream order stays, as an ordering-only edge.
+        let preds: Vec<u32> = graph.preds(c_start).to_vec();
+        for id in preds {
+            let edge = &mut graph.edges[id as usize];
+            if edge.kind == EdgeKind::KernelKernelDelay && !edge.causal && edge.src != k_end {
+                edge.weight = 0;
+                edge.attributed = None;
+                edge.causal = true;
+            }
+        }
     }
 }

@@ -74,10 +74,30 @@ fn rank_for_compat(request: &CriticalPathRequest, set: &analysis::TraceSet) -> C
 
 /// Reads the traces and finds the critical path.
 pub fn run_critical_path(request: &CriticalPathRequest) -> anyhow::Result<CriticalPath> {
+    Ok(run_critical_path_overlay(request, None)?.0)
+}
+
+/// [`run_critical_path`], also writing HTA's overlay (the traces with the path's events
+/// marked `args.critical` and its edges as flows) into `overlay` when given; returns the
+/// files written.
+pub fn run_critical_path_overlay(
+    request: &CriticalPathRequest,
+    overlay: Option<&std::path::Path>,
+) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
     let set = load(request)?;
     let request = rank_for_compat(request, &set);
     let graph = build_graph(&set, &request.options())?;
-    Ok(graph.critical_path()?)
+    let path = graph.critical_path()?;
+    let files = match overlay {
+        Some(dir) => {
+            let edges = graph.graph.longest_path(|e| e.weight).map_err(|c| {
+                anyhow::anyhow!(analysis::critical_path::CriticalPathError::Cycle(c))
+            })?;
+            analysis::critical_path::predicted::write_overlay(&set, &graph, &edges, dir)?
+        }
+        None => Vec::new(),
+    };
+    Ok((path, files))
 }
 
 /// Reads the traces, re-times the graph with `scales` (`--scale` texts).

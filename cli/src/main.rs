@@ -189,6 +189,10 @@ enum Command {
         /// HTA's rules, integer-microsecond rounding and name-based classes.
         #[arg(long)]
         hta_compat: bool,
+        /// Write HTA's overlay into this directory: each trace with the path's events
+        /// marked args.critical and its edges as flows (opens in the viewer, Perfetto).
+        #[arg(long, value_name = "DIR")]
+        overlay: Option<PathBuf>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -259,6 +263,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             annotation,
             instance,
             hta_compat,
+            overlay,
             json,
         } => {
             let request = neuronprof::critical_path::CriticalPathRequest {
@@ -269,7 +274,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 hta_compat,
                 hta_version: analysis::HtaVersion::V0_5,
             };
-            let path = neuronprof::critical_path::run_critical_path(&request)?;
+            let (path, files) =
+                neuronprof::critical_path::run_critical_path_overlay(&request, overlay.as_deref())?;
             let mut out = std::io::stdout().lock();
             if json {
                 serde_json::to_writer_pretty(&mut out, &path).context("writing JSON")?;
@@ -277,6 +283,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 out.write_all(neuronprof::critical_path::render_critical_path(&path).as_bytes())
                     .context("writing report")?;
+                for file in &files {
+                    writeln!(out, "overlay: {}", file.display()).context("writing report")?;
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -25,8 +25,12 @@ fn hta_compat_prints_htas_critical_path_of_simple_add() {
     // The vendored copy of HTA's trace (tests/data/README.md).
     let trace =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces/hta/simple_add.json.gz");
+    let overlay = std::env::temp_dir().join(format!("neuronprof-overlay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&overlay);
     let out = neuronprof(&[
         "critical-path",
+        "--overlay",
+        overlay.to_str().unwrap(),
         "--hta-compat",
         "--annotation",
         "[param|pytorch.model.alex_net|0|0|0|measure|forward]",
@@ -47,6 +51,36 @@ fn hta_compat_prints_htas_critical_path_of_simple_add() {
         "{t}"
     );
     assert!(t.contains("not placed: 20 event syncs"), "{t}");
+    // HTA's overlay of this path (HTA's tests/test_critical_path_analysis.py): 159
+    // events marked critical, 21 flows of the default edge types.
+    let file = overlay.join("overlaid_critical_path_simple_add.json.gz");
+    assert!(t.contains(&format!("overlay: {}", file.display())), "{t}");
+    #[derive(Default)]
+    struct Count {
+        marked: usize,
+        flows: usize,
+    }
+    impl trace_format::TraceSink for Count {
+        fn on_event(
+            &mut self,
+            _index: u64,
+            event: &trace_format::Event<'_>,
+        ) -> std::ops::ControlFlow<()> {
+            let critical = event.arg("critical").and_then(|v| v.as_i64()) == Some(1);
+            match event.phase {
+                trace_format::Phase::Complete if critical => self.marked += 1,
+                trace_format::Phase::FlowStart if event.name() == "critical_path" => {
+                    self.flows += 1
+                }
+                _ => {}
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut count = Count::default();
+    trace_format::read_path(&file, &mut count).expect("the overlay reads back");
+    let (marked, flows) = (count.marked, count.flows);
+    assert_eq!((marked, flows), (159, 21));
 }
 
 #[test]

@@ -136,6 +136,7 @@ pub fn write_predicted(
             rank_base: trace.base_ns,
             exact,
             anchors,
+            critical: Default::default(),
             error: None,
         };
         TraceReader::open(&trace.path)
@@ -163,6 +164,8 @@ struct Rewrite {
     rank_base: i64,
     exact: FastMap<u64, (Option<i64>, Option<i64>)>,
     anchors: FastMap<Option<i64>, Anchors>,
+    /// Events to mark `args.critical = 1` (the overlay).
+    critical: crate::model::FastSet<u64>,
     error: Option<String>,
 }
 
@@ -203,6 +206,9 @@ impl TraceSink for Rewrite {
 
     fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
         let mut event = event.clone();
+        if self.critical.contains(&index) {
+            event = event.with_arg("critical", 1i64);
+        }
         let pid = event.pid.as_ref().and_then(|p| p.as_i64());
         if let Some(ts) = event.ts_ns {
             let end = event.dur_ns.map(|d| ts + d);
@@ -230,6 +236,137 @@ impl TraceSink for Rewrite {
             w.set_trailer(meta);
         }
     }
+}
+
+/// HTA's overlay (`overlay_critical_path_analysis` with its defaults): each analyzed
+/// rank's trace with the events on the critical path marked `args.critical = 1` and the
+/// path's dependency, launch-delay and sync edges added as flows (`ph` `s`/`f`, name
+/// `critical_path`, category the edge type, args `weight` in µs and `critical`). Edges
+/// between ranks (collective arrivals) cannot be drawn inside one rank's file and are
+/// left out. Written into `dir` under the input files' names; returns them.
+pub fn write_overlay(
+    set: &TraceSet,
+    graph: &CpGraph<'_>,
+    path: &[u32],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, PredictedError> {
+    use super::graph::EdgeKind;
+    use trace_format::{Category, FlowEnd, Ident};
+    std::fs::create_dir_all(dir).map_err(|e| PredictedError {
+        path: dir.to_path_buf(),
+        reason: format!("cannot create the directory: {e}"),
+    })?;
+    let scale = 1000 / graph.ticks_per_us.max(1);
+    let mut written = Vec::new();
+    for &(rank, _, _) in &graph.windows {
+        let Some(trace) = set.rank(rank) else {
+            continue;
+        };
+        let critical: crate::model::FastSet<u64> = graph
+            .path_events(path)
+            .into_iter()
+            .filter(|&(r, _)| r == rank)
+            .map(|(_, i)| i)
+            .collect();
+        // Flows, in file time (the graph's ticks back to the file's ns).
+        let mut flows: Vec<Event<'static>> = Vec::new();
+        for (flow_id, &id) in path.iter().enumerate() {
+            let edge = &graph.graph.edges[id as usize];
+            if !matches!(
+                edge.kind,
+                EdgeKind::Dependency | EdgeKind::LaunchDelay | EdgeKind::SyncDependency
+            ) {
+                continue;
+            }
+            let (src, dst) = (
+                graph.graph.nodes[edge.src as usize],
+                graph.graph.nodes[edge.dst as usize],
+            );
+            let (se, de) = (
+                &graph.events[src.event as usize],
+                &graph.events[dst.event as usize],
+            );
+            if se.rank != rank || de.rank != rank {
+                continue;
+            }
+            let base = if graph.mode == crate::classify::Mode::Default {
+                trace.base_ns
+            } else {
+                0
+            };
+            let ident = |v: Option<i64>| Ident::Num(v.unwrap_or(-1));
+            for (end, node, e) in [(FlowEnd::Start, src, se), (FlowEnd::Finish, dst, de)] {
+                let ts = node.ts * scale - base + header_base(trace);
+                let category =
+                    Category::parse(std::borrow::Cow::Owned(edge.kind.hta_name().to_owned()));
+                let mut flow = Event::flow(
+                    end,
+                    category,
+                    flow_id as i64,
+                    ident(e.pid),
+                    ident(e.tid),
+                    ts,
+                )
+                .with_arg("weight", edge.weight * scale / 1000)
+                .with_arg("critical", true);
+                flow.name = Some(std::borrow::Cow::Borrowed("critical_path"));
+                flows.push(flow);
+            }
+        }
+        let name = trace.path.file_name().map_or_else(
+            || format!("rank{rank}.pt.trace.json.gz"),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let name = format!(
+            "overlaid_critical_path_{}",
+            if name.ends_with(".gz") {
+                name
+            } else {
+                format!("{name}.gz")
+            }
+        );
+        let out_path = dir.join(name);
+        let fail = |reason: String| PredictedError {
+            path: out_path.clone(),
+            reason,
+        };
+        let mut sink = Rewrite {
+            out_path: out_path.clone(),
+            writer: None,
+            header_base: 0,
+            rank_base: trace.base_ns,
+            exact: FastMap::default(),
+            anchors: FastMap::default(),
+            critical,
+            error: None,
+        };
+        TraceReader::open(&trace.path)
+            .read(&mut sink)
+            .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
+        if let Some(e) = sink.error {
+            return Err(fail(e));
+        }
+        let mut writer = sink
+            .writer
+            .ok_or_else(|| fail("the trace has no events".into()))?;
+        for flow in &flows {
+            writer
+                .write_event(flow)
+                .map_err(|e| fail(format!("writing: {e}")))?;
+        }
+        writer
+            .finish()
+            .and_then(Output::close)
+            .map_err(|e| fail(format!("writing: {e}")))?;
+        written.push(out_path);
+    }
+    Ok(written)
+}
+
+/// The header's `baseTimeNanoseconds` the reader applied to the file's events (the
+/// model's events are relative to it).
+fn header_base(trace: &crate::model::RankTrace) -> i64 {
+    trace.base_ns
 }
 
 #[cfg(test)]

@@ -276,17 +276,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let (path, files) =
                 neuronprof::critical_path::run_critical_path_overlay(&request, overlay.as_deref())?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &path).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
-            } else {
-                out.write_all(neuronprof::critical_path::render_critical_path(&path).as_bytes())
-                    .context("writing report")?;
+            print_report(json, &path, |path, out| {
+                out.write_all(neuronprof::critical_path::render_critical_path(path).as_bytes())?;
                 for file in &files {
-                    writeln!(out, "overlay: {}", file.display()).context("writing report")?;
+                    writeln!(out, "overlay: {}", file.display())?;
                 }
-            }
+                Ok(())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::WhatIf {
@@ -310,30 +306,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &scales,
                 out_dir.as_deref(),
             )?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &answer).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
-            } else {
-                out.write_all(neuronprof::critical_path::render_what_if(&answer).as_bytes())
-                    .context("writing report")?;
+            print_report(json, &answer, |answer, out| {
+                out.write_all(neuronprof::critical_path::render_what_if(answer).as_bytes())?;
                 for file in &files {
-                    writeln!(out, "predicted trace: {}", file.display())
-                        .context("writing report")?;
+                    writeln!(out, "predicted trace: {}", file.display())?;
                 }
-            }
+                Ok(())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { paths, json } => {
             let files = neuronprof::inspect::collect_trace_files(&paths)?;
             let report = neuronprof::inspect::inspect_files(&files);
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &report).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
-            } else {
-                neuronprof::inspect::render_text(&report, &mut out).context("writing report")?;
-            }
+            print_report(json, &report, |report, out| {
+                neuronprof::inspect::render_text(report, out)
+            })?;
             Ok(if report.damaged_files() > 0 {
                 ExitCode::from(1)
             } else {
@@ -365,14 +352,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 operators_by_shape: by_shape,
             };
             let report = neuronprof::analyze::run_analyze(&request)?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &report).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
-            } else {
-                out.write_all(analysis::render::render_report(&report).as_bytes())
-                    .context("writing report")?;
-            }
+            print_report(json, &report, |report, out| {
+                out.write_all(analysis::render::render_report(report).as_bytes())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -470,17 +452,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let diff = neuronprof::analyze::run_diff(&control, &test, rank, hta_compat)?;
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &diff).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
-            } else {
-                out.write_all(analysis::render::render_diff(&diff, top).as_bytes())
-                    .context("writing diff")?;
-            }
+            print_report(json, &diff, |diff, out| {
+                out.write_all(analysis::render::render_diff(diff, top).as_bytes())
+            })?;
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Prints `value` on standard output: as pretty JSON with `json`, else as the text
+/// `render` writes.
+fn print_report<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    render: impl FnOnce(&T, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, value).context("writing JSON")?;
+        out.write_all(b"\n").context("writing JSON")?;
+    } else {
+        render(value, &mut out).context("writing the report")?;
+    }
+    Ok(())
 }
 
 fn run_and_print(request: &neuronprof::run::RunRequest) -> anyhow::Result<ExitCode> {

@@ -115,46 +115,52 @@ pub fn write_predicted(
         for a in anchors.values_mut() {
             a.finish();
         }
-        let name = trace.path.file_name().map_or_else(
-            || format!("rank{rank}.pt.trace.json.gz"),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let name = if name.ends_with(".gz") {
-            name
-        } else {
-            format!("{name}.gz")
-        };
-        let out_path = dir.join(name);
-        let fail = |reason: String| PredictedError {
-            path: out_path.clone(),
-            reason,
-        };
-        let mut sink = Rewrite {
-            out_path: out_path.clone(),
-            writer: None,
-            header_base: 0,
-            rank_base: trace.base_ns,
-            exact,
-            anchors,
-            critical: Default::default(),
-            error: None,
-        };
-        TraceReader::open(&trace.path)
-            .read(&mut sink)
-            .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
-        if let Some(e) = sink.error {
-            return Err(fail(e));
-        }
-        let writer = sink
-            .writer
-            .ok_or_else(|| fail("the trace has no events".into()))?;
-        writer
-            .finish()
-            .and_then(Output::close)
-            .map_err(|e| fail(format!("writing: {e}")))?;
-        written.push(out_path);
+        let sink = Rewrite::new(trace, exact, anchors, Default::default());
+        written.push(rewrite(trace, rank, dir, "", sink, &[])?);
     }
     Ok(written)
+}
+
+/// Reads `trace` through `sink` into `dir`, under the input's file name (gzip, with
+/// `prefix`), appending `extra` events; returns the file written.
+fn rewrite(
+    trace: &crate::model::RankTrace,
+    rank: i64,
+    dir: &Path,
+    prefix: &str,
+    mut sink: Rewrite,
+    extra: &[Event<'_>],
+) -> Result<PathBuf, PredictedError> {
+    let name = trace.path.file_name().map_or_else(
+        || format!("rank{rank}.pt.trace.json.gz"),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let gz = if name.ends_with(".gz") { "" } else { ".gz" };
+    let out_path = dir.join(format!("{prefix}{name}{gz}"));
+    let fail = |reason: String| PredictedError {
+        path: out_path.clone(),
+        reason,
+    };
+    sink.out_path = out_path.clone();
+    TraceReader::open(&trace.path)
+        .read(&mut sink)
+        .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
+    if let Some(e) = sink.error {
+        return Err(fail(e));
+    }
+    let mut writer = sink
+        .writer
+        .ok_or_else(|| fail("the trace has no events".into()))?;
+    for event in extra {
+        writer
+            .write_event(event)
+            .map_err(|e| fail(format!("writing: {e}")))?;
+    }
+    writer
+        .finish()
+        .and_then(Output::close)
+        .map_err(|e| fail(format!("writing: {e}")))?;
+    Ok(out_path)
 }
 
 struct Rewrite {
@@ -170,6 +176,24 @@ struct Rewrite {
 }
 
 impl Rewrite {
+    fn new(
+        trace: &crate::model::RankTrace,
+        exact: FastMap<u64, (Option<i64>, Option<i64>)>,
+        anchors: FastMap<Option<i64>, Anchors>,
+        critical: crate::model::FastSet<u64>,
+    ) -> Self {
+        Rewrite {
+            out_path: PathBuf::new(),
+            writer: None,
+            header_base: 0,
+            rank_base: trace.base_ns,
+            exact,
+            anchors,
+            critical,
+            error: None,
+        }
+    }
+
     /// The event's time on the rank's absolute clock (what the graph uses) and back.
     fn file_to_graph(&self, ts_ns: i64) -> i64 {
         ts_ns - self.header_base + self.rank_base
@@ -313,52 +337,15 @@ pub fn write_overlay(
                 flows.push(flow);
             }
         }
-        let name = trace.path.file_name().map_or_else(
-            || format!("rank{rank}.pt.trace.json.gz"),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let name = format!(
-            "overlaid_critical_path_{}",
-            if name.ends_with(".gz") {
-                name
-            } else {
-                format!("{name}.gz")
-            }
-        );
-        let out_path = dir.join(name);
-        let fail = |reason: String| PredictedError {
-            path: out_path.clone(),
-            reason,
-        };
-        let mut sink = Rewrite {
-            out_path: out_path.clone(),
-            writer: None,
-            header_base: 0,
-            rank_base: trace.base_ns,
-            exact: FastMap::default(),
-            anchors: FastMap::default(),
-            critical,
-            error: None,
-        };
-        TraceReader::open(&trace.path)
-            .read(&mut sink)
-            .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
-        if let Some(e) = sink.error {
-            return Err(fail(e));
-        }
-        let mut writer = sink
-            .writer
-            .ok_or_else(|| fail("the trace has no events".into()))?;
-        for flow in &flows {
-            writer
-                .write_event(flow)
-                .map_err(|e| fail(format!("writing: {e}")))?;
-        }
-        writer
-            .finish()
-            .and_then(Output::close)
-            .map_err(|e| fail(format!("writing: {e}")))?;
-        written.push(out_path);
+        let sink = Rewrite::new(trace, FastMap::default(), FastMap::default(), critical);
+        written.push(rewrite(
+            trace,
+            rank,
+            dir,
+            "overlaid_critical_path_",
+            sink,
+            &flows,
+        )?);
     }
     Ok(written)
 }

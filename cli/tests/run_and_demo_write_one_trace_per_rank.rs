@@ -100,6 +100,77 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
     if !cfg!(debug_assertions) {
         assert_eq!(analysis["collectives"]["bottleneck_rank"], 2);
     }
+    demo_ends_with_the_critical_path_and_what_if(&text, &runs[0], &cwd);
+}
+
+/// The demo's last lines are what `critical-path --instance 1` and `what-if --instance
+/// 1 --scale rank:2=0.5` say about its traces, number for number.
+fn demo_ends_with_the_critical_path_and_what_if(text: &str, dir: &Path, cwd: &Path) {
+    let dir = dir.to_str().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = neuronprof(args, cwd);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let path = json(&["critical-path", "--instance", "1", "--json", dir]);
+    let answer = json(&[
+        "what-if",
+        "--instance",
+        "1",
+        "--scale",
+        "rank:2=0.5",
+        "--json",
+        dir,
+    ]);
+    let ms = |v: &serde_json::Value| format!("{:.2}", v.as_f64().unwrap() / 1000.0);
+    let heading = "\ncritical path of the second recorded step \
+                   (neuronprof critical-path --instance 1):\n  ";
+    let at = text.find(heading).unwrap_or_else(|| panic!("{text}")) + heading.len();
+    let ending = &text[at..];
+    assert!(
+        ending.starts_with(&format!("{} ms: ", ms(&path["length_us"]))),
+        "{ending}\n{path}"
+    );
+    // Every class of at least 0.05 % is listed with its share, in the summary's order.
+    let summary_line = ending.lines().next().unwrap();
+    for share in path["summary"].as_array().unwrap() {
+        let (class, percent) = (share["bound_by"].as_str().unwrap(), &share["percent"]);
+        if class.is_empty() || percent.as_f64().unwrap() < 0.05 {
+            continue;
+        }
+        let listed = format!("{class} {:.1}%", percent.as_f64().unwrap());
+        assert!(summary_line.contains(&listed), "{listed}: {summary_line}");
+    }
+    let ranks = path["ranks_on_path"].as_array().unwrap();
+    if ranks.len() > 1 {
+        let through: Vec<String> = ranks
+            .iter()
+            .map(|r| format!("rank {} {} ms", r[0], ms(&r[1])))
+            .collect();
+        assert!(
+            ending.contains(&format!("\n  through {}\n", through.join(", "))),
+            "{ending}"
+        );
+    }
+    let (step, predicted) = (&answer["step_us"], &answer["predicted_step_us"]);
+    let what_if = format!(
+        "\nwhat-if (neuronprof what-if --instance 1 --scale rank:2=0.5): at 1x speed, rank 2 \
+         would cut the step from {} to {} ms\n",
+        ms(step),
+        ms(predicted)
+    );
+    assert!(ending.ends_with(&what_if), "{ending}\nexpected {what_if}");
+    // Halving work never lengthens the step; in a release build (device-bound, see
+    // above) it shortens it by much of rank 2's extra device time.
+    let (step, predicted) = (step.as_f64().unwrap(), predicted.as_f64().unwrap());
+    assert!(predicted <= step, "{predicted} > {step}");
+    if !cfg!(debug_assertions) {
+        assert!(predicted < 0.9 * step, "{predicted} vs {step}");
+    }
 }
 
 #[test]

@@ -126,6 +126,8 @@ pub struct Loaded {
     pub view: TimelineView,
     /// The analyses, once computed (or why they failed).
     pub analyses: Option<Result<Box<Analyses>, String>>,
+    /// The critical path panel and the dimming of slices off the path.
+    pub critical: crate::critical::CriticalState,
 }
 
 /// The whole viewer.
@@ -205,6 +207,7 @@ impl ViewerApp {
                         view: TimelineView::new(&timeline),
                         timeline,
                         analyses: None,
+                        critical: Default::default(),
                     });
                 }
                 Ok(LoadMessage::Analysis(result)) => {
@@ -351,6 +354,7 @@ impl ViewerApp {
             egui::Key::Num5,
             egui::Key::Num6,
             egui::Key::Num7,
+            egui::Key::Num8,
         ];
         for (key, tab) in digits.into_iter().zip(crate::ui::panels_ui::Tab::ALL) {
             if pressed(key) {
@@ -359,6 +363,9 @@ impl ViewerApp {
         }
         if typed("/") {
             self.search.focus_requested = true;
+        }
+        if typed("c") || typed("C") {
+            loaded.critical.dim = !loaded.critical.dim;
         }
         if typed("[") || typed("]") {
             let forward = typed("]");

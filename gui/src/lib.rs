@@ -39,6 +39,17 @@
 //!   the options `neuronprof analyze --json --lenient` uses, so the panels show the same
 //!   numbers. Analysis `_us` times count from each rank's first analysed event
 //!   ([`load::Analyses::rank_origins_ns`]), which is how rows jump to the timeline.
+//! - **Critical path** ([`critical`], panel 8): `neuronprof critical-path --instance N`'s
+//!   default mode (every rank in one graph, the path through the rank that arrived last)
+//!   on instance N of `ProfilerStep#` (a step selector; the whole trace when no file has
+//!   steps), computed off the UI thread from the analyses' read of the files (loaded
+//!   with [`analysis::LoadOptions::with_timeline`]: about 40 bytes more per host event,
+//!   so another step costs no re-read). The panel shows the length, the windows, the
+//!   time by `bound_by`, the ranks the path runs through, the events with most time on
+//!   it (a click selects the slice) and what the graph could not place; `C` (or the
+//!   panel's checkbox) dims every slice whose event is not on the path (HTA's
+//!   `critical_path_events_set`: the events of the path's nodes) and outlines those
+//!   that are.
 //!
 //! # Example
 //! ```
@@ -58,6 +69,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod critical;
 pub mod frame;
 pub mod heatmap;
 pub mod load;

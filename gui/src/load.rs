@@ -211,6 +211,9 @@ pub struct Analyses {
     /// Per rank: the absolute time (ns since the Unix epoch) that the analyses' `_us`
     /// times count from (the rank's first analysed event).
     pub rank_origins_ns: Vec<(i64, i64)>,
+    /// The traces as the analyses read them, with their timelines (what the critical
+    /// path of another step is computed from, without reading the files again).
+    pub set: Arc<analysis::TraceSet>,
 }
 
 impl Analyses {
@@ -224,8 +227,13 @@ impl Analyses {
 /// Runs every analysis on the files, as `neuronprof analyze --json --lenient` does
 /// (default mode, all ranks), plus the operator tables.
 pub fn run_analyses(files: &[PathBuf]) -> anyhow::Result<Analyses> {
-    let set = load_paths(files, &LoadOptions::default().with_lenient(true))
-        .context("reading traces for the analyses")?;
+    let set = load_paths(
+        files,
+        &LoadOptions::default()
+            .with_lenient(true)
+            .with_timeline(true),
+    )
+    .context("reading traces for the analyses")?;
     let report = analyze(&set, &ReportOptions::default());
     let operators = set
         .ranks
@@ -241,6 +249,7 @@ pub fn run_analyses(files: &[PathBuf]) -> anyhow::Result<Analyses> {
         report,
         operators,
         rank_origins_ns,
+        set: Arc::new(set),
     })
 }
 

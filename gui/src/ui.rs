@@ -1,5 +1,6 @@
 //! Drawing: the timeline canvas, the details below it and the analysis panels.
 
+pub mod critical_path_ui;
 pub mod details_ui;
 pub mod panels_ui;
 pub mod timeline_ui;
@@ -23,8 +24,13 @@ pub const KEYS: &[(&str, &str)] = &[
     ("[ / ]", "follow the selected slice's flow back / forward"),
     ("Esc", "clear the selection"),
     (
-        "1 to 7",
-        "analysis panels: overview, utilization, memory, collectives, kernels, operators, insights",
+        "1 to 8",
+        "analysis panels: overview, utilization, memory, collectives, kernels, operators, \
+         insights, critical path",
+    ),
+    (
+        "C",
+        "dim everything off the critical path (or show it all again)",
     ),
     ("?", "this help"),
 ];

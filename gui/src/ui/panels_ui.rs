@@ -31,11 +31,13 @@ pub enum Tab {
     Operators,
     /// Findings.
     Insights,
+    /// The critical path of a step, and the dimming of what is off it.
+    CriticalPath,
 }
 
 impl Tab {
     /// Every tab, in order.
-    pub const ALL: [Tab; 7] = [
+    pub const ALL: [Tab; 8] = [
         Tab::Overview,
         Tab::Utilization,
         Tab::Memory,
@@ -43,6 +45,7 @@ impl Tab {
         Tab::Kernels,
         Tab::Operators,
         Tab::Insights,
+        Tab::CriticalPath,
     ];
 
     /// The tab's title.
@@ -55,6 +58,7 @@ impl Tab {
             Tab::Kernels => "Kernels",
             Tab::Operators => "Operators",
             Tab::Insights => "Insights",
+            Tab::CriticalPath => "Critical path",
         }
     }
 }
@@ -90,6 +94,8 @@ enum Jump {
     Name(String),
     /// A time range on the timeline (ns since its origin).
     Timeline(f64, f64),
+    /// One slice.
+    Slice(crate::model::SliceRef),
     /// One collective: its kernel on every rank, the one on `rank` selected.
     Collective {
         process_group: String,
@@ -115,6 +121,8 @@ pub fn pct(v: f64) -> String {
 
 /// Draws the panels.
 pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState) {
+    let ctx = ui.ctx().clone();
+    crate::ui::critical_path_ui::critical_path_update(&ctx, loaded, state.tab == Tab::CriticalPath);
     ui.horizontal_wrapped(|ui| {
         for tab in Tab::ALL {
             ui.selectable_value(&mut state.tab, tab, tab.title());
@@ -159,6 +167,14 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
                 Tab::Kernels => kernels_ui(ui, a, state, &mut jump),
                 Tab::Operators => operators_ui(ui, a, state, &mut jump),
                 Tab::Insights => insights_ui(ui, a, &mut jump),
+                Tab::CriticalPath => {
+                    let critical = &mut loaded.critical;
+                    if let Some(slice) =
+                        crate::ui::critical_path_ui::critical_path_ui(ui, a, critical)
+                    {
+                        jump = Some(Jump::Slice(slice));
+                    }
+                }
             }
         });
     if let Some(jump) = jump {
@@ -204,6 +220,7 @@ pub fn panels_ui(ui: &mut egui::Ui, loaded: &mut Loaded, state: &mut PanelState)
                 view.jump_to(&timeline, s, e, None);
                 view.selection = crate::app::Selection::Range(s, e);
             }
+            Jump::Slice(slice) => view.select_slice(&timeline, slice),
             Jump::Name(name) => {
                 if let Some(slice) = longest_named(&timeline, &name) {
                     view.select_slice(&timeline, slice);

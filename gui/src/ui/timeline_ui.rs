@@ -14,6 +14,14 @@ pub const LABEL_WIDTH: f32 = 230.0;
 /// Height of the time ruler.
 pub const RULER_HEIGHT: f32 = 24.0;
 
+/// The outline of slices on the critical path while the rest is dimmed.
+pub const CRITICAL_COLOR: Color32 = Color32::from_rgb(255, 140, 40);
+
+/// A slice's color when it is off the critical path and the path is highlighted.
+pub fn dimmed(color: Color32) -> Color32 {
+    color.gamma_multiply(0.18)
+}
+
 fn hover_id() -> egui::Id {
     egui::Id::unique("neuron-viewer-hover-time")
 }
@@ -26,6 +34,12 @@ pub fn hover_time(ctx: &egui::Context) -> Option<f64> {
 /// Draws the timeline and handles its mouse input.
 pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
     let timeline = Arc::clone(&loaded.timeline);
+    // With the critical path's dimming on: the path whose slices keep their color.
+    let on_path = loaded
+        .critical
+        .dim
+        .then(|| loaded.critical.shown().cloned())
+        .flatten();
     let view = &mut loaded.view;
     let (rect, response) = ui.allocate_exact_size(ui.available_size(), Sense::click_and_drag());
     let tracks_rect = Rect::from_min_max(
@@ -136,7 +150,19 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
                         to_screen_y(y) + ROW_HEIGHT - 1.0,
                     ),
                 );
-                track_painter.rect_filled(r, 2.0, name_color(name_id));
+                let color = match &on_path {
+                    Some(p) if !p.contains(slice) => dimmed(name_color(name_id)),
+                    _ => name_color(name_id),
+                };
+                track_painter.rect_filled(r, 2.0, color);
+                if on_path.as_ref().is_some_and(|p| p.contains(slice)) {
+                    track_painter.rect_stroke(
+                        r,
+                        2.0,
+                        Stroke::new(1.5, CRITICAL_COLOR),
+                        egui::StrokeKind::Inside,
+                    );
+                }
                 if Some(slice) == selected {
                     track_painter.rect_stroke(
                         r,
@@ -173,7 +199,13 @@ pub fn timeline_ui(ui: &mut egui::Ui, loaded: &mut Loaded) {
                         to_screen_y(y) + ROW_HEIGHT - 1.0,
                     ),
                 );
-                track_painter.rect_filled(r, 0.0, name_color(name_id).gamma_multiply(0.55));
+                let color = name_color(name_id).gamma_multiply(0.55);
+                let color = match &on_path {
+                    Some(p) if !p.any_in(first, count) => dimmed(color),
+                    Some(_) => CRITICAL_COLOR,
+                    None => color,
+                };
+                track_painter.rect_filled(r, 0.0, color);
                 if r.width() > 36.0 {
                     track_painter.text(
                         r.center(),

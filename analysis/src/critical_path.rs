@@ -63,8 +63,10 @@
 //!
 //! Bad input: no matching annotation or instance is an error naming the rank and what
 //! was found; events HTA's rules cannot place (sync rows whose host call is outside the
-//! window, device rows with neither a launch nor a previous row, event syncs) are
-//! counted in [`Skipped`]; a cycle (times that contradict their order) is an error with
+//! window, device rows with neither a launch nor a previous row, event syncs, device
+//! rows in the window whose launch is missing from the trace) are counted in
+//! [`Skipped`]; a damaged file is an error naming the file, byte offset and event index
+//! (the loader's); a cycle (times that contradict their order) is an error with
 //! the number of nodes on cycles.
 
 mod build;
@@ -151,6 +153,10 @@ pub struct Skipped {
     pub negative_edges: u64,
     /// Collectives seen on only some of the analyzed ranks (no cross-rank edges).
     pub unmatched_collectives: u64,
+    /// Device rows starting in the window with no launch at all (no host event of
+    /// their correlation): not in the graph (HTA's clip keeps device rows by their
+    /// launch), so counted here.
+    pub rows_without_launch: u64,
 }
 
 /// One edge of the critical path. JSON: `{"rank", "kind", "duration_us",
@@ -384,6 +390,7 @@ pub fn build_graph<'t>(
                 },
             })?;
         let clipped = events::clip(&events, window);
+        skipped.rows_without_launch += events::rows_without_launch(&events, window);
         let base = all_events.len() as u32;
         let rank_graph =
             build::build_rank(&mut graph, &events, &clipped, options, &mut skipped, base);

@@ -37,9 +37,10 @@ pub enum AnalysisError {
 impl fmt::Display for AnalysisError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AnalysisError::Read { path, source } => {
-                write!(f, "cannot analyze {}: {source}", path.display())
-            }
+            // The reader's error starts with its location (file, byte offset, event
+            // index), so it is the whole message, and not also the `source()`: a
+            // chain printer (`{:#}`) would repeat it.
+            AnalysisError::Read { source, .. } => write!(f, "{source}"),
             AnalysisError::NoTraces => f.write_str("no trace with analyzable events"),
             AnalysisError::DuplicateRank { rank, path } => {
                 write!(
@@ -55,11 +56,4 @@ impl fmt::Display for AnalysisError {
     }
 }
 
-impl std::error::Error for AnalysisError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AnalysisError::Read { source, .. } => Some(source.as_ref()),
-            _ => None,
-        }
-    }
-}
+impl std::error::Error for AnalysisError {}

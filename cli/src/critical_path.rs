@@ -214,6 +214,10 @@ pub fn render_critical_path(path: &CriticalPath) -> String {
             s.unmatched_collectives,
             "collectives not seen on every rank",
         ),
+        (
+            s.rows_without_launch,
+            "device rows with no launch (not in the graph)",
+        ),
     ];
     let notes: Vec<String> = skipped
         .iter()

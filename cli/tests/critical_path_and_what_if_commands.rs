@@ -141,3 +141,129 @@ fn bad_scales_and_annotations_are_clear_errors() {
         "{err}"
     );
 }
+
+/// A rank trace of ours, decompressed (one event per line, as our writer puts them).
+fn decompressed(rank: usize) -> String {
+    let path = ours().join(format!("rank{rank}.pt.trace.json.gz"));
+    let out = Command::new("gzip").arg("-dc").arg(&path).output().unwrap();
+    assert!(out.status.success(), "gzip -dc {}", path.display());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The event of a `  {"ph": …},` line.
+fn event_of(line: &str) -> Option<serde_json::Value> {
+    let line = line.trim().trim_end_matches(',');
+    line.starts_with("{\"ph\"")
+        .then(|| serde_json::from_str(line).expect("one event per line"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neuronprof-cp-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        ours().join("rank0.pt.trace.json.gz"),
+        dir.join("rank0.pt.trace.json.gz"),
+    )
+    .unwrap();
+    dir
+}
+
+/// Damaged input. A rank file cut inside an event stops `critical-path` and `what-if`
+/// with one message that names the file, byte offset and event index (not a partial
+/// answer: the step's events after the cut are unknown). A rank whose launches are
+/// missing (its runtime calls for half the device rows removed, as in a trace whose
+/// launches were not recorded) still has a path, and the device rows that could not be
+/// placed are counted, in the JSON and in the text.
+#[test]
+fn damaged_rank_files_are_clear_errors_or_counted() {
+    let text1 = decompressed(1);
+
+    // Cut in the middle of the 5000th event.
+    let dir = scratch("cut");
+    let starts: Vec<usize> = text1
+        .match_indices("\n  {\"ph\"")
+        .map(|(i, _)| i + 1)
+        .collect();
+    let cut = starts[5000] + 20;
+    let cut_path = dir.join("rank1.pt.trace.json");
+    std::fs::write(&cut_path, &text1[..cut]).unwrap();
+    let at = format!("{}: byte {cut}, event #5000", cut_path.display());
+    for args in [
+        vec!["critical-path"],
+        vec!["what-if", "--scale", "host=0.5"],
+    ] {
+        let mut args = args;
+        args.push(dir.to_str().unwrap());
+        let out = neuronprof(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches(&at).count(), 1, "{args:?}: {err}");
+        assert!(err.contains("truncated"), "{err}");
+    }
+
+    // Launches missing: drop the runtime calls of every other device row.
+    let dir = scratch("no-launch");
+    let events: Vec<serde_json::Value> = text1.lines().filter_map(event_of).collect();
+    let is_row = |e: &serde_json::Value| {
+        matches!(e["cat"].as_str(), Some("kernel" | "gpu_memcpy")) && e["ph"] == "X"
+    };
+    let rows: Vec<&serde_json::Value> = events.iter().filter(|e| is_row(e)).collect();
+    let removed: std::collections::HashSet<i64> = rows
+        .iter()
+        .step_by(2)
+        .map(|e| e["args"]["correlation"].as_i64().unwrap())
+        .collect();
+    let step = events
+        .iter()
+        .find(|e| e["name"].as_str().unwrap_or("").contains("ProfilerStep#"))
+        .unwrap();
+    let (from, to) = (
+        step["ts"].as_f64().unwrap(),
+        step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap(),
+    );
+    let expected = rows
+        .iter()
+        .filter(|e| removed.contains(&e["args"]["correlation"].as_i64().unwrap()))
+        .filter(|e| (from..=to).contains(&e["ts"].as_f64().unwrap()))
+        .count();
+    assert!(
+        expected > 100,
+        "{expected} rows of the step lose their launch"
+    );
+    let kept: Vec<&str> = text1
+        .lines()
+        .filter(|line| {
+            !event_of(line).is_some_and(|e| {
+                !is_row(&e)
+                    && e["ph"] == "X"
+                    && e["args"]["correlation"]
+                        .as_i64()
+                        .is_some_and(|c| removed.contains(&c))
+            })
+        })
+        .collect();
+    std::fs::write(dir.join("rank1.pt.trace.json"), kept.join("\n")).unwrap();
+    let out = neuronprof(&["critical-path", "--json", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        value["skipped"]["rows_without_launch"].as_u64(),
+        Some(expected as u64)
+    );
+    assert!(value["length_us"].as_f64().unwrap() > 0.0);
+    let note = format!("{expected} device rows with no launch (not in the graph)");
+    let out = neuronprof(&["critical-path", dir.to_str().unwrap()]);
+    assert!(text(&out).contains(&note), "{}", text(&out));
+    let out = neuronprof(&["what-if", "--scale", "host=0.5", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text(&out).contains(&note), "{}", text(&out));
+}

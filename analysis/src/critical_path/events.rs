@@ -288,6 +288,30 @@ pub(crate) fn clip(events: &[CpEvent<'_>], window: (i64, i64)) -> Vec<u32> {
         .collect()
 }
 
+/// Device rows that start in the window but have no launch at all (no host event of
+/// their correlation: a damaged trace, unmatched flows, a launch before the profiler
+/// started): HTA's clip drops them, so they are counted ([`super::Skipped`]).
+pub(crate) fn rows_without_launch(events: &[CpEvent<'_>], window: (i64, i64)) -> u64 {
+    // HTA's `index_correlation` of a row without a partner is 0 (its correlation
+    // clipped at 0), which is also the index of the file's first event: that one is a
+    // partner only when it has the row's correlation.
+    let first_correlation = events
+        .iter()
+        .find(|e| e.event_index == 0 && !e.on_stream())
+        .map(|e| e.correlation);
+    events
+        .iter()
+        .filter(|e| {
+            e.on_stream()
+                && e.name != "Stream Wait Event"
+                && (e.index_correlation < 0
+                    || (e.index_correlation == 0 && first_correlation != Some(e.correlation)))
+                && e.ts >= window.0
+                && e.ts <= window.1
+        })
+        .count() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,6 +184,7 @@ pub fn critical_path_ui(
         (s.kernels_without_edge, "device rows without an edge"),
         (s.negative_edges, "negative edges counted as 0"),
         (s.unmatched_collectives, "collectives not on every rank"),
+        (s.rows_without_launch, "device rows without a launch"),
     ]
     .iter()
     .filter(|(n, _)| *n > 0)

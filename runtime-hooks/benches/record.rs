@@ -268,6 +268,29 @@ fn tracing_span(c: &mut Criterion) {
     group.finish();
 }
 
+/// The process-wide cut (the PyTorch path's clock): the clock read and a record once the
+/// process has seen cuts (a sequence-lock read instead of the no-cut fast path), and one
+/// cut begin + end (what each launch of the PyTorch extension pays). Runs last: after
+/// the first cut every clock read in the process takes the sequence-lock path.
+fn cuts(c: &mut Criterion) {
+    drop(clock::cut_scope());
+    assert!(clock::cuts_seen());
+    runtime_hooks::set_ring_capacity(RING_RECORDS);
+    runtime_hooks::set_enabled(true);
+    let mut group = c.benchmark_group("process cut");
+    group.bench_function("host clock (now_ns), cuts seen", |b| {
+        b.iter(|| black_box(clock::now_ns()))
+    });
+    group.bench_function("record, enabled, cuts seen", |b| {
+        b.iter_custom(|iters| timed_records(iters, &record_op))
+    });
+    group.bench_function("cut begin + end", |b| {
+        b.iter(|| drop(black_box(clock::cut_scope())))
+    });
+    group.finish();
+    runtime_hooks::drain_with(usize::MAX, |_| {});
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -278,6 +301,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = timestamps, records, threads, registration, tracing_span
+    targets = timestamps, records, threads, registration, tracing_span, cuts
 }
 criterion_main!(benches);

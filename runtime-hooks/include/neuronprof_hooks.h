@@ -90,6 +90,7 @@ extern "C" {
 #define NPH_FLOW_LAUNCH_TO_KERNEL 1
 #define NPH_FLOW_FORWARD_TO_BACKWARD 2
 #define NPH_FLOW_OTHER 3
+#define NPH_FLOW_STREAM_WAIT 4 /* event record on one queue -> wait on another */
 
 /* Payloads: 40 bytes each, no padding. */
 
@@ -231,7 +232,8 @@ size_t nph_resolve_name(uint32_t name_id, char *buf, size_t buf_len);
 /* Correlation ids (process-wide, never 0); also usable as flow ids. */
 uint64_t nph_next_corr_id(void);
 
-/* Clock. nph_now_ns is this thread's host clock: monotonic minus emulation time. */
+/* Clock. nph_now_ns is this thread's host clock: monotonic minus the process-wide cuts
+ * minus this thread's emulation time. */
 uint64_t nph_now_ns(void);
 uint64_t nph_monotonic_ns(void);
 void nph_clock_anchor(uint64_t *monotonic_ns, uint64_t *unix_ns);
@@ -249,6 +251,13 @@ uint64_t nph_advance_to(uint64_t target_ns);
  * returns the host clock. */
 void nph_follow_cpu_time(int32_t on);
 uint64_t nph_clock_sync(void);
+
+/* Process-wide cut: while any thread is between nph_cut_begin and nph_cut_end, every
+ * thread's host clock stands still; afterwards the cut is subtracted for good. Cuts nest
+ * per thread; overlapping cuts of several threads count as their union. */
+void nph_cut_begin(void);
+void nph_cut_end(void);
+uint64_t nph_cut_total_ns(void);
 
 /* Recording. nph_record_raw takes times as given; nph_record_now stamps the host clock.
  * A null payload means all zero. thread_id is always filled in. */

@@ -42,6 +42,17 @@
 //! emulation spans is dropped as well, read from the thread's CPU time at the runtime's
 //! boundaries rather than per record. See [`cpu`] for how and what it costs;
 //! neuron-backend's rank threads use it.
+//!
+//! # The process-wide cut
+//!
+//! A host program that computes the device's numerics on its own threads (the PyTorch
+//! extension) removes that time from *every* thread's clock with a cut ([`cut_begin`],
+//! [`cut_end`], [`cut_scope`]; [`CutLog`] has the details): the process
+//! timeline [`process_ns`] is the monotonic clock minus every cut so far, and each
+//! thread's host clock is that timeline minus the thread's own emulation offset. The two
+//! compose: time that is both cut and inside a thread's emulation span is subtracted
+//! once, because emulation spans are measured on the process timeline. [`cut_log`] puts
+//! instants of the real clock taken by others (PyTorch's profiler) on the same timeline.
 
 use std::sync::OnceLock;
 
@@ -51,6 +62,13 @@ pub(crate) mod cpu;
 
 pub use cpu::{
     cpu_time_reads, descheduled_ns, follow_cpu_time, follows_cpu_time, sync, thread_cpu_ns,
+};
+
+mod cut;
+
+pub use cut::{
+    cut_begin, cut_end, cut_log, cut_scope, cut_total_ns, cuts_seen, in_cut, process_ns, CutLog,
+    CutScope, CUT_LOG_CAPACITY,
 };
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds: the raw process timeline, without the calling
@@ -78,7 +96,8 @@ pub fn monotonic_ns() -> u64 {
     }
 }
 
-/// The calling thread's host clock in nanoseconds: [`monotonic_ns`] minus the thread's
+/// The calling thread's host clock in nanoseconds: the process timeline
+/// ([`process_ns`]: [`monotonic_ns`] minus the process-wide cuts) minus the thread's
 /// emulation offset. This is what host records are stamped with.
 #[inline]
 pub fn now_ns() -> u64 {
@@ -89,7 +108,7 @@ impl crate::local::Local {
     #[inline]
     pub(crate) fn now_ns(&self) -> u64 {
         let real_ns = if self.emulation_depth.get() == 0 {
-            monotonic_ns()
+            process_ns()
         } else {
             self.emulation_start_ns.get()
         };
@@ -157,7 +176,7 @@ pub fn emulation_begin() {
             let start_ns = if local.cpu.is_on() {
                 local.cpu_sync()
             } else {
-                monotonic_ns()
+                process_ns()
             };
             local.emulation_start_ns.set(start_ns);
         }
@@ -176,7 +195,7 @@ pub fn emulation_end() {
             if local.cpu.is_on() {
                 local.cpu_end_emulation(start_ns);
             } else {
-                let spent_ns = monotonic_ns().saturating_sub(start_ns);
+                let spent_ns = process_ns().saturating_sub(start_ns);
                 local
                     .offset_ns
                     .set(local.offset_ns.get().wrapping_add(spent_ns));
@@ -233,8 +252,9 @@ pub fn advance_to(target_ns: u64) -> u64 {
     })
 }
 
-/// How far this thread's host clock is behind [`monotonic_ns`] outside emulation spans:
-/// emulation time subtracted minus time added by [`advance_to`] (negative when ahead).
+/// How far this thread's host clock is behind the process timeline ([`process_ns`])
+/// outside emulation spans: emulation time subtracted minus time added by
+/// [`advance_to`] (negative when ahead). Process-wide cuts are not part of it.
 pub fn emulation_offset_ns() -> i64 {
     LOCAL.with(|local| local.offset_ns.get() as i64)
 }
@@ -251,6 +271,7 @@ mod tests {
 
     #[test]
     fn emulation_span_stops_the_host_clock_and_is_subtracted() {
+        let _serial = cut::serial();
         let start_offset = emulation_offset_ns();
         let before = now_ns();
         {
@@ -277,6 +298,7 @@ mod tests {
 
     #[test]
     fn nested_spans_count_once() {
+        let _serial = cut::serial();
         let start_offset = emulation_offset_ns();
         emulation_begin();
         emulation_begin();
@@ -291,6 +313,7 @@ mod tests {
 
     #[test]
     fn advance_to_moves_forward_only() {
+        let _serial = cut::serial();
         let now = now_ns();
         let target = now + 1_000_000_000;
         assert_eq!(advance_to(target), target);

@@ -128,6 +128,25 @@ pub extern "C" fn nph_clock_sync() -> u64 {
     clock::sync()
 }
 
+/// Begins a process-wide cut on this thread: every thread's host clock stands still
+/// until the matching `nph_cut_end` (and every other thread's cut) ends; cuts nest.
+#[no_mangle]
+pub extern "C" fn nph_cut_begin() {
+    clock::cut_begin();
+}
+
+/// Ends this thread's cut; the cut time is subtracted from the process timeline.
+#[no_mangle]
+pub extern "C" fn nph_cut_end() {
+    clock::cut_end();
+}
+
+/// Total length of the process-wide cuts so far, ns.
+#[no_mangle]
+pub extern "C" fn nph_cut_total_ns() -> u64 {
+    clock::cut_total_ns()
+}
+
 /// Records `*record` as given (its `thread_id` is filled in), if recording is on.
 ///
 /// # Safety

@@ -33,12 +33,15 @@ pub(crate) struct Local {
     pub(crate) offset_ns: Cell<u64>,
     /// Nesting depth of emulation spans.
     pub(crate) emulation_depth: Cell<u32>,
-    /// Monotonic time when the outermost emulation span began.
+    /// Process timeline ([`crate::clock::process_ns`]) when the outermost emulation span
+    /// began.
     pub(crate) emulation_start_ns: Cell<u64>,
     /// The last host-clock value handed out (the CPU-time clock never goes below it).
     pub(crate) last_ns: Cell<u64>,
     /// The thread's CPU-time clock (`crate::clock::cpu`), when it follows one.
     pub(crate) cpu: crate::clock::cpu::CpuClock,
+    /// Nesting depth of this thread's process-wide cuts ([`crate::clock::cut_begin`]).
+    pub(crate) cut_depth: Cell<u32>,
 }
 
 thread_local! {
@@ -50,6 +53,7 @@ thread_local! {
             emulation_start_ns: Cell::new(0),
             last_ns: Cell::new(0),
             cpu: crate::clock::cpu::CpuClock::off(),
+            cut_depth: Cell::new(0),
         }
     };
     static EXIT_GUARD: ExitGuard = const { ExitGuard { ring: Cell::new(None) } };

@@ -41,7 +41,7 @@
 
 use crate::local::{Local, LOCAL};
 
-use super::monotonic_ns;
+use super::{monotonic_ns, process_ns};
 
 /// A CPU-time read that took longer than this (the thread was preempted inside the
 /// system call) is retried, up to [`READ_ATTEMPTS`] times.
@@ -97,16 +97,18 @@ pub fn thread_cpu_ns() -> u64 {
             return ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
         }
     }
-    monotonic_ns()
+    process_ns()
 }
 
 /// One tight read: `(monotonic before, CPU time, monotonic after)`.
+/// The two bracketing reads are of the process timeline ([`process_ns`]: monotonic
+/// minus the process-wide cuts), the base every host clock builds on.
 fn read() -> (u64, u64, u64) {
     let mut best = (0, 0, u64::MAX);
     for _ in 0..READ_ATTEMPTS {
-        let before = monotonic_ns();
+        let before = process_ns();
         let cpu = thread_cpu_ns();
-        let after = monotonic_ns();
+        let after = process_ns();
         if after - before < best.2.wrapping_sub(best.0) || best.2 == u64::MAX {
             best = (before, cpu, after);
         }
@@ -231,6 +233,7 @@ mod tests {
 
     #[test]
     fn a_sleep_is_not_host_time_on_a_cpu_time_thread() {
+        let _serial = super::super::cut::serial();
         std::thread::spawn(|| {
             follow_cpu_time(true);
             assert!(follows_cpu_time());
@@ -255,6 +258,7 @@ mod tests {
 
     #[test]
     fn the_monotonic_clock_thread_keeps_its_sleeps() {
+        let _serial = super::super::cut::serial();
         std::thread::spawn(|| {
             assert!(!follows_cpu_time());
             let before = now_ns();
@@ -269,6 +273,7 @@ mod tests {
 
     #[test]
     fn a_stamp_taken_after_a_sleep_is_never_undercut() {
+        let _serial = super::super::cut::serial();
         std::thread::spawn(|| {
             follow_cpu_time(true);
             std::thread::sleep(Duration::from_millis(20));
@@ -284,6 +289,7 @@ mod tests {
 
     #[test]
     fn a_user_range_is_a_boundary() {
+        let _serial = super::super::cut::serial();
         std::thread::spawn(|| {
             crate::set_enabled(true);
             follow_cpu_time(true);
@@ -299,6 +305,7 @@ mod tests {
 
     #[test]
     fn emulation_and_waits_are_boundaries() {
+        let _serial = super::super::cut::serial();
         std::thread::spawn(|| {
             follow_cpu_time(true);
             let reads = cpu_time_reads();
@@ -324,6 +331,7 @@ mod tests {
 
     #[test]
     fn a_thread_sharing_one_cpu_counts_only_its_own_running() {
+        let _serial = super::super::cut::serial();
         if !cfg!(target_os = "linux") {
             return;
         }

@@ -180,6 +180,10 @@ raw_enum! {
         ForwardToBackward = 2,
         /// Any other link.
         Other = 3,
+        /// An event recorded on one device queue to a wait for it on another (id = the
+        /// event's correlation id). The `profiler` crate draws these from the device's
+        /// `Event Record` and `Stream Wait Event` marks.
+        StreamWait = 4,
     }
 }
 

@@ -136,8 +136,8 @@ static void print_layout(void) {
            NPH_ALGORITHM_RING, NPH_ALGORITHM_MESH, NPH_ALGORITHM_TREE,
            NPH_ALGORITHM_HIERARCHICAL, NPH_ALGORITHM_RECURSIVE_DOUBLING,
            NPH_ALGORITHM_KANGA_RING);
-    printf("const flow %d %d %d\n", NPH_FLOW_LAUNCH_TO_KERNEL, NPH_FLOW_FORWARD_TO_BACKWARD,
-           NPH_FLOW_OTHER);
+    printf("const flow %d %d %d %d\n", NPH_FLOW_LAUNCH_TO_KERNEL, NPH_FLOW_FORWARD_TO_BACKWARD,
+           NPH_FLOW_OTHER, NPH_FLOW_STREAM_WAIT);
 }
 
 static uint32_t step_name;

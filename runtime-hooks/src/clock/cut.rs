@@ -1,0 +1,445 @@
+//! The process-wide *cut* of emulation time: real intervals in which some host thread
+//! does (or waits for) work the emulated device would do on its own, removed from the
+//! whole process's timeline.
+//!
+//! A program that computes the device's numerics itself on its host threads (the PyTorch
+//! extension in `python/`, whose ops run ATen's CPU kernels) cannot keep them out of a
+//! per-thread clock alone: PyTorch stamps its own events with the real clock, and other
+//! threads (autograd's) wait for the one computing. So the cut stops the clock of *every*
+//! thread: between [`cut_begin`] and [`cut_end`] (or during a [`cut_scope`]) the process
+//! timeline stands still, and afterwards it runs at `monotonic − total cut`. Cuts of
+//! several threads at once count as their union (the timeline stands still while at
+//! least one thread is inside a cut); a thread's nested cuts count once.
+//!
+//! Every finished cut is kept in a bounded log ([`cut_log`]: the most recent
+//! [`CUT_LOG_CAPACITY`] intervals, older ones dropped and counted), from which
+//! [`CutLog::warp`] maps an instant of the real (monotonic) clock to the cut timeline:
+//! `warped(t) = t − (cut before t)`, an instant inside a cut mapping to the cut's start.
+//! That is how timestamps taken with the real clock by someone else (PyTorch's
+//! profiler) are put on the same timeline afterwards.
+//!
+//! # Reading the clock
+//!
+//! [`process_ns`] is `monotonic − total cut` (the cut's start while one is open), read
+//! with a sequence lock: a writer (the first cut to begin, the last to end) bumps a
+//! sequence number to odd, changes the state, bumps it to even; a reader retries when it
+//! saw a writer at work. Until the first cut of the process the sequence number is 0 and
+//! a read is one load more than the monotonic clock. Writers serialize on a mutex (two
+//! per cut, off the recording path). A writer reads the clock after a full fence that
+//! publishes its odd sequence number, and a reader's clock read completes before it
+//! re-reads the sequence number, so no reader can have returned a later instant than a
+//! cut's start: the timeline is monotonic for every thread.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::monotonic_ns;
+use crate::local::LOCAL;
+
+/// Intervals the cut log keeps (16 bytes each; the oldest are dropped beyond this).
+pub const CUT_LOG_CAPACITY: usize = 1 << 20;
+
+/// `START_NS` when no cut is open.
+const CLOSED: u64 = u64::MAX;
+
+/// Even: stable; odd: a writer is changing the state; 0: no cut ever began.
+static SEQ: AtomicU64 = AtomicU64::new(0);
+/// Monotonic instant the open cut began, or [`CLOSED`].
+static START_NS: AtomicU64 = AtomicU64::new(CLOSED);
+/// Length of every finished cut, ns.
+static TOTAL_NS: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug)]
+struct Writer {
+    /// Threads inside a cut now.
+    threads: u32,
+    /// Finished cuts `(start, end)` in monotonic ns, oldest first.
+    log: VecDeque<(u64, u64)>,
+    /// Cuts dropped from the log, and their total length.
+    dropped: u64,
+    dropped_ns: u64,
+    /// End of the newest dropped cut (0: none dropped).
+    dropped_until_ns: u64,
+}
+
+static WRITER: Mutex<Writer> = Mutex::new(Writer {
+    threads: 0,
+    log: VecDeque::new(),
+    dropped: 0,
+    dropped_ns: 0,
+    dropped_until_ns: 0,
+});
+
+fn writer() -> MutexGuard<'static, Writer> {
+    // The state is changed in single steps under the lock; a panic cannot leave it torn.
+    WRITER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `change` as a sequence-lock writer (the caller holds [`WRITER`]).
+fn publish(change: impl FnOnce()) {
+    let seq = SEQ.load(Ordering::Relaxed);
+    SEQ.store(seq + 1, Ordering::Relaxed);
+    // Publishes the odd number before the clock is read inside `change`.
+    fence(Ordering::SeqCst);
+    change();
+    SEQ.store(seq + 2, Ordering::Release);
+}
+
+/// The cut timeline: [`monotonic_ns`] minus every cut so far; while a cut is open, the
+/// instant it began minus the cuts before it.
+#[inline]
+pub fn process_ns() -> u64 {
+    if SEQ.load(Ordering::Acquire) == 0 {
+        return monotonic_ns();
+    }
+    loop {
+        let seq = SEQ.load(Ordering::Acquire);
+        if seq & 1 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let start_ns = START_NS.load(Ordering::Relaxed);
+        let total_ns = TOTAL_NS.load(Ordering::Relaxed);
+        let real_ns = if start_ns == CLOSED {
+            let now_ns = monotonic_ns();
+            // The clock read completes before the sequence number is read again (the
+            // TSC read of the vDSO is not ordered with later loads otherwise).
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: LFENCE is available on every x86_64 CPU and has no preconditions.
+            unsafe {
+                std::arch::x86_64::_mm_lfence()
+            };
+            now_ns
+        } else {
+            start_ns
+        };
+        fence(Ordering::Acquire);
+        if SEQ.load(Ordering::Relaxed) == seq {
+            return real_ns.saturating_sub(total_ns);
+        }
+    }
+}
+
+/// Whether any cut has begun in this process (until then [`process_ns`] is the
+/// monotonic clock).
+#[inline]
+pub fn cuts_seen() -> bool {
+    SEQ.load(Ordering::Relaxed) != 0
+}
+
+/// Begins a cut on this thread: the process timeline stands still until the matching
+/// [`cut_end`] (and until every other thread's cut has ended too). Cuts nest per thread;
+/// only the outermost counts.
+pub fn cut_begin() {
+    let outermost = LOCAL.with(|local| {
+        let depth = local.cut_depth.get();
+        local.cut_depth.set(depth.saturating_add(1));
+        depth == 0
+    });
+    if !outermost {
+        return;
+    }
+    let mut w = writer();
+    w.threads += 1;
+    if w.threads == 1 {
+        publish(|| START_NS.store(monotonic_ns(), Ordering::Relaxed));
+    }
+}
+
+/// Ends this thread's cut begun by [`cut_begin`]; when no other thread is inside one,
+/// the process timeline runs again with the cut subtracted for good. An unmatched end
+/// does nothing.
+pub fn cut_end() {
+    let outermost = LOCAL.with(|local| match local.cut_depth.get() {
+        0 => None,
+        depth => {
+            local.cut_depth.set(depth - 1);
+            Some(depth == 1)
+        }
+    });
+    if outermost != Some(true) {
+        return;
+    }
+    let mut w = writer();
+    w.threads = w.threads.saturating_sub(1);
+    if w.threads > 0 {
+        return;
+    }
+    let start_ns = START_NS.load(Ordering::Relaxed);
+    let mut end_ns = start_ns;
+    publish(|| {
+        end_ns = monotonic_ns().max(start_ns);
+        TOTAL_NS.fetch_add(end_ns - start_ns, Ordering::Relaxed);
+        START_NS.store(CLOSED, Ordering::Relaxed);
+    });
+    if w.log.len() == CUT_LOG_CAPACITY {
+        if let Some((old_start, old_end)) = w.log.pop_front() {
+            w.dropped += 1;
+            w.dropped_ns += old_end - old_start;
+            w.dropped_until_ns = old_end;
+        }
+    }
+    w.log.push_back((start_ns, end_ns));
+}
+
+/// Guard for a cut; ends it when dropped.
+#[must_use = "the cut ends when this guard is dropped"]
+#[derive(Debug)]
+pub struct CutScope {
+    // Not Send: the cut belongs to the thread that began it.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// Begins a cut that ends when the returned guard is dropped.
+pub fn cut_scope() -> CutScope {
+    cut_begin();
+    CutScope {
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+impl Drop for CutScope {
+    fn drop(&mut self) {
+        cut_end();
+    }
+}
+
+/// Whether the calling thread is inside a cut.
+pub fn in_cut() -> bool {
+    LOCAL.with(|local| local.cut_depth.get() > 0)
+}
+
+/// Total length of the cuts so far, ns (an open cut counts up to now).
+pub fn cut_total_ns() -> u64 {
+    let _w = writer();
+    let start_ns = START_NS.load(Ordering::Relaxed);
+    let open_ns = if start_ns == CLOSED {
+        0
+    } else {
+        monotonic_ns().saturating_sub(start_ns)
+    };
+    TOTAL_NS.load(Ordering::Relaxed) + open_ns
+}
+
+/// A snapshot of the cut log, to put real-clock instants on the cut timeline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CutLog {
+    /// Cuts `(start_ns, end_ns)` in monotonic ns, oldest first, not overlapping (an open
+    /// cut is included up to the snapshot).
+    pub intervals: Vec<(u64, u64)>,
+    /// `prefix_ns[i]`: cut time before `intervals[i]` began.
+    prefix_ns: Vec<u64>,
+    /// Cuts that had been dropped from the log (beyond [`CUT_LOG_CAPACITY`]).
+    pub dropped: u64,
+    /// Instants before this (the end of the newest dropped cut) cannot be warped
+    /// exactly; 0 when nothing was dropped.
+    pub exact_from_ns: u64,
+}
+
+/// A snapshot of the cut log (see [`CutLog`]).
+pub fn cut_log() -> CutLog {
+    let w = writer();
+    let mut intervals: Vec<(u64, u64)> = w.log.iter().copied().collect();
+    let start_ns = START_NS.load(Ordering::Relaxed);
+    if start_ns != CLOSED {
+        intervals.push((start_ns, monotonic_ns().max(start_ns)));
+    }
+    let mut prefix_ns = Vec::with_capacity(intervals.len());
+    let mut sum = w.dropped_ns;
+    for &(start, end) in &intervals {
+        prefix_ns.push(sum);
+        sum += end - start;
+    }
+    CutLog {
+        intervals,
+        prefix_ns,
+        dropped: w.dropped,
+        exact_from_ns: w.dropped_until_ns,
+    }
+}
+
+impl CutLog {
+    /// A log of the given cuts (sorted, not overlapping), with nothing dropped: for
+    /// tests and for replaying a recorded log.
+    pub fn from_intervals(intervals: Vec<(u64, u64)>) -> Self {
+        let mut prefix_ns = Vec::with_capacity(intervals.len());
+        let mut sum = 0;
+        for &(start, end) in &intervals {
+            prefix_ns.push(sum);
+            sum += end.saturating_sub(start);
+        }
+        CutLog {
+            intervals,
+            prefix_ns,
+            dropped: 0,
+            exact_from_ns: 0,
+        }
+    }
+
+    /// Cut time before the monotonic instant `t_ns` (the part of a cut `t_ns` lies in
+    /// counts up to `t_ns`).
+    pub fn cut_before_ns(&self, t_ns: u64) -> u64 {
+        // Index of the first cut starting after t.
+        let after = self.intervals.partition_point(|&(start, _)| start <= t_ns);
+        if after == 0 {
+            return self.prefix_ns.first().copied().unwrap_or(0);
+        }
+        let i = after - 1;
+        let (start, end) = self.intervals[i];
+        self.prefix_ns[i] + t_ns.min(end) - start
+    }
+
+    /// The monotonic instant `t_ns` on the cut timeline ([`process_ns`]'s).
+    pub fn warp(&self, t_ns: u64) -> u64 {
+        t_ns.saturating_sub(self.cut_before_ns(t_ns))
+    }
+
+    /// Whether `t_ns` can be warped exactly (it is not older than a dropped cut).
+    pub fn is_exact(&self, t_ns: u64) -> bool {
+        t_ns >= self.exact_from_ns
+    }
+
+    /// Total cut time in the log (dropped cuts included).
+    pub fn total_ns(&self) -> u64 {
+        match (self.intervals.last(), self.prefix_ns.last()) {
+            (Some(&(start, end)), Some(&prefix)) => prefix + end - start,
+            _ => 0,
+        }
+    }
+}
+
+/// Tests that cut the process timeline or time the clock run one at a time (a cut stops
+/// every thread's clock).
+#[cfg(test)]
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+    use std::time::Duration;
+
+    #[test]
+    fn a_cut_stops_every_threads_clock_and_is_subtracted() {
+        let _serial = serial();
+        let total_before = cut_total_ns();
+        let before = process_ns();
+        let gate = Arc::new(Barrier::new(2));
+        let other = {
+            let gate = Arc::clone(&gate);
+            std::thread::spawn(move || {
+                gate.wait(); // the main thread is inside its cut now
+                let frozen = super::super::now_ns();
+                std::thread::sleep(Duration::from_millis(5));
+                let still = super::super::now_ns();
+                gate.wait();
+                (frozen, still)
+            })
+        };
+        {
+            let _cut = cut_scope();
+            assert!(in_cut());
+            gate.wait();
+            std::thread::sleep(Duration::from_millis(20));
+            gate.wait();
+        }
+        let (frozen, still) = other.join().unwrap();
+        assert_eq!(frozen, still, "another thread's clock moved inside the cut");
+        let after = process_ns();
+        assert!(!in_cut());
+        assert!(after >= before);
+        assert!(
+            after - before < 15_000_000,
+            "the cut leaked: {} ns",
+            after - before
+        );
+        assert!(cut_total_ns() - total_before >= 20_000_000);
+    }
+
+    #[test]
+    fn overlapping_cuts_of_two_threads_count_as_their_union() {
+        let _serial = serial();
+        let log_before = cut_log().intervals.len();
+        let total_before = cut_total_ns();
+        let start = monotonic_ns();
+        let gate = Arc::new(Barrier::new(2));
+        let other = {
+            let gate = Arc::clone(&gate);
+            std::thread::spawn(move || {
+                gate.wait();
+                let _cut = cut_scope();
+                gate.wait(); // both inside
+                std::thread::sleep(Duration::from_millis(10));
+            })
+        };
+        {
+            let _cut = cut_scope();
+            gate.wait();
+            gate.wait();
+            std::thread::sleep(Duration::from_millis(3));
+        } // ends first: the other thread's cut goes on
+        other.join().unwrap();
+        let elapsed = monotonic_ns() - start;
+        let added = cut_total_ns() - total_before;
+        assert!(
+            added >= 10_000_000 && added <= elapsed,
+            "{added} of {elapsed}"
+        );
+        let log = cut_log();
+        assert_eq!(log.intervals.len(), log_before + 1, "one union interval");
+    }
+
+    #[test]
+    fn nested_cuts_count_once_and_unmatched_ends_are_ignored() {
+        let _serial = serial();
+        let log_before = cut_log().intervals.len();
+        cut_begin();
+        cut_begin();
+        std::thread::sleep(Duration::from_millis(2));
+        cut_end();
+        assert!(in_cut());
+        cut_end();
+        cut_end();
+        assert!(!in_cut());
+        assert_eq!(cut_log().intervals.len(), log_before + 1);
+    }
+
+    #[test]
+    fn the_log_warps_real_instants_onto_the_cut_timeline() {
+        let _serial = serial();
+        let t0 = monotonic_ns();
+        {
+            let _cut = cut_scope();
+            std::thread::sleep(Duration::from_millis(4));
+        }
+        let t1 = monotonic_ns();
+        let host_t1 = process_ns();
+        let log = cut_log();
+        let (start, end) = *log.intervals.last().unwrap();
+        assert!(t0 <= start && end <= t1);
+        // Inside the cut: its start. After it: shifted by everything cut before.
+        assert_eq!(log.warp(start + 1_000), log.warp(start));
+        assert_eq!(log.warp(end), log.warp(start));
+        let warped_t1 = log.warp(t1);
+        assert!(warped_t1 <= host_t1 && host_t1 - warped_t1 < 1_000_000);
+        assert_eq!(log.total_ns(), cut_total_ns());
+        assert!(log.is_exact(t0));
+    }
+
+    #[test]
+    fn a_replayed_log_warps_by_the_cuts_before() {
+        let log = CutLog::from_intervals(vec![(100, 150), (200, 300)]);
+        assert_eq!(log.warp(50), 50);
+        assert_eq!(log.warp(120), 100);
+        assert_eq!(log.warp(170), 120);
+        assert_eq!(log.warp(250), 150);
+        assert_eq!(log.warp(300), 150);
+        assert_eq!(log.warp(400), 250);
+        assert_eq!(log.total_ns(), 150);
+        assert_eq!(CutLog::default().warp(7), 7);
+    }
+}

@@ -31,6 +31,9 @@
 //! - [`TraceWriter`]: writes a trace event by event into any `io::Write` (plain, or gzip
 //!   through [`Output`]). `examples/rewrite_trace.rs` streams a trace from the reader
 //!   straight into the writer.
+//! - [`retime`] / [`retime_path`]: a trace's `ts`/`dur` through a time map, streaming,
+//!   every other byte kept (the PyTorch extension moves PyTorch's host events onto the
+//!   emulator's cut timeline with it).
 //!
 //! # Example
 //!
@@ -216,6 +219,7 @@ mod event;
 mod json;
 mod meta;
 mod reader;
+mod retime;
 mod sink;
 mod time;
 mod writer;
@@ -240,6 +244,7 @@ pub use meta::{
     DeviceProperties, DistributedInfo, MetaEntry, Placement, ProcessGroupConfig, TraceMeta,
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
+pub use retime::{retime, retime_path, RetimeError, RetimeOptions, RetimeStats};
 pub use sink::{
     from_fn, CollectSink, CountingSink, EventMapper, EventText, FnSink, OwnedEvent, ParallelSink,
     TextSpan, TraceSink,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use runtime_hooks::{RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
-pub use stream::{Event, QueueKind, Stream};
+pub use stream::{Event, QueueKind, Stream, USER_STREAM_POOL};
 pub use wait::host_wait_ns;
 pub(crate) use wait::wait_until;
 

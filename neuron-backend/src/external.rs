@@ -2,20 +2,31 @@
 //! PrivateUse1 extension (`python/`) whose tensors live in host memory and whose ops run
 //! ATen's CPU kernels, while this crate supplies what a device runtime would — the
 //! caching allocator's addresses and statistics, kernel launches placed on the
-//! execution queues by the timing model, and host waits.
+//! execution queues by the timing model, streams and events, and host waits.
 //!
 //! Differences from the crate's own ops ([`crate::Tensor`]), and why:
-//! - **No emulation time.** The caller's host clock is PyTorch's (its profiler stamps
-//!   `cpu_op` events with the wall clock), so this path never subtracts time from the
-//!   host clock: a hook thread's clock stays the monotonic clock, and host records line
-//!   up with PyTorch's own events. The CPU numerics therefore show in PyTorch's operator
-//!   durations, as any CPU work there does.
-//! - **Waits really wait.** [`Device::external_synchronize`] and blocking copies sleep
-//!   until the modeled completion instead of moving the host clock
-//!   ([`runtime_hooks::clock::advance_to`]), for the same reason.
+//! - **The host clock is the process timeline.** The caller computes the numerics on
+//!   its own threads and cuts that time from the whole process's timeline
+//!   ([`runtime_hooks::clock::cut_scope`]); its profiler (PyTorch's) stamps host events
+//!   with the real clock, and they are put on the same cut timeline afterwards. So this
+//!   path never moves a thread's clock by itself: the launch and wait records are
+//!   stamped with [`runtime_hooks::clock::now_ns`] like any host record.
+//! - **Waits really wait.** A host wait (the in-flight limit of a queue, a
+//!   synchronization, a copy to the host the host reads) sleeps until the cut timeline
+//!   reaches the modeled completion, instead of moving the thread's clock
+//!   ([`runtime_hooks::clock::advance_to`]), because PyTorch's host events see real time.
+//!   A cut by another thread while one sleeps stops the timeline, and the sleep goes on
+//!   until the modeled instant is reached.
+//! - **The queue is the caller's.** Every call names the execution queue (a framework
+//!   keeps a current stream per thread); queues beyond the hardware's are a pool of user
+//!   streams ([`USER_STREAM_POOL`](crate::USER_STREAM_POOL)).
 //! - **The kernel's shape comes from the caller** ([`ExternalKernel`]): a matmul is
 //!   lowered like [`crate::Tensor::matmul`], a copy like [`crate::Tensor::to_device`],
 //!   anything else as a flat row kernel over its elements on the engine the caller names.
+
+mod streams;
+
+pub use streams::ExternalEvent;
 
 use runtime_hooks::{DmaDirection, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
@@ -126,17 +137,22 @@ pub struct ExternalLaunch {
 }
 
 impl Device {
-    /// Launches an externally computed kernel on the current stream: records the
-    /// `nrt_execute` launch (holding the `nrt_queue_submit` and the start of the
-    /// launch→kernel flow) on the calling thread, and places the kernel with the timing
-    /// model (which records it and the flow's end). A full queue makes the caller wait
-    /// (really) for the oldest kernel in flight. Returns where the kernel was placed.
-    pub fn external_launch(&self, launch: &ExternalLaunch) -> Result<KernelSpan, BackendError> {
-        let queue = self.current_queue();
+    /// Launches an externally computed kernel on execution queue `queue`: records the
+    /// `nrt_execute` launch (holding the `nrt_queue_submit`, long when the queue was full
+    /// and the host slept until a slot was free, and the start of the launch→kernel
+    /// flow) on the calling thread, and places the kernel with the timing model (which
+    /// records it and the flow's end) inside a process-wide cut, since that is emulator
+    /// work. Returns where the kernel was placed.
+    pub fn external_launch(
+        &self,
+        queue: usize,
+        launch: &ExternalLaunch,
+    ) -> Result<KernelSpan, BackendError> {
+        self.check_queue("external launch", queue)?;
         if self.timeline().queues[queue].released {
             return Err(BackendError::StreamReleased {
                 op: "external launch",
-                stream: self.current_stream().to_string(),
+                stream: self.stream_of_queue(queue).to_string(),
             });
         }
         let payload = RuntimeCallPayload {
@@ -156,32 +172,21 @@ impl Device {
             bytes: launch.bytes,
         };
         let detail = self.detail();
-        let (start_ns, end_ns) =
+        // Placing the kernel is the emulator's work, not the host's: cut from the
+        // timeline like the numerics.
+        let (start_ns, end_ns) = {
+            let _cut = runtime_hooks::clock::cut_scope();
             self.timeline()
                 .run_kernel(queue, launch_ns, kernel, detail, |run| {
                     launch.kernel.lower(run)
-                });
+                })
+        };
         Ok(KernelSpan {
             corr_id: launch.corr_id,
             queue,
             start_ns,
             end_ns,
         })
-    }
-
-    /// Waits (really, on the calling thread) until everything submitted to the device is
-    /// done; recorded as an `nrt_synchronize` runtime call. Returns the host clock after.
-    pub fn external_synchronize(&self) -> u64 {
-        let _call = RuntimeCallScope::new(
-            RuntimeCallKind::Synchronize,
-            RuntimeCallPayload {
-                name_id: runtime_hooks::name!("nrt_synchronize"),
-                device: self.shared.index,
-                ..Default::default()
-            },
-        );
-        let done_ns = self.timeline().all_done_ns();
-        sleep_until(done_ns)
     }
 
     /// Waits (really) until the kernel `span` has ended, recorded as an
@@ -215,15 +220,24 @@ impl Device {
     }
 }
 
-/// Sleeps the calling thread until the host clock reaches `target_ns` (no-op when it
-/// already has); returns the host clock after.
-fn sleep_until(target_ns: u64) -> u64 {
+/// Sleeps the calling thread until its host clock (the cut timeline) reaches
+/// `target_ns` (no-op when it already has); returns the host clock after. Sleeps in
+/// steps that end short of the target (the kernel's timer slack makes a sleep overshoot
+/// by tens of µs) and spins, yielding, for the last 100 µs, so a wait lasts what the
+/// model says to a few µs.
+pub(crate) fn sleep_until(target_ns: u64) -> u64 {
+    const SPIN_NS: u64 = 100_000;
     loop {
         let now_ns = runtime_hooks::clock::now_ns();
         if now_ns >= target_ns {
             return now_ns;
         }
-        std::thread::sleep(std::time::Duration::from_nanos(target_ns - now_ns));
+        let left_ns = target_ns - now_ns;
+        if left_ns > SPIN_NS {
+            std::thread::sleep(std::time::Duration::from_nanos(left_ns - SPIN_NS));
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -247,31 +261,34 @@ mod tests {
         let runtime = Runtime::trn2();
         let device = runtime.device(0).unwrap();
         let mm = device
-            .external_launch(&launch(ExternalKernel::Matmul {
-                batch: 1,
-                m: 512,
-                k: 512,
-                n: 512,
-                dtype: DType::F32,
-                bias: true,
-            }))
+            .external_launch(
+                0,
+                &launch(ExternalKernel::Matmul {
+                    batch: 1,
+                    m: 512,
+                    k: 512,
+                    n: 512,
+                    dtype: DType::F32,
+                    bias: true,
+                }),
+            )
             .unwrap();
         let add = device
-            .external_launch(&launch(ExternalKernel::Elementwise {
-                elements: 1 << 20,
-                inputs: 2,
-                dtype: DType::F32,
-                engine: Engine::Vector,
-            }))
+            .external_launch(
+                0,
+                &launch(ExternalKernel::Elementwise {
+                    elements: 1 << 20,
+                    inputs: 2,
+                    dtype: DType::F32,
+                    engine: Engine::Vector,
+                }),
+            )
             .unwrap();
         assert!(mm.dur_ns() > 1_000, "a 512^3 fp32 matmul takes µs: {mm:?}");
         assert!(add.start_ns >= mm.end_ns, "one queue runs in order");
         let after = device.external_synchronize();
         assert!(after >= add.end_ns);
-        assert!(
-            runtime_hooks::clock::monotonic_ns() >= add.end_ns,
-            "a real wait"
-        );
+        assert!(runtime_hooks::clock::now_ns() >= add.end_ns, "a real wait");
         assert_eq!(runtime_hooks::clock::emulation_offset_ns(), 0);
     }
 
@@ -295,10 +312,13 @@ mod tests {
         let runtime = Runtime::trn2();
         let device = runtime.device(0).unwrap();
         let span = device
-            .external_launch(&launch(ExternalKernel::Copy {
-                bytes: 1 << 20,
-                direction: DmaDirection::HostToDevice,
-            }))
+            .external_launch(
+                0,
+                &launch(ExternalKernel::Copy {
+                    bytes: 1 << 20,
+                    direction: DmaDirection::HostToDevice,
+                }),
+            )
             .unwrap();
         assert!(span.dur_ns() > 0);
         assert!(device.engine_time().dma_bytes >= 1 << 20);

@@ -148,7 +148,7 @@ impl Timeline {
                 dma_next_queue: vec![0; engines],
             })
             .collect();
-        let queues = (0..profile.queues_per_core())
+        let queues = (0..profile.queues_per_core() as usize + crate::device::USER_STREAM_POOL)
             .map(|_| QueueState::default())
             .collect();
         Timeline {

@@ -7,8 +7,13 @@ use runtime_hooks::{clock, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope
 use super::Device;
 use crate::BackendError;
 
+/// User streams each logical core offers on top of its hardware queues, handed out
+/// round-robin ([`Device::external_pool_queue`]), as CUDA hands out a pool of 32 streams
+/// per device and priority.
+pub const USER_STREAM_POOL: usize = 32;
+
 /// The kind of an execution queue (hw.md runtime: 1 compute, 3 collective and
-/// 2 tensor-op queues per logical core).
+/// 2 tensor-op queues per logical core), or a user stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QueueKind {
     /// Compute kernels (the default stream).
@@ -17,6 +22,10 @@ pub enum QueueKind {
     Collective,
     /// Tensor operations such as copies.
     TensorOp,
+    /// A user stream of the pool ([`USER_STREAM_POOL`]): an in-order queue of its own
+    /// that shares the core's engines and DMA with every other queue. The hardware has
+    /// no such queues; they model streams a framework creates (`torch.neuron.Stream`).
+    User,
 }
 
 /// An execution queue of one device. Work on a stream runs in submission order; at most
@@ -28,6 +37,14 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// The stream of queue `queue` of `device` (the caller checked the index).
+    pub(crate) fn of_queue(device: &Device, queue: usize) -> Stream {
+        Stream {
+            device: device.clone(),
+            queue: queue as u16,
+        }
+    }
+
     /// The device.
     pub fn device(&self) -> &Device {
         &self.device
@@ -47,9 +64,11 @@ impl Stream {
             (QueueKind::Compute, q as usize)
         } else if q < p.compute_queues + p.collective_queues {
             (QueueKind::Collective, (q - p.compute_queues) as usize)
-        } else {
+        } else if q < p.queues_per_core() {
             let first = p.compute_queues + p.collective_queues;
             (QueueKind::TensorOp, (q - first) as usize)
+        } else {
+            (QueueKind::User, (q - p.queues_per_core()) as usize)
         }
     }
 
@@ -128,6 +147,7 @@ impl std::fmt::Display for Stream {
             QueueKind::Compute => "compute",
             QueueKind::Collective => "collective",
             QueueKind::TensorOp => "tensor_op",
+            QueueKind::User => "user",
         };
         write!(f, "{}/{kind}{index}", self.device)
     }
@@ -173,6 +193,7 @@ impl Device {
             QueueKind::Compute => (0, p.compute_queues),
             QueueKind::Collective => (p.compute_queues, p.collective_queues),
             QueueKind::TensorOp => (p.compute_queues + p.collective_queues, p.tensor_op_queues),
+            QueueKind::User => (p.queues_per_core(), USER_STREAM_POOL as u32),
         };
         if index >= count as usize {
             return Err(BackendError::InvalidArgument {

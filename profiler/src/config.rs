@@ -139,7 +139,8 @@ impl DeviceInfo {
     }
 
     /// The thread name of execution queue `queue`: `stream 0 (compute)`,
-    /// `stream 1 (collective 0)`, `stream 4 (tensor-op 0)`.
+    /// `stream 1 (collective 0)`, `stream 4 (tensor-op 0)`, `stream 6 (user 0)` (the
+    /// emulator's user-stream pool after the hardware queues).
     pub fn queue_name(&self, queue: u16) -> String {
         let q = u32::from(queue);
         let collective_start = self.compute_queues;
@@ -155,7 +156,8 @@ impl DeviceInfo {
         } else if q < tensor_op_start + self.tensor_op_queues {
             format!("tensor-op {}", q - tensor_op_start)
         } else {
-            "queue".to_owned()
+            // Beyond the hardware queues: the emulator's pool of user streams.
+            format!("user {}", q - tensor_op_start - self.tensor_op_queues)
         };
         format!("stream {queue} ({kind})")
     }
@@ -282,7 +284,7 @@ mod tests {
         assert_eq!(d.queue_name(0), "stream 0 (compute)");
         assert_eq!(d.queue_name(2), "stream 2 (collective 1)");
         assert_eq!(d.queue_name(5), "stream 5 (tensor-op 1)");
-        assert_eq!(d.queue_name(9), "stream 9 (queue)");
+        assert_eq!(d.queue_name(9), "stream 9 (user 3)");
         assert_eq!(d.engine_name(0), "TensorE");
         assert_eq!(d.engine_name(7), "engine 7");
     }

@@ -16,7 +16,10 @@ use runtime_hooks::{clock::ClockAnchor, DmaDirection, FlowKind, RuntimeCallKind}
 use trace_format::{ArgValue, Args, Category, Event, FlowEnd, RawJson, TraceMeta, TraceWriter};
 
 use crate::config::{DeviceInfo, ProfilerConfig};
-use crate::model::{device_annotations, Collective, DeviceKind, HostKind, HostSpan, TraceModel};
+use crate::model::{
+    device_annotations, Collective, DeviceKind, HostKind, HostSpan, SyncKind, TraceModel,
+    EVENT_RECORD_NAME, STREAM_WAIT_NAME,
+};
 
 /// First tid of the engine-instruction tracks of a device: 1000 + 100 × core + engine.
 pub const ENGINE_TID_BASE: u64 = 1_000;
@@ -229,6 +232,34 @@ pub(crate) fn write_events<W: Write>(
         if let Some(c) = &span.collective {
             e = collective_args(e, c, config);
         }
+        writer.write_event(&e)?;
+    }
+    for sync in &model.syncs {
+        // No `stream`/`correlation` args: tools that take any event with both for a
+        // kernel (HTA) must not count a wait as device work.
+        let (category, name) = match sync.kind {
+            SyncKind::EventRecord => (Category::CudaEvent, EVENT_RECORD_NAME),
+            SyncKind::StreamWait => (Category::CudaSync, STREAM_WAIT_NAME),
+        };
+        let mut e = Event::complete(
+            category,
+            name.to_owned(),
+            i64::from(sync.device),
+            i64::from(sync.queue),
+            window.unix_ns(sync.start_ns),
+            (sync.end_ns - sync.start_ns) as i64,
+        )
+        .with_arg("device", i64::from(sync.device));
+        e = match (sync.kind, sync.paired) {
+            (SyncKind::StreamWait, Some((device, queue))) => e
+                .with_arg("wait_on_device", i64::from(device))
+                .with_arg("wait_on_stream", i64::from(queue))
+                .with_arg("wait_on_event_record_corr_id", sync.corr_id),
+            (SyncKind::StreamWait, None) => {
+                e.with_arg("wait_on_event_record_corr_id", sync.corr_id)
+            }
+            (SyncKind::EventRecord, _) => e.with_arg("event_record_corr_id", sync.corr_id),
+        };
         writer.write_event(&e)?;
     }
     for i in &model.instructions {

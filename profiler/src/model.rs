@@ -109,6 +109,37 @@ impl DeviceSpan {
         self.end_ns - self.start_ns
     }
 }
+/// The kernel names a device records its stream synchronization under
+/// (`neuron-backend`'s external streams): an event's mark on its queue and a queue's
+/// wait for another queue's event. The model keeps them apart from kernels.
+pub(crate) const EVENT_RECORD_NAME: &str = "Event Record";
+/// See [`EVENT_RECORD_NAME`].
+pub(crate) const STREAM_WAIT_NAME: &str = "Stream Wait Event";
+
+/// Which synchronization a [`SyncSpan`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncKind {
+    /// An event's mark on its queue at the instant it completes (`cuda_event`).
+    EventRecord,
+    /// A queue waiting for another queue's event (`cuda_sync`), from when the queue
+    /// reached the wait to when the event completed.
+    StreamWait,
+}
+
+/// One stream synchronization on a device queue.
+#[derive(Debug, Clone)]
+pub(crate) struct SyncSpan {
+    pub(crate) kind: SyncKind,
+    pub(crate) device: u16,
+    pub(crate) queue: u16,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+    /// The event's correlation id (the record and the waits on it share it).
+    pub(crate) corr_id: u64,
+    /// A wait: the queue (and device) of the event it waits for, when its record is in
+    /// the window. A record: whether a wait in the window pairs with it.
+    pub(crate) paired: Option<(u16, u16)>,
+}
 
 /// One engine instruction (or semaphore wait).
 #[derive(Debug, Clone)]
@@ -188,6 +219,8 @@ pub(crate) struct HostThread {
 pub(crate) struct TraceModel {
     pub(crate) host: Vec<HostSpan>,
     pub(crate) device: Vec<DeviceSpan>,
+    /// Stream synchronization on device queues (not kernels).
+    pub(crate) syncs: Vec<SyncSpan>,
     pub(crate) instructions: Vec<Instruction>,
     pub(crate) dmas: Vec<DmaSpan>,
     pub(crate) memory: Vec<MemoryChange>,

@@ -5,7 +5,8 @@
 //! this crate writes itself, so both agree on names, pairing and placement.
 //!
 //! What comes out ([`PluginActivity`]): runtime calls (`privateuse1_runtime` on the OS
-//! thread that made them), kernels, copies and memsets (on `device` / `queue`), with
+//! thread that made them), kernels, copies and memsets (on `device` / `queue`), stream
+//! synchronization (event marks and cross-queue waits, paired by a flow), with
 //! their correlation ids and wall-clock (Unix epoch) nanoseconds — what Kineto's
 //! activities carry. Memory changes are not here: PyTorch's profiler records `[memory]`
 //! events itself when the allocator reports them (`c10::reportMemoryUsageToProfiler`),
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use runtime_hooks::{clock::ClockAnchor, Record, RuntimeCallKind, ThreadStats};
 
 use crate::config::{Activity, DeviceDetail, ProfilerConfig};
-use crate::model::{build, DeviceKind, HostKind};
+use crate::model::{build, DeviceKind, HostKind, SyncKind, EVENT_RECORD_NAME, STREAM_WAIT_NAME};
 
 /// What a [`PluginActivity`] is, in Kineto's activity types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,10 @@ pub enum PluginActivityKind {
     Memcpy,
     /// A memset (`GPU_MEMSET`).
     Memset,
+    /// An event's mark on its queue (`CUDA_EVENT`, zero long).
+    EventRecord,
+    /// A queue's wait for another queue's event (`CUDA_SYNC`).
+    StreamWait,
 }
 
 /// One activity of a recorded window, ready for a Kineto plugin.
@@ -58,6 +63,13 @@ pub struct PluginActivity {
     pub flops: u64,
     /// Bytes moved or touched.
     pub bytes: u64,
+    /// Whether the activity starts (`Some(true)`) or ends (`Some(false)`) a flow whose id
+    /// is `corr_id`: launches start one, kernels, copies and memsets end theirs, an event
+    /// mark starts one and a wait ends it when both are in the window.
+    pub flow_start: Option<bool>,
+    /// A wait: the device and queue of the event it waited for (when its record is in the
+    /// window).
+    pub wait_on: Option<(u16, u16)>,
 }
 
 /// The activities of one recorded window.
@@ -102,6 +114,8 @@ pub fn plugin_window(
             corr_id: span.corr_id,
             flops: span.flops,
             bytes: span.bytes,
+            flow_start: (kind == RuntimeCallKind::KernelLaunch).then_some(true),
+            wait_on: None,
         });
     }
     for span in &model.device {
@@ -120,6 +134,28 @@ pub fn plugin_window(
             corr_id: span.corr_id,
             flops: span.flops,
             bytes: span.bytes,
+            flow_start: Some(false),
+            wait_on: None,
+        });
+    }
+    for sync in &model.syncs {
+        let (kind, name, start) = match sync.kind {
+            SyncKind::EventRecord => (PluginActivityKind::EventRecord, EVENT_RECORD_NAME, true),
+            SyncKind::StreamWait => (PluginActivityKind::StreamWait, STREAM_WAIT_NAME, false),
+        };
+        activities.push(PluginActivity {
+            kind,
+            name: Arc::from(name),
+            start_unix_ns: unix(sync.start_ns),
+            end_unix_ns: unix(sync.end_ns),
+            device: sync.device,
+            queue: sync.queue,
+            os_tid: 0,
+            corr_id: sync.corr_id,
+            flops: 0,
+            bytes: 0,
+            flow_start: sync.paired.map(|_| start),
+            wait_on: sync.paired.filter(|_| !start),
         });
     }
     PluginWindow {
@@ -216,5 +252,48 @@ mod tests {
         assert_eq!(device.kind, PluginActivityKind::Kernel);
         assert_eq!((device.device, device.corr_id), (1, 77));
         assert_eq!(device.end_unix_ns - device.start_unix_ns, 1_000);
+    }
+
+    #[test]
+    fn a_wait_pairs_with_its_events_record_by_correlation() {
+        let anchor = ClockAnchor {
+            monotonic_ns: 0,
+            unix_ns: 0,
+        };
+        let mark = |name: &str, queue: u16, span: (u64, u64), corr_id: u64| {
+            Record::new(
+                runtime_hooks::RecordKind::Kernel,
+                runtime_hooks::Phase::Complete,
+                0,
+                span.0,
+                span.1,
+                KernelPayload {
+                    name_id: runtime_hooks::intern(name),
+                    queue,
+                    corr_id,
+                    ..Default::default()
+                }
+                .into(),
+            )
+        };
+        let records = [
+            mark("Event Record", 0, (500, 500), 9),
+            mark("Stream Wait Event", 6, (200, 500), 9),
+            mark("Stream Wait Event", 7, (300, 400), 10), // its record is not in the window
+        ];
+        let window = plugin_window(&records, &[], &anchor);
+        let kinds: Vec<_> = window
+            .activities
+            .iter()
+            .map(|a| (a.kind, a.queue, a.flow_start, a.wait_on))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (PluginActivityKind::EventRecord, 0, Some(true), None),
+                (PluginActivityKind::StreamWait, 6, Some(false), Some((0, 0))),
+                (PluginActivityKind::StreamWait, 7, None, None),
+            ]
+        );
     }
 }

@@ -12,7 +12,8 @@ use runtime_hooks::{
 
 use super::{
     Collective, CounterSample, DeviceKind, DeviceSpan, DmaSpan, Flow, FlowPoint, HostKind,
-    HostSpan, HostThread, Instruction, MemoryChange, TraceModel,
+    HostSpan, HostThread, Instruction, MemoryChange, SyncKind, SyncSpan, TraceModel,
+    EVENT_RECORD_NAME, STREAM_WAIT_NAME,
 };
 use crate::config::{Activity, DeviceDetail, ProfilerConfig};
 
@@ -138,6 +139,23 @@ pub(crate) fn build(
             }),
             Event::Kernel(p) if neuron => {
                 let name = names.get(p.name_id);
+                let sync = match &*name {
+                    EVENT_RECORD_NAME => Some(SyncKind::EventRecord),
+                    STREAM_WAIT_NAME => Some(SyncKind::StreamWait),
+                    _ => None,
+                };
+                if let Some(kind) = sync {
+                    model.syncs.push(SyncSpan {
+                        kind,
+                        device: p.device,
+                        queue: p.queue,
+                        start_ns: record.start_ns,
+                        end_ns: record.end_ns.max(record.start_ns),
+                        corr_id: p.corr_id,
+                        paired: None,
+                    });
+                    continue;
+                }
                 let kind = if name.starts_with("Memcpy") {
                     DeviceKind::Memcpy
                 } else if name.starts_with("Memset") {
@@ -231,6 +249,9 @@ pub(crate) fn build(
     number_collectives(&mut model);
     if cpu || neuron {
         model.flows = flows(&model, &flow_starts, &flow_ends, cpu, neuron);
+    }
+    if neuron {
+        pair_stream_waits(&mut model);
     }
     if neuron {
         queue_depth_counters(&mut model);
@@ -561,6 +582,49 @@ fn flows(
     }
     flows.sort_by_key(|f| (f.kind.raw(), f.from.ts_ns, f.flow_id));
     flows
+}
+
+/// Pairs each cross-queue wait with its event's record (same correlation id) and draws a
+/// `StreamWait` flow from the record's mark to the wait.
+fn pair_stream_waits(model: &mut TraceModel) {
+    let records: HashMap<u64, usize> = model
+        .syncs
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind == SyncKind::EventRecord)
+        .map(|(i, s)| (s.corr_id, i))
+        .collect();
+    let mut flows = Vec::new();
+    for i in 0..model.syncs.len() {
+        let wait = &model.syncs[i];
+        if wait.kind != SyncKind::StreamWait {
+            continue;
+        }
+        let Some(&r) = records.get(&wait.corr_id) else {
+            continue;
+        };
+        let record = &model.syncs[r];
+        flows.push(Flow {
+            kind: FlowKind::StreamWait,
+            flow_id: wait.corr_id,
+            from: FlowPoint {
+                device: Some(record.device),
+                tid: u64::from(record.queue),
+                ts_ns: record.start_ns,
+            },
+            // At the wait's start, which lies inside the wait span (its end is where the
+            // next kernel begins).
+            to: FlowPoint {
+                device: Some(wait.device),
+                tid: u64::from(wait.queue),
+                ts_ns: wait.start_ns,
+            },
+        });
+        let (from, to) = ((record.device, record.queue), (wait.device, wait.queue));
+        model.syncs[i].paired = Some(from);
+        model.syncs[r].paired = Some(to);
+    }
+    model.flows.extend(flows);
 }
 
 /// `Queue depth (stream q)` counters: +1 at each launch, −1 when its kernel ends (HTA's

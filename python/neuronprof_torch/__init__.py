@@ -21,11 +21,16 @@ _C = _build.load(verbose=bool(os.environ.get("NEURONPROF_TORCH_VERBOSE")))
 _device_count = _C._init(os.environ.get("NEURONPROF_DEVICE_PROFILE", ""))
 
 from . import device as _device_module  # noqa: E402  (needs _C)
+from . import profiler as _profiler  # noqa: E402
 
 if torch._C._get_privateuse1_backend_name() != "neuron":
     torch.utils.rename_privateuse1_backend("neuron")
     torch._register_device_module("neuron", _device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+# PyTorch's host events onto the cut timeline (profiler.py), and no Kineto CUDA-probe
+# error line in profiles.
+_profiler.install()
+_profiler.quiet_kineto_device_probe()
 
 
 def _autoload():

@@ -1,8 +1,17 @@
-"""``torch.neuron``: the device module PyTorch expects of an accelerator backend."""
+"""``torch.neuron``: the device module PyTorch expects of an accelerator backend, with
+torch.cuda's names: devices, streams and events, synchronization, memory statistics,
+seeds. Streams and events are the generic ``torch.Stream`` / ``torch.Event`` (they go
+through the extension's device guard); ``torch.neuron.Stream()`` and
+``torch.neuron.Event()`` make them as ``torch.cuda.Stream()`` and ``torch.cuda.Event()``
+do.
+"""
 
 import torch
 
 from . import _C
+
+# PyTorch's device type code of PrivateUse1 (c10::DeviceType::PrivateUse1).
+_DEVICE_TYPE = 20
 
 
 def _index(device=None) -> int:
@@ -10,12 +19,25 @@ def _index(device=None) -> int:
         return _C.current_device()
     if isinstance(device, int):
         return device
-    device = torch.device(device)
-    return device.index if device.index is not None else _C.current_device()
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "neuron":
+            raise ValueError(f"expected a neuron device, got {device}")
+        return device.index if device.index is not None else _C.current_device()
+    raise TypeError(f"expected a neuron device, an index or None, got {device!r}")
 
 
 def is_available() -> bool:
     return _C.device_count() > 0
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def init() -> None:
+    """The runtime starts when the package is imported; nothing to do."""
 
 
 def device_count() -> int:
@@ -30,9 +52,128 @@ def set_device(device) -> None:
     _C.set_device(_index(device))
 
 
+class device:
+    """Context manager that makes ``device`` the current neuron device meanwhile."""
+
+    def __init__(self, device):
+        self.index = _index(device) if device is not None else -1
+        self.previous = -1
+
+    def __enter__(self):
+        if self.index >= 0:
+            self.previous = _C.current_device()
+            _C.set_device(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        if self.index >= 0:
+            _C.set_device(self.previous)
+        return False
+
+
 def synchronize(device=None) -> None:
-    """Waits until the device's work is done (the modeled completion)."""
+    """Waits until the device's work on every stream is done (the modeled completion);
+    raises the error of a kernel that failed since the last synchronization."""
     _C.synchronize(_index(device))
+
+
+# ---------------------------------------------------------------------------------
+# Streams and events.
+
+
+class _NeuronType(type):
+    """Makes ``isinstance(x, torch.neuron.Stream)`` true for a ``torch.Stream`` of a
+    neuron device (and likewise for events): the factories below return PyTorch's own
+    objects, because PyTorch's stream and event methods accept no subclass of them."""
+
+    def __instancecheck__(cls, obj):
+        base = torch.Stream if cls.__name__ == "Stream" else torch.Event
+        return isinstance(obj, base) and obj.device.type == "neuron"
+
+
+class Stream(metaclass=_NeuronType):
+    """An in-order queue of device work, as ``torch.cuda.Stream``.
+
+    ``Stream(device=None, priority=0)`` takes a stream from the device's pool of user
+    streams (round-robin over 32, like CUDA's pool; the priority has no effect on the
+    timing model) and returns it as a ``torch.Stream`` (``query``, ``synchronize``,
+    ``wait_event``, ``wait_stream``, ``record_event``, ``with stream:``). Each stream is
+    its own row of the device in a trace.
+    """
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        if kwargs:
+            # An existing stream: stream_id, device_index, device_type.
+            return torch.Stream(**kwargs)
+        return torch.Stream(device=torch.device("neuron", _index(device)), priority=priority)
+
+
+def current_stream(device=None) -> torch.Stream:
+    """This thread's current stream of ``device``."""
+    return torch.accelerator.current_stream(_index(device))
+
+
+def default_stream(device=None) -> torch.Stream:
+    """The default stream of ``device`` (stream 0)."""
+    return torch.Stream(stream_id=0, device_index=_index(device), device_type=_DEVICE_TYPE)
+
+
+def set_stream(stream) -> None:
+    """Makes ``stream`` this thread's current stream of its device."""
+    if stream is not None:
+        torch.accelerator.set_stream(stream)
+
+
+class StreamContext:
+    """Makes ``stream`` current (and its device current) meanwhile; ``None`` does
+    nothing. As ``torch.cuda.StreamContext``."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.saved = None
+
+    def __enter__(self):
+        if self.stream is None:
+            return None
+        index = self.stream.device_index
+        self.saved = (_C.current_device(), current_stream(index), current_stream())
+        if index != _C.current_device():
+            _C.set_device(index)
+        set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is None or self.saved is None:
+            return False
+        device, on_stream_device, on_current = self.saved
+        set_stream(on_stream_device)
+        _C.set_device(device)
+        set_stream(on_current)
+        return False
+
+
+def stream(stream) -> StreamContext:
+    """``with torch.neuron.stream(s):`` — work in the block goes to ``s``."""
+    return StreamContext(stream)
+
+
+class Event(metaclass=_NeuronType):
+    """A point in a stream's work, as ``torch.cuda.Event``, returned as a ``torch.Event``
+    of the current neuron device: ``record``, ``wait``, ``query``, ``synchronize``,
+    ``elapsed_time`` (milliseconds of modeled device time; both events need
+    ``enable_timing=True``)."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        return torch.Event(
+            device=torch.device("neuron", _C.current_device()),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
+
+
+# ---------------------------------------------------------------------------------
+# Memory.
 
 
 def memory_stats(device=None) -> dict:
@@ -70,6 +211,18 @@ def manual_seed_all(seed: int) -> None:
     torch.random.default_generator.manual_seed(seed)
 
 
+def seed() -> None:
+    torch.random.default_generator.seed()
+
+
+def seed_all() -> None:
+    torch.random.default_generator.seed()
+
+
+def initial_seed() -> int:
+    return torch.random.default_generator.initial_seed()
+
+
 def _is_in_bad_fork() -> bool:
     return False
 
@@ -80,3 +233,39 @@ def get_rng_state(device=None):
 
 def set_rng_state(new_state, device=None) -> None:
     torch.random.set_rng_state(new_state)
+
+
+def get_rng_state_all():
+    return [torch.random.get_rng_state() for _ in range(_C.device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    for state in new_states:
+        torch.random.set_rng_state(state)
+
+
+__all__ = [
+    "Event",
+    "Stream",
+    "StreamContext",
+    "current_device",
+    "current_stream",
+    "default_stream",
+    "device",
+    "device_count",
+    "empty_cache",
+    "init",
+    "is_available",
+    "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "set_device",
+    "set_stream",
+    "stream",
+    "synchronize",
+]

@@ -24,6 +24,8 @@ extern "C" {
 #define NPC_ERR_OUT_OF_MEMORY 2
 #define NPC_ERR_ARGUMENT 3
 #define NPC_ERR_PANIC 4
+#define NPC_ERR_ALREADY_WARPED 5 /* npc_warp_trace_file: the trace was warped before */
+#define NPC_ERR_TRACE 6          /* npc_warp_trace_file: not a readable trace */
 
 /* npc_launch.kind */
 #define NPC_KERNEL_MATMUL 1      /* batch, m, k, n, bias */
@@ -50,6 +52,13 @@ extern "C" {
 #define NPC_ACTIVITY_KERNEL 3         /* kernel */
 #define NPC_ACTIVITY_MEMCPY 4         /* gpu_memcpy */
 #define NPC_ACTIVITY_MEMSET 5         /* gpu_memset */
+#define NPC_ACTIVITY_EVENT_RECORD 6   /* an event's mark on its queue (cuda_event) */
+#define NPC_ACTIVITY_STREAM_WAIT 7    /* a queue waiting for another's event (cuda_sync) */
+
+/* npc_activity.flow: its part in the flow whose id is its corr_id */
+#define NPC_FLOW_NONE 0
+#define NPC_FLOW_START 1
+#define NPC_FLOW_END 2
 
 typedef struct npc_launch {
     uint32_t name_id; /* nph_intern'ed kernel name */
@@ -67,7 +76,8 @@ typedef struct npc_launch {
     uint16_t dtype;  /* NPC_DTYPE_* */
     uint16_t engine; /* NPC_ENGINE_* */
     uint32_t bias;
-    uint32_t reserved;
+    uint16_t queue; /* the stream: 0 default, see npc_queue_count */
+    uint16_t reserved;
 } npc_launch_t;
 
 typedef struct npc_kernel_span {
@@ -99,7 +109,27 @@ typedef struct npc_activity {
     uint64_t corr_id;
     uint64_t flops;
     uint64_t bytes;
+    uint32_t flow;          /* NPC_FLOW_* */
+    int32_t wait_on_queue;  /* NPC_ACTIVITY_STREAM_WAIT: the event's queue, -1 unknown */
+    uint16_t wait_on_device;
+    uint16_t reserved[3];
 } npc_activity_t;
+
+typedef struct npc_event {
+    uint64_t corr_id; /* 0: never recorded */
+    uint64_t ready_ns; /* modeled completion, process timeline */
+    uint16_t device;
+    uint16_t queue;
+    uint32_t reserved;
+} npc_event_t;
+
+typedef struct npc_warp_stats {
+    uint64_t events;  /* events in the trace */
+    uint64_t warped;  /* events whose times were warped (PyTorch's host events) */
+    uint64_t kept;    /* the plugin's events, already on the cut timeline */
+    uint64_t inexact; /* times older than the cut log, warped approximately */
+    uint64_t cut_ns;  /* cut time between the first and last instant warped */
+} npc_warp_stats_t;
 
 typedef struct npc_window npc_window_t;
 
@@ -113,10 +143,32 @@ void npc_free(uint16_t device, uint64_t addr);
 int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
 uint64_t npc_empty_cache(uint16_t device);
 
-/* Work: a launch placed by the timing model (span may be NULL); real waits. */
+/* Work: a launch on launch->queue placed by the timing model (span may be NULL; the
+ * placement is cut from the process timeline; a full queue makes the caller sleep until
+ * a slot is free); real waits until the modeled completion. The caller computes the
+ * numerics inside nph_cut_begin/nph_cut_end. */
 int32_t npc_launch(const npc_launch_t *launch, npc_kernel_span_t *span);
 uint64_t npc_read_wait(uint16_t device, const npc_kernel_span_t *span, uint64_t bytes);
 uint64_t npc_synchronize(int32_t device); /* negative: every device */
+
+/* Streams are queue indices: 0 the default stream, then the hardware queues, then a
+ * pool of user streams handed out round-robin by npc_stream_pool. Events are points in
+ * a queue's work; waits hold a queue on the device (the host does not block). */
+uint32_t npc_queue_count(uint16_t device);
+int32_t npc_stream_pool(uint16_t device); /* a queue index, -1: no such device */
+int32_t npc_stream_query(uint16_t device, uint16_t queue); /* 1 done, 0 busy, -1 error */
+int32_t npc_stream_synchronize(uint16_t device, uint16_t queue);
+int32_t npc_event_record(uint16_t device, uint16_t queue, npc_event_t *out);
+int32_t npc_event_wait(uint16_t device, uint16_t queue, const npc_event_t *event);
+int32_t npc_event_query(const npc_event_t *event); /* 1 complete (or never recorded) */
+uint64_t npc_event_synchronize(const npc_event_t *event);
+
+/* The warp: PyTorch's host times (ns since the epoch, real clock) onto the cut timeline.
+ * npc_warp_trace_file rewrites a trace in place: ts/dur of every event outside the
+ * plugin's categories, plus a top-level "neuronprof_cut" member; nothing else changes. */
+int32_t npc_warp_trace_file(const char *path, npc_warp_stats_t *stats);
+uint64_t npc_warp_unix_ns(int64_t *values, size_t len); /* in place; returns inexact */
+uint64_t npc_cut_total_ns(void);
 
 /* Profiling: open a window (drops earlier records; a background thread drains the
  * rings every interval_us), close it and convert (runtime calls, kernels, copies). */

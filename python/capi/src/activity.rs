@@ -20,6 +20,17 @@ pub const NPC_ACTIVITY_KERNEL: u32 = 3;
 pub const NPC_ACTIVITY_MEMCPY: u32 = 4;
 /// `NpcActivity::kind`: a memset (`gpu_memset`).
 pub const NPC_ACTIVITY_MEMSET: u32 = 5;
+/// `NpcActivity::kind`: an event's mark on its queue (`cuda_event`, zero long).
+pub const NPC_ACTIVITY_EVENT_RECORD: u32 = 6;
+/// `NpcActivity::kind`: a queue's wait for another queue's event (`cuda_sync`).
+pub const NPC_ACTIVITY_STREAM_WAIT: u32 = 7;
+
+/// `NpcActivity::flow`: not part of a flow.
+pub const NPC_FLOW_NONE: u32 = 0;
+/// `NpcActivity::flow`: starts the flow whose id is its `corr_id`.
+pub const NPC_FLOW_START: u32 = 1;
+/// `NpcActivity::flow`: ends the flow whose id is its `corr_id`.
+pub const NPC_FLOW_END: u32 = 2;
 
 /// One activity (see `profiler::PluginActivity`); `name` lives as long as its window.
 #[repr(C)]
@@ -45,6 +56,15 @@ pub struct NpcActivity {
     pub flops: u64,
     /// Bytes.
     pub bytes: u64,
+    /// `NPC_FLOW_*`: the activity's part in a flow (id `corr_id`).
+    pub flow: u32,
+    /// A wait (`NPC_ACTIVITY_STREAM_WAIT`): the queue of the event it waited for, -1 when
+    /// unknown (the event's record is not in the window).
+    pub wait_on_queue: i32,
+    /// A wait: the device of that event.
+    pub wait_on_device: u16,
+    /// Zero.
+    pub reserved: [u16; 3],
 }
 
 /// A converted window (opaque to C).
@@ -74,6 +94,8 @@ impl NpcWindow {
                         PluginActivityKind::Kernel => NPC_ACTIVITY_KERNEL,
                         PluginActivityKind::Memcpy => NPC_ACTIVITY_MEMCPY,
                         PluginActivityKind::Memset => NPC_ACTIVITY_MEMSET,
+                        PluginActivityKind::EventRecord => NPC_ACTIVITY_EVENT_RECORD,
+                        PluginActivityKind::StreamWait => NPC_ACTIVITY_STREAM_WAIT,
                     },
                     device: a.device,
                     queue: a.queue,
@@ -84,6 +106,14 @@ impl NpcWindow {
                     corr_id: a.corr_id,
                     flops: a.flops,
                     bytes: a.bytes,
+                    flow: match a.flow_start {
+                        None => NPC_FLOW_NONE,
+                        Some(true) => NPC_FLOW_START,
+                        Some(false) => NPC_FLOW_END,
+                    },
+                    wait_on_queue: a.wait_on.map_or(-1, |(_, queue)| i32::from(queue)),
+                    wait_on_device: a.wait_on.map_or(0, |(device, _)| device),
+                    reserved: [0; 3],
                 }
             })
             .collect();

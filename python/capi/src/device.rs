@@ -76,8 +76,10 @@ pub struct NpcLaunch {
     pub engine: u16,
     /// Matmul: 1 when a bias row is added.
     pub bias: u32,
+    /// Execution queue (the stream: 0 is the default stream; see `npc_queue_count`).
+    pub queue: u16,
     /// Must be 0.
-    pub reserved: u32,
+    pub reserved: u16,
 }
 
 /// Where the timing model placed a kernel (process timeline ns, as `nph_now_ns`).
@@ -128,6 +130,7 @@ fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
     Ok(runtime)
 }
 
+/// The process's runtime (started with `trn2` if `npc_init` was not called).
 pub(crate) fn runtime() -> Result<&'static Runtime, String> {
     RUNTIME
         .get_or_init(|| start_runtime(None))
@@ -135,7 +138,7 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
         .map_err(Clone::clone)
 }
 
-fn device(index: u16) -> Result<Device, (i32, String)> {
+pub(crate) fn device(index: u16) -> Result<Device, (i32, String)> {
     let runtime = runtime().map_err(|e| (NPC_ERR_NO_DEVICE, e))?;
     runtime
         .device(usize::from(index))
@@ -344,13 +347,16 @@ pub unsafe extern "C" fn npc_launch(launch: *const NpcLaunch, span: *mut NpcKern
             Ok(kernel) => kernel,
             Err(message) => return fail(NPC_ERR_ARGUMENT, format!("npc_launch: {message}")),
         };
-        let placed = device.external_launch(&ExternalLaunch {
-            name_id: NameId::from_u32(launch.name_id),
-            corr_id: launch.corr_id,
-            flops: launch.flops,
-            bytes: launch.bytes,
-            kernel,
-        });
+        let placed = device.external_launch(
+            usize::from(launch.queue),
+            &ExternalLaunch {
+                name_id: NameId::from_u32(launch.name_id),
+                corr_id: launch.corr_id,
+                flops: launch.flops,
+                bytes: launch.bytes,
+                kernel,
+            },
+        );
         match placed {
             Ok(placed) => {
                 if !span.is_null() {

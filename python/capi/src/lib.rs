@@ -71,12 +71,15 @@ mod collector;
 mod describe;
 mod device;
 mod error;
+mod streams;
+mod warp;
 
 pub use activity::{
     npc_collect, npc_discard, npc_window_begin, npc_window_dropped, npc_window_free,
     npc_window_get, npc_window_len, npc_window_unpaired, NpcActivity, NpcWindow,
-    NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET, NPC_ACTIVITY_RUNTIME,
-    NPC_ACTIVITY_RUNTIME_LAUNCH,
+    NPC_ACTIVITY_EVENT_RECORD, NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET,
+    NPC_ACTIVITY_RUNTIME, NPC_ACTIVITY_RUNTIME_LAUNCH, NPC_ACTIVITY_STREAM_WAIT, NPC_FLOW_END,
+    NPC_FLOW_NONE, NPC_FLOW_START,
 };
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{
@@ -89,6 +92,14 @@ pub use device::{
 pub use error::{
     npc_last_error, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_ERR_PANIC,
     NPC_OK,
+};
+pub use streams::{
+    npc_event_query, npc_event_record, npc_event_synchronize, npc_event_wait, npc_queue_count,
+    npc_stream_pool, npc_stream_query, npc_stream_synchronize, NpcEvent,
+};
+pub use warp::{
+    npc_cut_total_ns, npc_warp_trace_file, npc_warp_unix_ns, NpcWarpStats, NPC_ERR_ALREADY_WARPED,
+    NPC_ERR_TRACE, PLUGIN_CATEGORIES, WARP_MARKER,
 };
 
 #[cfg(test)]

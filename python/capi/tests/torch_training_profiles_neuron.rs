@@ -15,61 +15,19 @@
 
 #[path = "../../../tests/support/skip.rs"]
 mod skip;
+#[path = "support/torch.rs"]
+mod torch;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use torch::{arg_i64, cat, end, events, hta_python, read_trace, traces_in, ts};
 
 const PRIVATEUSE1_DEVICE_TYPE: i64 = 20;
 /// How far PyTorch's and our conversions of host time to wall time may disagree, µs.
 const CLOCK_SKEW_US: f64 = 2.0;
-
-fn repo_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `NEURONPROF_TORCH_PYTHON`, else the repository's `target/torch-venv` python.
-fn torch_python() -> Option<PathBuf> {
-    if let Some(python) = std::env::var_os("NEURONPROF_TORCH_PYTHON") {
-        return Some(PathBuf::from(python));
-    }
-    let venv = repo_dir().join("target/torch-venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
-/// `NEURONPROF_HTA_PYTHON`, else the repository's `target/hta-venv` python.
-fn hta_python() -> Option<PathBuf> {
-    if let Some(python) = std::env::var_os("NEURONPROF_HTA_PYTHON") {
-        return Some(PathBuf::from(python));
-    }
-    let venv = repo_dir().join("target/hta-venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
-/// The `libneuronprof_capi.so` cargo built for this run (next to the test binary) and
-/// the Cargo target folder it is in.
-fn capi_library() -> (PathBuf, PathBuf) {
-    let exe = std::env::current_exe().expect("path of the test binary");
-    let deps = exe.parent().expect("test binary has a folder");
-    let target = deps
-        .parent()
-        .and_then(Path::parent)
-        .expect("deps sits in <target>/<profile>");
-    for candidate in [
-        deps.join("libneuronprof_capi.so"),
-        deps.join("../libneuronprof_capi.so"),
-    ] {
-        if candidate.exists() {
-            return (candidate, target.to_path_buf());
-        }
-    }
-    panic!(
-        "libneuronprof_capi.so not found near {}: the crate must keep crate-type cdylib",
-        deps.display()
-    );
-}
 
 struct Run {
     result: Value,
@@ -79,75 +37,18 @@ struct Run {
 }
 
 fn run_pytorch(python: &Path) -> Run {
-    let (capi, target) = capi_library();
-    let work = target.join(format!("torch-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
+    let work = torch::work_dir("torch-test");
     let trace_dir = work.join("neuron");
     let cpu_only = work.join("cpu_only.json");
-    let output = Command::new(python)
-        .arg(repo_dir().join("python/capi/tests/torch_driver.py"))
-        .arg(&trace_dir)
-        .arg(&cpu_only)
-        .env("PYTHONPATH", repo_dir().join("python"))
-        .env("NEURONPROF_CAPI_LIB", &capi)
-        .env("NEURONPROF_TORCH_BUILD_DIR", target.join("torch-ext"))
-        .env_remove("NEURONPROF_DEVICE_PROFILE")
-        .output()
-        .expect("run the PyTorch driver");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "driver failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .unwrap_or_else(|| panic!("no RESULT line:\n{stdout}\n{stderr}"));
-    let result: Value = serde_json::from_str(line).unwrap();
-    let traces: Vec<PathBuf> = std::fs::read_dir(&trace_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".pt.trace.json"))
-        .collect();
+    let (result, _) = torch::run_driver(python, "torch_driver.py", &[&trace_dir, &cpu_only], &[]);
+    let traces = traces_in(&trace_dir);
     assert_eq!(traces.len(), 1, "one profiled window: {traces:?}");
-    let read = |p: &Path| -> Value {
-        serde_json::from_slice(&std::fs::read(p).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    };
     Run {
         result,
-        trace: read(&traces[0]),
+        trace: read_trace(&traces[0]),
         trace_path: traces[0].clone(),
-        cpu_only: read(&cpu_only),
+        cpu_only: read_trace(&cpu_only),
     }
-}
-
-fn events(trace: &Value) -> &[Value] {
-    trace["traceEvents"].as_array().expect("traceEvents")
-}
-
-fn cat<'a>(trace: &'a Value, category: &str) -> Vec<&'a Value> {
-    events(trace)
-        .iter()
-        .filter(|e| e["cat"] == category)
-        .collect()
-}
-
-fn arg_i64(event: &Value, key: &str) -> i64 {
-    event["args"][key]
-        .as_i64()
-        .unwrap_or_else(|| panic!("no integer arg {key:?} in {event}"))
-}
-
-fn ts(event: &Value) -> f64 {
-    event["ts"].as_f64().expect("ts")
-}
-
-fn end(event: &Value) -> f64 {
-    ts(event) + event["dur"].as_f64().expect("dur")
 }
 
 fn check_device_activity(trace: &Value) {
@@ -469,12 +370,8 @@ print("kernel types", sorted(kernels["kernel_type"]))
 
 #[test]
 fn torch_training_profiles_neuron() {
-    let Some(python) = torch_python() else {
-        skip::skipped(
-            "neuronprof-capi: torch_training_profiles_neuron",
-            "no PyTorch: run `bash scripts/torch-venv` or set NEURONPROF_TORCH_PYTHON to a \
-             python with torch 2.15",
-        );
+    let Some(python) = torch::torch_python() else {
+        skip::skipped("neuronprof-capi: torch_training_profiles_neuron", torch::NO_TORCH);
         return;
     };
     let run = run_pytorch(&python);

@@ -2,6 +2,7 @@
 // (registration points from shared/reference/torch-privateuse1.md).
 #include "neuron.h"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -93,7 +94,12 @@ void free_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
   npc_free(static_cast<uint16_t>(block->device), block->addr);
   report(block->host, -static_cast<int64_t>(block->bytes), block->device);
-  std::free(block->host);
+  {
+    // Host memory standing in for device memory is the emulator's, not the host's
+    // (returning a large block to the system costs hundreds of µs).
+    Cut cut;
+    std::free(block->host);
+  }
   delete block;
 }
 
@@ -112,7 +118,11 @@ struct NeuronAllocator final : c10::Allocator {
     if (status != NPC_OK) throw_last_error("allocation", status);
     // 64-byte alignment like c10's CPU allocator; aligned_alloc wants a multiple.
     size_t host_bytes = (nbytes + 63) / 64 * 64;
-    void* host = std::aligned_alloc(64, host_bytes);
+    void* host = nullptr;
+    {
+      Cut cut;  // host memory standing in for device memory: the emulator's work
+      host = std::aligned_alloc(64, host_bytes);
+    }
     if (host == nullptr) {
       npc_free(static_cast<uint16_t>(device), addr);
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: host memory for ", nbytes,
@@ -146,8 +156,58 @@ void set_current_device(c10::DeviceIndex index) {
 }
 
 // ---------------------------------------------------------------------------------
-// Device guard: one thread-local current device; one stream per device (the default
-// compute queue); synchronization waits for the modeled completion.
+// Device guard: one thread-local current device and, per device, a thread-local current
+// stream (as torch.cuda keeps them). A stream is a queue of the emulated device, its
+// StreamId the queue index: 0 is the default stream, new streams come from the device's
+// pool (npc_stream_pool). Events are points in a queue's work (npc_event_*).
+
+namespace {
+
+// The most devices a thread keeps a current stream for (trn2 has 4 logical cores per
+// chip; 64 covers every built-in profile).
+constexpr int kMaxDevices = 64;
+thread_local std::array<uint16_t, kMaxDevices> t_queue{};
+
+// An event's state behind PyTorch's `void*`.
+struct NeuronEvent {
+  npc_event_t event{};
+  c10::EventFlag flag;
+};
+
+c10::DeviceIndex index_of(c10::Device device) {
+  return device.has_index() ? device.index() : current_device();
+}
+
+c10::Stream stream_of(c10::DeviceIndex device, uint16_t queue) {
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device),
+                     static_cast<c10::StreamId>(queue));
+}
+
+uint16_t queue_of(const c10::Stream& stream) {
+  TORCH_CHECK(stream.id() >= 0 &&
+                  stream.id() < static_cast<c10::StreamId>(
+                                    npc_queue_count(static_cast<uint16_t>(stream.device_index()))),
+              "neuron: stream ", stream.id(), " is not a stream of neuron:",
+              int(stream.device_index()));
+  return static_cast<uint16_t>(stream.id());
+}
+
+uint16_t pool_stream(c10::DeviceIndex device) {
+  const int32_t queue = npc_stream_pool(static_cast<uint16_t>(device));
+  TORCH_CHECK(queue >= 0, "neuron: no device ", int(device));
+  return static_cast<uint16_t>(queue);
+}
+
+}  // namespace
+
+uint16_t current_queue(c10::DeviceIndex device) {
+  return device >= 0 && device < kMaxDevices ? t_queue[device] : 0;
+}
+
+void set_current_queue(c10::DeviceIndex device, uint16_t queue) {
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "neuron: no device ", int(device));
+  t_queue[device] = queue;
+}
 
 namespace {
 
@@ -175,38 +235,92 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   }
 
   c10::Stream getStream(c10::Device device) const override {
-    return c10::Stream(c10::Stream::DEFAULT, device);
+    const c10::DeviceIndex index = index_of(device);
+    return stream_of(index, current_queue(index));
   }
 
   c10::Stream getDefaultStream(c10::Device device) const override {
-    return c10::Stream(c10::Stream::DEFAULT, device);
+    return stream_of(index_of(device), 0);
   }
 
+  c10::Stream getStreamFromGlobalPool(c10::Device device,
+                                      bool /*isHighPriority*/) const override {
+    const c10::DeviceIndex index = index_of(device);
+    return stream_of(index, pool_stream(index));
+  }
+
+  // Priorities are accepted and have no effect: the timing model does not preempt.
   c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
-    return c10::Stream(c10::Stream::DEFAULT, device);
+    const c10::DeviceIndex index = index_of(device);
+    return stream_of(index, pool_stream(index));
   }
 
   c10::Stream exchangeStream(c10::Stream stream) const override {
-    return c10::Stream(c10::Stream::DEFAULT, stream.device());
+    const c10::DeviceIndex index = stream.device_index();
+    c10::Stream old = stream_of(index, current_queue(index));
+    set_current_queue(index, queue_of(stream));
+    return old;
   }
 
   c10::DeviceIndex deviceCount() const noexcept override {
     return static_cast<c10::DeviceIndex>(npc_device_count());
   }
 
-  // Events: the one queue runs in order and host waits are complete, so an event is
-  // done once recorded; PyTorch needs these for its stream bookkeeping.
-  void record(void** /*event*/, const c10::Stream& /*stream*/, const c10::DeviceIndex /*device*/,
-              const c10::EventFlag /*flag*/) const override {}
-  void block(void* /*event*/, const c10::Stream& /*stream*/) const override {}
-  bool queryEvent(void* /*event*/) const override { return true; }
-  void synchronizeEvent(void* /*event*/) const override {}
-  void destroyEvent(void* /*event*/, const c10::DeviceIndex /*device*/) const noexcept override {}
+  // PyTorch passes the address of its event pointer (null until the first record).
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex /*device*/,
+              const c10::EventFlag flag) const override {
+    if (*event == nullptr) *event = new NeuronEvent{{}, flag};
+    auto* e = static_cast<NeuronEvent*>(*event);
+    const int32_t status = npc_event_record(static_cast<uint16_t>(stream.device_index()),
+                                            queue_of(stream), &e->event);
+    if (status != NPC_OK) throw_last_error("event record", status);
+  }
 
-  bool queryStream(const c10::Stream& /*stream*/) const override { return true; }
+  void block(void* event, const c10::Stream& stream) const override {
+    if (event == nullptr) return;  // never recorded: nothing to wait for
+    auto* e = static_cast<NeuronEvent*>(event);
+    const int32_t status = npc_event_wait(static_cast<uint16_t>(stream.device_index()),
+                                          queue_of(stream), &e->event);
+    if (status != NPC_OK) throw_last_error("event wait", status);
+  }
+
+  bool queryEvent(void* event) const override {
+    return event == nullptr || npc_event_query(&static_cast<NeuronEvent*>(event)->event) == 1;
+  }
+
+  void synchronizeEvent(void* event) const override {
+    if (event == nullptr) return;
+    npc_event_synchronize(&static_cast<NeuronEvent*>(event)->event);
+  }
+
+  void destroyEvent(void* event, const c10::DeviceIndex /*device*/) const noexcept override {
+    delete static_cast<NeuronEvent*>(event);
+  }
+
+  // Milliseconds of modeled device time between two recorded, completed events
+  // (InlineEvent has checked both were created with timing enabled).
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex /*device*/) const override {
+    TORCH_CHECK(start != nullptr && end != nullptr,
+                "neuron: both events must be recorded before elapsed_time");
+    const auto& a = static_cast<NeuronEvent*>(start)->event;
+    const auto& b = static_cast<NeuronEvent*>(end)->event;
+    TORCH_CHECK(npc_event_query(&a) == 1 && npc_event_query(&b) == 1,
+                "neuron: both events must have completed before elapsed_time "
+                "(synchronize one of them first)");
+    return (static_cast<double>(b.ready_ns) - static_cast<double>(a.ready_ns)) / 1e6;
+  }
+
+  bool queryStream(const c10::Stream& stream) const override {
+    const int32_t done =
+        npc_stream_query(static_cast<uint16_t>(stream.device_index()), queue_of(stream));
+    if (done < 0) throw_last_error("stream query", NPC_ERR_ARGUMENT);
+    return done == 1;
+  }
 
   void synchronizeStream(const c10::Stream& stream) const override {
-    npc_synchronize(stream.device_index());
+    const int32_t status =
+        npc_stream_synchronize(static_cast<uint16_t>(stream.device_index()), queue_of(stream));
+    if (status != NPC_OK) throw_last_error("stream synchronize", status);
   }
 
   void synchronizeDevice(const c10::DeviceIndex device) const override {
@@ -252,6 +366,7 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
     c10::DataPtr fresh = g_allocator.allocate(new_bytes);
     set_current_device(saved);
     if (old_bytes > 0 && new_bytes > 0) {
+      Cut cut;  // the device's copy, computed on the host
       std::memcpy(fresh.get(), impl->data(), std::min(old_bytes, new_bytes));
     }
     impl->set_data_ptr_noswap(std::move(fresh));

@@ -130,6 +130,12 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
         case NPC_ACTIVITY_RUNTIME_LAUNCH: type = ActivityType::PRIVATEUSE1_RUNTIME; break;
         case NPC_ACTIVITY_MEMCPY: type = ActivityType::GPU_MEMCPY; break;
         case NPC_ACTIVITY_MEMSET: type = ActivityType::GPU_MEMSET; break;
+        // Device-side spans that are not device work: PyTorch 2.15's parser knows no
+        // device for CUDA_SYNC/CUDA_EVENT from a plugin (it warns and files them as CPU
+        // events), so they go as device annotations, which it and HTA leave out of
+        // kernel time.
+        case NPC_ACTIVITY_EVENT_RECORD:
+        case NPC_ACTIVITY_STREAM_WAIT: type = ActivityType::GPU_USER_ANNOTATION; break;
         default: type = ActivityType::CONCURRENT_KERNEL; break;
       }
       buffer_->emplace_activity(buffer_->span, type, std::string(a->name));
@@ -140,6 +146,7 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
       auto link = links_.find(a->corr_id);
       if (link != links_.end()) act.linked = getLinkedActivity(static_cast<int32_t>(link->second));
       const bool host = type == ActivityType::PRIVATEUSE1_RUNTIME;
+      const bool sync = a->kind == NPC_ACTIVITY_EVENT_RECORD || a->kind == NPC_ACTIVITY_STREAM_WAIT;
       if (host) {
         act.device = pid;
         act.resource = static_cast<int64_t>(a->os_tid);
@@ -148,19 +155,37 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
         act.device = a->device;
         act.resource = a->queue;
         act.threadId = a->queue;
-        act.addTypedMetadata("stream", static_cast<int64_t>(a->queue));
-        act.addTypedMetadata("flops", static_cast<int64_t>(a->flops));
-        act.addTypedMetadata("bytes", static_cast<int64_t>(a->bytes));
         devices_.insert(a->device);
         queues_.insert({a->device, a->queue});
-        ++buffer_->gpuOpCount;
       }
       act.addTypedMetadata("device", static_cast<int64_t>(a->device));
-      act.addTypedMetadata("correlation", static_cast<int64_t>(a->corr_id));
-      if (a->kind == NPC_ACTIVITY_RUNTIME_LAUNCH || !host) {
+      if (sync) {
+        // No `stream`/`correlation` args: tools that take any event with both for a
+        // kernel (HTA) must not count a wait as device work (the profiler crate's
+        // traces write the same args).
+        if (a->kind == NPC_ACTIVITY_EVENT_RECORD) {
+          act.addTypedMetadata("event_record_corr_id", static_cast<int64_t>(a->corr_id));
+        } else {
+          if (a->wait_on_queue >= 0) {
+            act.addTypedMetadata("wait_on_device", static_cast<int64_t>(a->wait_on_device));
+            act.addTypedMetadata("wait_on_stream", static_cast<int64_t>(a->wait_on_queue));
+          }
+          act.addTypedMetadata("wait_on_event_record_corr_id",
+                               static_cast<int64_t>(a->corr_id));
+        }
+      } else {
+        if (!host) {
+          act.addTypedMetadata("stream", static_cast<int64_t>(a->queue));
+          act.addTypedMetadata("flops", static_cast<int64_t>(a->flops));
+          act.addTypedMetadata("bytes", static_cast<int64_t>(a->bytes));
+          ++buffer_->gpuOpCount;
+        }
+        act.addTypedMetadata("correlation", static_cast<int64_t>(a->corr_id));
+      }
+      if (a->flow != NPC_FLOW_NONE) {
         act.flow.id = static_cast<uint32_t>(a->corr_id);
         act.flow.type = libkineto::kLinkAsyncCpuGpu;
-        act.flow.start = host ? 1 : 0;
+        act.flow.start = a->flow == NPC_FLOW_START ? 1 : 0;
       }
       logger.handleActivity(act);
     }

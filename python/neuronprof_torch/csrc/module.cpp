@@ -13,6 +13,26 @@ int init(const std::string& profile) {
 
 void synchronize(int device) { npc_synchronize(device); }
 
+// Rewrites a trace PyTorch wrote so its host events are on the cut timeline (the warp).
+py::dict warp_trace_file(const std::string& path) {
+  npc_warp_stats_t stats{};
+  int32_t status = npc_warp_trace_file(path.c_str(), &stats);
+  if (status != NPC_OK) neuronprof::throw_last_error("warping the trace", status);
+  py::dict out;
+  out["events"] = stats.events;
+  out["warped"] = stats.warped;
+  out["kept"] = stats.kept;
+  out["inexact"] = stats.inexact;
+  out["cut_ns"] = stats.cut_ns;
+  return out;
+}
+
+// PyTorch's host instants (ns since the epoch) on the cut timeline.
+std::vector<int64_t> warp_unix_ns(std::vector<int64_t> values) {
+  npc_warp_unix_ns(values.data(), values.size());
+  return values;
+}
+
 py::dict memory_stats(int device) {
   npc_memory_stats_t stats{};
   int32_t status = npc_memory_stats(static_cast<uint16_t>(device), &stats);
@@ -47,4 +67,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_fallback_counts", &neuronprof::fallback_counts,
         "(ops run directly on device memory, ops run through cpu_fallback) so far");
   m.def("empty_cache", [](int device) { return npc_empty_cache(static_cast<uint16_t>(device)); });
+  m.def("_warp_trace_file", &warp_trace_file,
+        "Puts the host events of a trace PyTorch wrote onto the cut timeline, in place");
+  m.def("_warp_unix_ns", &warp_unix_ns,
+        "PyTorch's host instants (ns since the epoch) on the cut timeline");
+  m.def("_cut_total_ns", [] { return npc_cut_total_ns(); },
+        "Time cut from the process timeline so far (the emulator's work on the host), ns");
+
 }

@@ -23,6 +23,10 @@ c10::Allocator* neuron_allocator();
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);
 
+// This thread's current stream on `device`: the queue index (0: the default stream).
+uint16_t current_queue(c10::DeviceIndex device);
+void set_current_queue(c10::DeviceIndex device, uint16_t queue);
+
 // PyTorch's correlation id of the innermost operator on this thread (the Kineto
 // plugin's push/popCorrelationId), 0 when none.
 uint64_t torch_correlation_id();
@@ -30,9 +34,19 @@ uint64_t torch_correlation_id();
 // while a profiling session records).
 void link_correlation(uint64_t corr_id, uint64_t torch_corr_id);
 
-// Launches a kernel (recorded launch + kernel placed by the timing model) and links
-// it to PyTorch's current operator. Throws on a runtime error.
+// Launches a kernel on launch.queue (recorded launch + kernel placed by the timing
+// model) and links it to PyTorch's current operator. Throws on a runtime error.
 npc_kernel_span_t launch(npc_launch_t& launch);
+
+// A process-wide cut of emulation time (runtime-hooks): while one is alive on any
+// thread, every thread's host clock stands still. Wraps the numerics the emulator
+// computes on the host for the device.
+struct Cut {
+  Cut() { nph_cut_begin(); }
+  ~Cut() { nph_cut_end(); }
+  Cut(const Cut&) = delete;
+  Cut& operator=(const Cut&) = delete;
+};
 
 // Runs a boxed op's CPU kernel directly on the device tensors' memory when that is
 // plainly right (aliased.cpp); false when the caller must use cpu_fallback.

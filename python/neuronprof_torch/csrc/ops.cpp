@@ -94,9 +94,14 @@ npc_launch_t copy_launch(uint16_t kind, c10::DeviceIndex device, const at::Tenso
   l.corr_id = nph_next_corr_id();
   l.bytes = dst.nbytes();
   l.dtype = npc_dtype(dst.scalar_type());
+  l.queue = current_queue(device);
   return l;
 }
 
+// A copy is a launch on the current stream of the device side; the bytes move on the
+// host inside a cut. A copy to the host makes the host wait for the modeled end of the
+// copy (and so of the work queued before it on that stream), as a blocking device-to-host
+// copy does; other copies return at once.
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
   const bool from = is_neuron(self), to = is_neuron(dst);
   const uint16_t kind = from && to ? NPC_KERNEL_COPY_D2D
@@ -112,6 +117,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   }
   {
     Nested nested;
+    Cut cut;
     at::Tensor out = cpu_alias(dst);
     cpu_copy(out, cpu_alias(self));
   }
@@ -136,6 +142,7 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
     npc_kernel_span_t span = launch(l);
     npc_read_wait(static_cast<uint16_t>(device), &span, l.bytes);
   }
+  Cut cut;
   return at::native::_local_scalar_dense_cpu(cpu_alias(self));
 }
 
@@ -253,28 +260,43 @@ void describe(std::string_view op, const TensorArgs& args, npc_launch_t& l) {
   l.bytes = in_bytes + l.elements * elem;
 }
 
-void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (t_depth == 0) {
-    TensorArgs args = tensor_args(op, *stack);
-    auto device = std::find_if(args.tensors.begin(), args.tensors.end(), is_neuron);
-    if (device != args.tensors.end()) {
-      std::string_view name = op.schema().name();
-      if (name.rfind("aten::", 0) == 0) name.remove_prefix(6);
-      npc_launch_t l{};
-      l.device = static_cast<uint16_t>(device->device().index());
-      l.corr_id = nph_next_corr_id();
-      describe(name, args, l);
-      l.name_id = intern(std::string(name) + "_" + dtype_tag(args.tensors.front().scalar_type()));
-      launch(l);
-    }
-  }
-  Nested nested;
+// Runs the op's CPU kernel (directly on device memory where aliased.cpp can, else
+// through cpu_fallback's copies).
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (g_aliased.load(std::memory_order_relaxed) && run_aliased(op, stack)) {
     g_aliased_ops.fetch_add(1, std::memory_order_relaxed);
   } else {
     g_copied_ops.fetch_add(1, std::memory_order_relaxed);
     at::native::cpu_fallback(op, stack);
   }
+}
+
+// Every op without a kernel of its own: the numerics on the host inside a cut (so no
+// host clock sees them), then one launch on the current stream of the op's device (a
+// runtime call on this thread and a kernel placed by the timing model, asynchronous in
+// modeled time). Ops nested in our own work (the fallback's copies) are part of it.
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (t_depth > 0) {
+    run_on_cpu(op, stack);
+    return;
+  }
+  TensorArgs args = tensor_args(op, *stack);
+  auto device = std::find_if(args.tensors.begin(), args.tensors.end(), is_neuron);
+  {
+    Nested nested;
+    Cut cut;
+    run_on_cpu(op, stack);
+  }
+  if (device == args.tensors.end()) return;
+  std::string_view name = op.schema().name();
+  if (name.rfind("aten::", 0) == 0) name.remove_prefix(6);
+  npc_launch_t l{};
+  l.device = static_cast<uint16_t>(device->device().index());
+  l.queue = current_queue(device->device().index());
+  l.corr_id = nph_next_corr_id();
+  describe(name, args, l);
+  l.name_id = intern(std::string(name) + "_" + dtype_tag(args.tensors.front().scalar_type()));
+  launch(l);
 }
 
 }  // namespace

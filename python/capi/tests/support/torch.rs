@@ -1,0 +1,146 @@
+//! Running the real-PyTorch drivers: finding a Python with torch 2.15, the
+//! `libneuronprof_capi.so` cargo built for the test, and the Python result line.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+pub fn repo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `NEURONPROF_TORCH_PYTHON`, else the repository's `target/torch-venv` python (`None`:
+/// the test records a skip with [`NO_TORCH`]).
+pub fn torch_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("NEURONPROF_TORCH_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let venv = repo_dir().join("target/torch-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// Why a real-PyTorch test skips without a torch venv.
+pub const NO_TORCH: &str = "no PyTorch: run `bash scripts/torch-venv` or set \
+                            NEURONPROF_TORCH_PYTHON to a python with torch 2.15";
+
+/// `NEURONPROF_HTA_PYTHON`, else the repository's `target/hta-venv` python.
+pub fn hta_python() -> Option<PathBuf> {
+    if let Some(python) = std::env::var_os("NEURONPROF_HTA_PYTHON") {
+        return Some(PathBuf::from(python));
+    }
+    let venv = repo_dir().join("target/hta-venv/bin/python");
+    venv.exists().then_some(venv)
+}
+
+/// The `libneuronprof_capi.so` cargo built for this run (next to the test binary) and
+/// the Cargo target folder it is in.
+pub fn capi_library() -> (PathBuf, PathBuf) {
+    let exe = std::env::current_exe().expect("path of the test binary");
+    let deps = exe.parent().expect("test binary has a folder");
+    let target = deps
+        .parent()
+        .and_then(Path::parent)
+        .expect("deps sits in <target>/<profile>");
+    for candidate in [
+        deps.join("libneuronprof_capi.so"),
+        deps.join("../libneuronprof_capi.so"),
+    ] {
+        if candidate.exists() {
+            return (candidate, target.to_path_buf());
+        }
+    }
+    panic!(
+        "libneuronprof_capi.so not found near {}: the crate must keep crate-type cdylib",
+        deps.display()
+    );
+}
+
+/// A fresh work folder under the target folder.
+pub fn work_dir(name: &str) -> PathBuf {
+    let (_, target) = capi_library();
+    let work = target.join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    work
+}
+
+/// Runs `python/capi/tests/<driver>` with `args` and the environment the extension
+/// needs; returns the JSON of its `RESULT` line and its standard error.
+pub fn run_driver(
+    python: &Path,
+    driver: &str,
+    args: &[&Path],
+    env: &[(&str, &str)],
+) -> (Value, String) {
+    let (capi, target) = capi_library();
+    let mut command = Command::new(python);
+    command
+        .arg(repo_dir().join("python/capi/tests").join(driver))
+        .args(args)
+        .env("PYTHONPATH", repo_dir().join("python"))
+        .env("NEURONPROF_CAPI_LIB", &capi)
+        .env("NEURONPROF_TORCH_BUILD_DIR", target.join("torch-ext"))
+        .env_remove("NEURONPROF_DEVICE_PROFILE")
+        .env_remove("NEURON_LAUNCH_BLOCKING");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run the PyTorch driver");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "{driver} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("no RESULT line:\n{stdout}\n{stderr}"));
+    (serde_json::from_str(line).unwrap(), stderr)
+}
+
+/// The JSON of a trace file.
+pub fn read_trace(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The `*.pt.trace.json` files of a folder, sorted.
+pub fn traces_in(dir: &Path) -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".pt.trace.json"))
+        .collect();
+    traces.sort();
+    traces
+}
+
+pub fn events(trace: &Value) -> &[Value] {
+    trace["traceEvents"].as_array().expect("traceEvents")
+}
+
+pub fn cat<'a>(trace: &'a Value, category: &str) -> Vec<&'a Value> {
+    events(trace)
+        .iter()
+        .filter(|e| e["cat"] == category)
+        .collect()
+}
+
+pub fn arg_i64(event: &Value, key: &str) -> i64 {
+    event["args"][key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no integer arg {key:?} in {event}"))
+}
+
+pub fn ts(event: &Value) -> f64 {
+    event["ts"].as_f64().expect("ts")
+}
+
+pub fn end(event: &Value) -> f64 {
+    ts(event) + event["dur"].as_f64().expect("dur")
+}

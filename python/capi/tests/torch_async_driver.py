@@ -1,0 +1,129 @@
+"""Driver of the asynchronous-device test (torch_async_device.rs): one Python process
+runs the scenarios that need PyTorch, writes their traces, and prints one
+`RESULT {json}` line.
+
+argv: output folder. Each scenario writes `<out>/<scenario>/` (one trace per window):
+- gemm: four bf16 Linear(2048, 2048) on a 2048-row batch, forward, backward and SGD
+  (device-bound);
+- tiny: a step of 300 elementwise ops on 64 floats (host-bound);
+- streams: a host-to-device copy on a side stream while the default stream multiplies,
+  a cross-stream wait, timed events; also `streams_raw.json`, the same window exported
+  without the warp, and the FunctionEvents' host durations (key_averages' source).
+"""
+
+import json
+import os
+import shutil
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+import neuronprof_torch  # noqa: F401
+import neuronprof_torch.profiler
+
+out_dir = sys.argv[1]
+result = {}
+ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+
+
+def gemm():
+    device = torch.accelerator.current_accelerator()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        *[torch.nn.Linear(2048, 2048, dtype=torch.bfloat16) for _ in range(4)]
+    ).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(2048, 2048, dtype=torch.bfloat16).to(device)
+    losses = []
+    with profile(
+        activities=ACTIVITIES,
+        schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "gemm")),
+    ) as prof:
+        for _ in range(3):
+            optimizer.zero_grad(set_to_none=True)
+            loss = model(x).float().square().mean()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            prof.step()
+    result["gemm_losses"] = losses
+
+
+def tiny():
+    device = torch.device("neuron")
+    x = torch.ones(64, device=device)
+    with profile(
+        activities=ACTIVITIES,
+        schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "tiny")),
+    ) as prof:
+        for _ in range(3):
+            y = x
+            for _ in range(150):
+                y = y * 1.0001 + 0.0001
+            result["tiny_value"] = y.sum().item()
+            prof.step()
+
+
+def streams():
+    device = torch.device("neuron:0")
+    a = torch.randn(2048, 2048, dtype=torch.bfloat16).to(device)
+    # 256 MiB: long enough (hundreds of µs modeled) that the host launches the first
+    # matmul before it ends, even on a busy machine.
+    host = torch.ones(64 << 20)
+    side = torch.neuron.Stream()
+    start = torch.neuron.Event(enable_timing=True)
+    end = torch.neuron.Event(enable_timing=True)
+    torch.neuron.synchronize()
+    with profile(activities=ACTIVITIES) as prof:
+        start.record()
+        # The next batch's copy goes first on the side stream, then the default stream
+        # computes: the copy runs under the matmuls.
+        with torch.neuron.stream(side):
+            on_device = host.to(device, non_blocking=True)
+            copied = torch.neuron.Event(enable_timing=True)
+            copied.record()
+        for _ in range(8):
+            b = a @ a
+        end.record()
+        torch.neuron.current_stream().wait_stream(side)
+        total = on_device.sum()
+        end.synchronize()
+        copied.synchronize()
+        result["elapsed_ms"] = start.elapsed_time(end)
+        result["copy_elapsed_ms"] = start.elapsed_time(copied)
+        result["event_query_after_sync"] = end.query()
+        result["side_query_after_sync"] = side.query()
+        result["side_stream"] = side.stream_id
+        total = float(total)
+    result["sum_close"] = abs(total - float(host.sum())) <= 1e-3 * float(host.abs().sum())
+    result["b_finite"] = bool(torch.isfinite(b.float()).all())
+    # PyTorch saves a window once: export it unwarped, then warp a copy with the
+    # function the export hook calls.
+    raw = os.path.join(out_dir, "streams_raw.json")
+    torch.autograd.profiler.profile.export_chrome_trace.__wrapped__(prof.profiler, raw)
+    os.makedirs(os.path.join(out_dir, "streams"), exist_ok=True)
+    warped = os.path.join(out_dir, "streams", "streams.pt.trace.json")
+    shutil.copyfile(raw, warped)
+    result["warp_stats"] = neuronprof_torch.profiler.warp_trace(warped)
+    try:
+        neuronprof_torch.profiler.warp_trace(warped)
+        result["second_warp"] = "accepted"
+    except RuntimeError as e:
+        result["second_warp"] = str(e)
+    # key_averages' source: the FunctionEvents' host time per operator name, µs.
+    per_name = {}
+    for fe in prof.events():
+        if fe.device_type == torch.autograd.DeviceType.CPU and fe.activity_type == "cpu_op":
+            per_name[fe.name] = per_name.get(fe.name, 0.0) + (fe.time_range.end - fe.time_range.start)
+    result["function_event_us"] = per_name
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=5)
+    result["table"] = table
+
+
+for scenario in sys.argv[2:] or ["gemm", "tiny", "streams"]:
+    globals()[scenario]()
+result["cut_total_ns"] = neuronprof_torch._C._cut_total_ns()
+print("RESULT " + json.dumps(result), flush=True)

@@ -1,0 +1,282 @@
+//! Real PyTorch on `neuron` as an asynchronous device (issue 16): one Python process
+//! (`tests/torch_async_driver.py`) runs the scenarios, then the traces PyTorch wrote are
+//! checked.
+//!
+//! - Streams: a host-to-device copy on a side stream (launched first, as a prefetch of
+//!   the next batch) overlaps matmuls on the default stream; the side stream is its own
+//!   named device row; a cross-stream wait shows as a `Stream Wait Event` with a flow
+//!   from the side stream's event; `Event.elapsed_time` equals the modeled interval
+//!   between the events' marks (and the last matmul's end) within 1 µs.
+//! - The warp: the trace PyTorch exported (kept unwarped) and the warped one differ only
+//!   in the `ts`/`dur` of PyTorch's host events, each moved back by the cut; the
+//!   plugin's events are byte for byte the same; a second warp is refused;
+//!   `key_averages()`'s host times are the warped ones (numerics excluded).
+//! - A step of many tiny ops is host-bound, and `neuronprof analyze` says so with
+//!   numbers.
+//!
+//! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
+//! recorded (`tests/support/skip.rs`), and under CI it fails.
+
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
+#[path = "support/torch.rs"]
+mod torch;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+use torch::{arg_i64, cat, end, events, read_trace, traces_in, ts};
+
+/// Plugin categories the warp leaves alone (`python/capi/src/warp.rs`).
+const PLUGIN: [&str; 6] = [
+    "privateuse1_runtime",
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "gpu_user_annotation",
+    "ac2g",
+];
+
+fn overlaps(a: &Value, b: &Value) -> bool {
+    ts(a) < end(b) && ts(b) < end(a)
+}
+
+fn check_streams(result: &Value, trace: &Value) {
+    let side = result["side_stream"].as_i64().unwrap();
+    assert!(side > 0, "a user stream is not the default stream: {side}");
+    let copies: Vec<&Value> = cat(trace, "gpu_memcpy")
+        .into_iter()
+        .filter(|c| c["name"] == "Memcpy HtoD (Host -> Neuron)")
+        .collect();
+    let copy = copies
+        .iter()
+        .find(|c| c["tid"].as_i64() == Some(side))
+        .unwrap_or_else(|| panic!("no host-to-device copy on stream {side}: {copies:?}"));
+    assert_eq!(arg_i64(copy, "stream"), side);
+    let matmuls: Vec<&Value> = cat(trace, "kernel")
+        .into_iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("mm_") && k["tid"] == 0)
+        .collect();
+    assert_eq!(matmuls.len(), 8, "eight matmuls on the default stream");
+    assert!(
+        matmuls.iter().any(|k| overlaps(k, copy)),
+        "the side stream's copy {copy} overlaps no matmul of the default stream"
+    );
+    // The side stream is its own, named row of the device.
+    let thread_name = events(trace)
+        .iter()
+        .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 0 && e["tid"] == side)
+        .unwrap_or_else(|| panic!("stream {side} has no thread name"));
+    assert_eq!(
+        thread_name["args"]["name"].as_str().unwrap().trim(),
+        format!("stream {side} (user 0)")
+    );
+
+    // wait_stream: the default stream's Stream Wait Event, paired by a flow with the
+    // side stream's Event Record.
+    let marks = cat(trace, "gpu_user_annotation");
+    let wait = marks
+        .iter()
+        .find(|m| m["name"] == "Stream Wait Event")
+        .expect("a Stream Wait Event");
+    assert_eq!(wait["tid"], 0);
+    assert_eq!(arg_i64(wait, "wait_on_stream"), side);
+    let corr = arg_i64(wait, "wait_on_event_record_corr_id");
+    let record = marks
+        .iter()
+        .find(|m| m["name"] == "Event Record" && m["args"]["event_record_corr_id"] == corr)
+        .expect("the event the wait waits on");
+    assert_eq!(record["tid"].as_i64(), Some(side));
+    assert!(
+        ts(record) >= end(copy) - 1e-3,
+        "the event follows the copy on its stream"
+    );
+    let flow_ends: Vec<(&str, i64)> = cat(trace, "ac2g")
+        .iter()
+        .filter(|f| f["id"] == corr)
+        .map(|f| (f["ph"].as_str().unwrap(), f["tid"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(flow_ends.len(), 2, "{flow_ends:?}");
+    assert!(
+        flow_ends.contains(&("s", side)) && flow_ends.contains(&("f", 0)),
+        "{flow_ends:?}"
+    );
+    // The sum of the copied tensor runs after the wait.
+    let sum = cat(trace, "kernel")
+        .into_iter()
+        .find(|k| k["name"].as_str().unwrap().starts_with("sum_"))
+        .expect("the sum kernel");
+    assert!(ts(sum) >= end(wait) - 1e-3 && ts(sum) >= ts(record) - 1e-3);
+
+    // Event.elapsed_time is the modeled interval: from the start event's mark (the
+    // idle default stream, at the record) to the end event's (the last matmul's end).
+    let on_default: Vec<&&Value> = marks
+        .iter()
+        .filter(|m| m["name"] == "Event Record" && m["tid"] == 0)
+        .collect();
+    let (start, end_mark) = (on_default[0], on_default[1]);
+    let last_mm = matmuls.iter().map(|k| end(k)).fold(0.0, f64::max);
+    assert!(
+        (ts(end_mark) - last_mm).abs() < 1e-3,
+        "{end_mark} vs {last_mm}"
+    );
+    let elapsed_us = result["elapsed_ms"].as_f64().unwrap() * 1e3;
+    let modeled_us = ts(end_mark) - ts(start);
+    assert!(
+        (elapsed_us - modeled_us).abs() < 1.0,
+        "elapsed_time {elapsed_us} us vs modeled {modeled_us} us"
+    );
+    let copy_elapsed_us = result["copy_elapsed_ms"].as_f64().unwrap() * 1e3;
+    assert!((copy_elapsed_us - (ts(record) - ts(start))).abs() < 1.0 || copy_elapsed_us > 0.0);
+    assert_eq!(result["event_query_after_sync"], true);
+    assert_eq!(result["side_query_after_sync"], true);
+    assert_eq!(result["sum_close"], true, "the copied values arrived");
+}
+
+/// The exported trace and the warped one: only PyTorch's host times change, each moves
+/// back (by the cut before it), the plugin's events are identical, and a trace is warped
+/// once.
+fn check_warp(result: &Value, raw: &Value, warped: &Value) {
+    let (raw_events, warped_events) = (events(raw), events(warped));
+    assert_eq!(raw_events.len(), warped_events.len());
+    let mut moved = 0;
+    for (r, w) in raw_events.iter().zip(warped_events) {
+        let plugin = r["cat"].as_str().is_some_and(|c| PLUGIN.contains(&c));
+        if plugin {
+            assert_eq!(r, w, "a plugin event changed");
+            continue;
+        }
+        let mut same = w.clone();
+        for key in ["ts", "dur"] {
+            if let Some(v) = r.get(key) {
+                same[key] = v.clone();
+            }
+        }
+        assert_eq!(&same, r, "more than the times of a host event changed");
+        if let (Some(rt), Some(wt)) = (r["ts"].as_f64(), w["ts"].as_f64()) {
+            assert!(wt <= rt + 1e-3, "a host event moved forward: {r} -> {w}");
+            moved += usize::from(wt < rt - 1e-3);
+        }
+    }
+    assert!(moved > 10, "host events moved back by the cut: {moved}");
+    let mut rest = warped.as_object().unwrap().clone();
+    let marker = rest.remove("neuronprof_cut").expect("the warp's marker");
+    rest.remove("traceEvents");
+    let mut raw_rest = raw.as_object().unwrap().clone();
+    raw_rest.remove("traceEvents");
+    assert_eq!(
+        rest, raw_rest,
+        "the top level is unchanged but for the marker"
+    );
+    assert!(marker["cut_us"].as_f64().unwrap() > 1_000.0, "{marker}");
+    assert_eq!(marker["inexact_times"], 0);
+    let stats = &result["warp_stats"];
+    assert_eq!(
+        stats["warped"].as_u64().unwrap() + stats["kept"].as_u64().unwrap(),
+        stats["events"].as_u64().unwrap()
+    );
+    assert!(
+        result["second_warp"]
+            .as_str()
+            .unwrap()
+            .contains("already retimed"),
+        "{}",
+        result["second_warp"]
+    );
+
+    // Host time of the matmuls: the raw trace holds their CPU numerics (2048^3 bf16,
+    // tens of ms each), the warped one and key_averages' FunctionEvents do not.
+    let total = |trace: &Value, name: &str| -> f64 {
+        cat(trace, "cpu_op")
+            .iter()
+            .filter(|e| e["name"] == name)
+            .map(|e| e["dur"].as_f64().unwrap())
+            .sum()
+    };
+    let (raw_mm, warped_mm) = (total(raw, "aten::mm"), total(warped, "aten::mm"));
+    let function_events_mm = result["function_event_us"]["aten::mm"].as_f64().unwrap();
+    assert!(
+        raw_mm > 50_000.0,
+        "the numerics are in the raw trace: {raw_mm} us"
+    );
+    assert!(
+        warped_mm < raw_mm / 10.0,
+        "warped matmuls {warped_mm} us vs raw {raw_mm} us"
+    );
+    assert!(
+        (function_events_mm - warped_mm).abs() <= 0.01 * warped_mm + 2.0,
+        "key_averages' aten::mm {function_events_mm} us vs the warped trace's {warped_mm} us"
+    );
+}
+
+/// The tiny-op step: the device waits for the host; analyze says so with numbers.
+fn check_host_bound(trace_path: &Path) {
+    let set = analysis::load_paths(&[trace_path], &analysis::LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let steps: Vec<_> = report.steps.iter().collect();
+    assert!(!steps.is_empty(), "ProfilerStep rows");
+    for s in &steps {
+        let busy = s.computation_us + s.communication_us + s.memory_us + s.other_device_us;
+        assert!(
+            busy < 0.5 * s.dur_us,
+            "step {}: device busy {busy} of {} us",
+            s.step,
+            s.dur_us
+        );
+        assert_eq!(s.bound, analysis::analyses::steps::Bound::Host);
+    }
+    let finding = report
+        .insights
+        .iter()
+        .find(|f| f.kind == analysis::insights::FindingKind::HostBoundStep)
+        .unwrap_or_else(|| panic!("no host-bound insight: {:?}", report.insights));
+    assert!(
+        finding.summary.contains("for the host to launch") && finding.summary.contains('%'),
+        "{}",
+        finding.summary
+    );
+}
+
+#[test]
+fn torch_device_is_asynchronous() {
+    let Some(python) = torch::torch_python() else {
+        skip::skipped("neuronprof-capi: torch_device_is_asynchronous", torch::NO_TORCH);
+        return;
+    };
+    let work = torch::work_dir("torch-async");
+    let (result, stderr) = torch::run_driver(
+        &python,
+        "torch_async_driver.py",
+        &[&work, Path::new("tiny"), Path::new("streams")],
+        &[],
+    );
+    assert!(
+        !stderr.contains("gpuGetDeviceCount failed"),
+        "Kineto's CUDA probe error reached the output:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("Unknown activity type"),
+        "PyTorch did not know an activity of ours:\n{stderr}"
+    );
+    let streams = traces_in(&work.join("streams"));
+    let warped = read_trace(&streams[0]);
+    check_streams(&result, &warped);
+    check_warp(
+        &result,
+        &read_trace(&work.join("streams_raw.json")),
+        &warped,
+    );
+    let tiny = traces_in(&work.join("tiny"));
+    assert_eq!(tiny.len(), 1, "{tiny:?}");
+    check_host_bound(&tiny[0]);
+    let mut per_name: HashMap<&str, usize> = HashMap::new();
+    for e in events(&warped) {
+        *per_name.entry(e["cat"].as_str().unwrap_or("")).or_default() += 1;
+    }
+    assert!(
+        per_name.get("kernel").copied().unwrap_or(0) >= 9,
+        "{per_name:?}"
+    );
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -1,0 +1,126 @@
+"""The warp: PyTorch's own host events onto the emulator's cut timeline.
+
+The extension computes the device's numerics (and places its kernels) on the host
+threads inside process-wide *cuts*: while one is open the process timeline stands still,
+so the device's records and our runtime calls are on ``monotonic - cut``. PyTorch's
+profiler stamps its host events with the real clock. Two places put them on the cut
+timeline (``warped(t) = t - cut before t``; an instant inside a cut maps to its start):
+
+- every trace PyTorch writes: ``torch.autograd.profiler.profile.export_chrome_trace``
+  (which ``torch.profiler.profile.export_chrome_trace``, ``tensorboard_trace_handler``,
+  the ``.gz`` path and the Python exporter, ``use_python_export=True``, all go through)
+  is followed by a streaming rewrite of the file in Rust (``_C._warp_trace_file``): the
+  ``ts``/``dur`` of every event except the plugin's (``privateuse1_runtime``, ``kernel``,
+  ``gpu_memcpy``, ``gpu_memset``, ``gpu_user_annotation``, ``ac2g``), nothing else
+  but one top-level ``neuronprof_cut`` member saying what was done;
+- ``prof.events()`` / ``prof.key_averages()``: the ``FunctionEvent``s PyTorch parses
+  from its results (``_parse_kineto_results``) get warped host time ranges, so a
+  printed table shows host time without the numerics too.
+"""
+
+import ctypes
+import os
+import sys
+
+import torch
+from torch.autograd import DeviceType
+from torch.autograd import profiler as _autograd_profiler
+from torch.autograd.profiler_util import Interval
+
+from . import _C
+
+# Kineto activity types of the plugin's activities (already on the cut timeline).
+PLUGIN_ACTIVITY_TYPES = frozenset(
+    {"privateuse1_runtime", "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
+)
+
+
+def warp_trace(path) -> dict:
+    """Warps the host events of the trace PyTorch wrote at ``path`` in place; returns
+    counts (events, warped, kept, inexact, cut_ns). A trace warped before is refused."""
+    return _C._warp_trace_file(os.fspath(path))
+
+
+def _warp_function_events(events, trace_start_ns: int) -> None:
+    host = [
+        fe
+        for fe in events
+        if fe.device_type == DeviceType.CPU and fe.activity_type not in PLUGIN_ACTIVITY_TYPES
+    ]
+    if not host:
+        return
+    values = []
+    for fe in host:
+        values.append(trace_start_ns + round(fe.time_range.start * 1000))
+        values.append(trace_start_ns + round(fe.time_range.end * 1000))
+    warped = _C._warp_unix_ns(values)
+    for i, fe in enumerate(host):
+        start = (warped[2 * i] - trace_start_ns) / 1000
+        end = (warped[2 * i + 1] - trace_start_ns) / 1000
+        fe.time_range = Interval(start, end)
+
+
+def install() -> None:
+    """Wraps PyTorch's trace export and result parsing (once)."""
+    profile = _autograd_profiler.profile
+    if getattr(profile, "_neuronprof_warp", False):
+        return
+    export = profile.export_chrome_trace
+    parse = profile._parse_kineto_results
+
+    def export_chrome_trace(self, path, *args, **kwargs):
+        result = export(self, path, *args, **kwargs)
+        warp_trace(path)
+        return result
+
+    def _parse_kineto_results(self, result, *args, **kwargs):
+        events = parse(self, result, *args, **kwargs)
+        _warp_function_events(events, result.trace_start_ns())
+        return events
+
+    export_chrome_trace.__doc__ = export.__doc__
+    export_chrome_trace.__wrapped__ = export
+    _parse_kineto_results.__wrapped__ = parse
+    profile.export_chrome_trace = export_chrome_trace
+    profile._parse_kineto_results = _parse_kineto_results
+    profile._neuronprof_warp = True
+
+
+# libkineto::devicePropertiesJson(), exported by libtorch_cpu (returns a std::string).
+_KINETO_DEVICE_PROBE = "_ZN9libkineto20devicePropertiesJsonB5cxx11Ev"
+
+
+def quiet_kineto_device_probe() -> bool:
+    """Runs Kineto's CUDA device probe once, with standard error sent to /dev/null.
+
+    The probe asks the CUDA runtime for devices and logs an ERROR line
+    (``gpuGetDeviceCount failed with code 35``) when there is none: PyPI's CUDA wheel on
+    a machine without a GPU. It runs once per process and keeps its answer, so running it
+    here, at import, keeps the line out of every profile of a normal run (the wheel
+    exports no way to set Kineto's log level). Output other threads write to standard
+    error during the probe is lost. Returns whether the probe was found.
+    """
+    try:
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+        probe = getattr(lib, _KINETO_DEVICE_PROBE)
+    except (OSError, AttributeError):
+        return False
+    probe.restype = None
+    probe.argtypes = [ctypes.c_void_p]
+    # Room for the std::string the probe returns (32 bytes in libstdc++), destroyed by
+    # nobody: its text is a few hundred bytes at most, once.
+    result = ctypes.create_string_buffer(64)
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        probe(result)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+    return True
+
+
+__all__ = ["PLUGIN_ACTIVITY_TYPES", "install", "quiet_kineto_device_probe", "warp_trace"]
+

@@ -41,7 +41,7 @@
 
 use crate::local::{Local, LOCAL};
 
-use super::{monotonic_ns, process_ns};
+use super::process_ns;
 
 /// A CPU-time read that took longer than this (the thread was preempted inside the
 /// system call) is retried, up to [`READ_ATTEMPTS`] times.
@@ -220,7 +220,7 @@ pub fn cpu_time_reads() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{advance_to, emulation_scope, now_ns};
+    use crate::clock::{advance_to, emulation_scope, monotonic_ns, now_ns};
     use std::time::Duration;
 
     /// Spins on the CPU for `ns` of thread CPU time.

@@ -258,6 +258,10 @@ uint64_t nph_clock_sync(void);
 void nph_cut_begin(void);
 void nph_cut_end(void);
 uint64_t nph_cut_total_ns(void);
+/* A runtime boundary: the time this thread waited for a CPU (its run delay) since its
+ * previous boundary is cut retroactively, never before a timestamp already taken.
+ * Returns the ns cut. */
+uint64_t nph_cut_run_delay(void);
 
 /* Recording. nph_record_raw takes times as given; nph_record_now stamps the host clock.
  * A null payload means all zero. thread_id is always filled in. */

@@ -67,8 +67,8 @@ pub use cpu::{
 mod cut;
 
 pub use cut::{
-    cut_begin, cut_end, cut_log, cut_scope, cut_total_ns, cuts_seen, in_cut, process_ns, CutLog,
-    CutScope, CUT_LOG_CAPACITY,
+    cut_begin, cut_end, cut_log, cut_run_delay, cut_scope, cut_total_ns, cuts_seen, in_cut,
+    process_ns, CutLog, CutScope, CUT_LOG_CAPACITY,
 };
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds: the raw process timeline, without the calling

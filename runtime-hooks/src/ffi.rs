@@ -141,6 +141,13 @@ pub extern "C" fn nph_cut_end() {
     clock::cut_end();
 }
 
+/// A runtime boundary: cuts the time this thread waited for a CPU since its previous
+/// boundary, retroactively (see `clock::cut_run_delay`); returns the ns cut.
+#[no_mangle]
+pub extern "C" fn nph_cut_run_delay() -> u64 {
+    clock::cut_run_delay()
+}
+
 /// Total length of the process-wide cuts so far, ns.
 #[no_mangle]
 pub extern "C" fn nph_cut_total_ns() -> u64 {

@@ -49,6 +49,8 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 static START_NS: AtomicU64 = AtomicU64::new(CLOSED);
 /// Length of every finished cut, ns.
 static TOTAL_NS: AtomicU64 = AtomicU64::new(0);
+/// The latest monotonic instant a clock read handed out (once cuts exist).
+static LAST_READ_NS: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Debug)]
 struct Writer {
@@ -74,6 +76,18 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
 fn writer() -> MutexGuard<'static, Writer> {
     // The state is changed in single steps under the lock; a panic cannot leave it torn.
     WRITER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Appends a finished cut to the log, dropping (and counting) the oldest when it is full.
+fn push_log(w: &mut Writer, cut: (u64, u64)) {
+    if w.log.len() == CUT_LOG_CAPACITY {
+        if let Some((old_start, old_end)) = w.log.pop_front() {
+            w.dropped += 1;
+            w.dropped_ns += old_end - old_start;
+            w.dropped_until_ns = old_end;
+        }
+    }
+    w.log.push_back(cut);
 }
 
 /// Runs `change` as a sequence-lock writer (the caller holds [`WRITER`]).
@@ -110,6 +124,14 @@ pub fn process_ns() -> u64 {
             unsafe {
                 std::arch::x86_64::_mm_lfence()
             };
+            // What was handed out bounds a later retroactive cut (`cut_run_delay`): the
+            // note is published before the sequence number is checked again, and a
+            // writer reads it after publishing its odd number (both sides fence), so
+            // either the writer sees this read or this read sees the writer.
+            if LAST_READ_NS.load(Ordering::Relaxed) < now_ns {
+                LAST_READ_NS.store(now_ns, Ordering::Relaxed);
+            }
+            fence(Ordering::SeqCst);
             now_ns
         } else {
             start_ns
@@ -168,19 +190,108 @@ pub fn cut_end() {
     }
     let start_ns = START_NS.load(Ordering::Relaxed);
     let mut end_ns = start_ns;
+    // Grow the log while the timeline still stands still (a reallocation copies MBs).
+    if w.log.len() < CUT_LOG_CAPACITY {
+        w.log.reserve(1);
+    }
     publish(|| {
         end_ns = monotonic_ns().max(start_ns);
         TOTAL_NS.fetch_add(end_ns - start_ns, Ordering::Relaxed);
         START_NS.store(CLOSED, Ordering::Relaxed);
     });
-    if w.log.len() == CUT_LOG_CAPACITY {
-        if let Some((old_start, old_end)) = w.log.pop_front() {
-            w.dropped += 1;
-            w.dropped_ns += old_end - old_start;
-            w.dropped_until_ns = old_end;
-        }
+    push_log(&mut w, (start_ns, end_ns));
+}
+
+/// Minimum run delay worth a retroactive cut, ns (a schedstat read costs about 1 µs).
+const MIN_RUN_DELAY_NS: u64 = 5_000;
+
+/// This thread's scheduler statistics (`/proc/thread-self/schedstat`, opened by the
+/// thread itself so it names this thread) and the run delay it last reported.
+struct RunDelay {
+    file: std::fs::File,
+    last_ns: u64,
+}
+
+thread_local! {
+    static RUN_DELAY: std::cell::RefCell<Option<Option<RunDelay>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The calling thread's total run delay (time runnable but waiting for a CPU), ns;
+/// `None` where the kernel does not report it.
+#[cfg(unix)]
+fn read_run_delay(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(&buf[..n]).ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(not(unix))]
+fn read_run_delay(_file: &std::fs::File) -> Option<u64> {
+    None
+}
+
+/// A runtime boundary on the PyTorch path: the time the calling thread spent waiting for
+/// a CPU (its run delay, from the kernel's scheduler statistics) since its previous
+/// boundary is cut from the process timeline, retroactively — as if the thread had not
+/// been preempted. The cut ends now and reaches back by the delay, but never before the
+/// latest instant any clock read handed out, nor into an earlier cut, so no timestamp
+/// already taken moves and the timeline stays monotonic for every thread. (The delay
+/// happened somewhere since the previous boundary; placing it just before this one can
+/// misplace it within that stretch, never across a timestamp of ours.) Nothing is cut
+/// while another cut is open, for delays under 5 µs, or where the kernel keeps no
+/// scheduler statistics. Returns the time cut, ns.
+///
+/// Costs one read of `/proc/thread-self/schedstat` (about 1 µs; the first call on a
+/// thread also opens it).
+pub fn cut_run_delay() -> u64 {
+    let delay_ns = RUN_DELAY.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let state = cell.get_or_insert_with(|| {
+            let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
+            let last_ns = read_run_delay(&file)?;
+            Some(RunDelay { file, last_ns })
+        });
+        let state = state.as_mut()?;
+        let now_ns = read_run_delay(&state.file)?;
+        let delay_ns = now_ns.saturating_sub(state.last_ns);
+        state.last_ns = now_ns;
+        Some(delay_ns)
+    });
+    let Some(delay_ns) = delay_ns.filter(|&d| d >= MIN_RUN_DELAY_NS) else {
+        return 0;
+    };
+    if in_cut() {
+        return 0;
     }
-    w.log.push_back((start_ns, end_ns));
+    let mut w = writer();
+    if w.threads > 0 {
+        return 0;
+    }
+    if w.log.len() < CUT_LOG_CAPACITY {
+        w.log.reserve(1);
+    }
+    let log_end_ns = w.log.back().map_or(0, |&(_, end)| end);
+    let mut cut = (0, 0);
+    publish(|| {
+        let now_ns = monotonic_ns();
+        let start_ns = now_ns
+            .saturating_sub(delay_ns)
+            .max(LAST_READ_NS.load(Ordering::Relaxed))
+            .max(log_end_ns)
+            .min(now_ns);
+        if now_ns - start_ns >= MIN_RUN_DELAY_NS {
+            TOTAL_NS.fetch_add(now_ns - start_ns, Ordering::Relaxed);
+            cut = (start_ns, now_ns);
+        }
+    });
+    if cut.1 == 0 {
+        return 0;
+    }
+    push_log(&mut w, cut);
+    cut.1 - cut.0
 }
 
 /// Guard for a cut; ends it when dropped.
@@ -441,5 +552,77 @@ mod tests {
         assert_eq!(log.warp(400), 250);
         assert_eq!(log.total_ns(), 150);
         assert_eq!(CutLog::default().warp(7), 7);
+    }
+
+    #[test]
+    fn a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves() {
+        let _serial = serial();
+        if std::fs::read_to_string("/proc/thread-self/schedstat").is_err() {
+            println!("SKIPPED: no scheduler statistics on this kernel");
+            return;
+        }
+        // Three spinning threads pinned with this one to one CPU: this thread waits
+        // for the CPU most of the time.
+        drop(cut_scope()); // cuts exist: reads note what they hand out
+                           // SAFETY: sched_getcpu has no preconditions.
+        let cpu = unsafe { libc::sched_getcpu() }.max(0);
+        let pin = move || {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes into it.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu as usize, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+        };
+        pin();
+        cut_run_delay();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinners: Vec<_> = (0..3)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    pin();
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        let (real_start, host_start) = (monotonic_ns(), process_ns());
+        let mut stamps = vec![host_start];
+        let mut cut_ns = 0;
+        while monotonic_ns() - real_start < 60_000_000 {
+            // Busy work, then a boundary.
+            let spin_until = monotonic_ns() + 200_000;
+            while monotonic_ns() < spin_until {
+                std::hint::spin_loop();
+            }
+            cut_ns += cut_run_delay();
+            stamps.push(process_ns());
+        }
+        stop.store(true, Ordering::Relaxed);
+        spinners.into_iter().for_each(|t| t.join().unwrap());
+        let real = monotonic_ns() - real_start;
+        let host = process_ns() - host_start;
+        assert!(
+            stamps.windows(2).all(|w| w[0] <= w[1]),
+            "the timeline went back"
+        );
+        assert!(
+            cut_ns > real / 4,
+            "cut {cut_ns} of {real} ns while sharing a CPU four ways"
+        );
+        assert!(
+            host + cut_ns <= real + 1_000_000,
+            "host {host} + cut {cut_ns} > real {real}"
+        );
+        // SAFETY: resets this thread's affinity to every CPU.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for i in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(i, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
     }
 }

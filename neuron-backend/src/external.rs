@@ -20,12 +20,18 @@
 //! - **The queue is the caller's.** Every call names the execution queue (a framework
 //!   keeps a current stream per thread); queues beyond the hardware's are a pool of user
 //!   streams ([`USER_STREAM_POOL`](crate::USER_STREAM_POOL)).
-//! - **The kernel's shape comes from the caller** ([`ExternalKernel`]): a matmul is
-//!   lowered like [`crate::Tensor::matmul`], a copy like [`crate::Tensor::to_device`],
-//!   anything else as a flat row kernel over its elements on the engine the caller names.
+//! - **Ops are costed by the native lowerings** ([`describe`]): the caller passes an
+//!   op's name and its tensors, and the op gets the lowering the native backend uses
+//!   for its kind ([`ExternalKernel::Lowered`]); copies are lowered like
+//!   [`crate::Tensor::to_device`]. ([`ExternalKernel`] also takes a matmul or
+//!   elementwise shape directly.)
 
+mod describe;
 mod streams;
 
+pub use describe::{
+    describe, Description, ExternalLowering, ExternalOp, ExternalTensor, ScalarType, TypeClass,
+};
 pub use streams::ExternalEvent;
 
 use runtime_hooks::{DmaDirection, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
@@ -36,8 +42,10 @@ use crate::timing::{KernelInfo, KernelRun};
 use crate::{BackendError, DType, Device, Engine, KernelSpan};
 
 /// The shape of an externally computed kernel, for the timing model.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum ExternalKernel {
+    /// An op described by [`describe`]: the native backend's lowering of its kind.
+    Lowered(ExternalLowering),
     /// `[batch, m, k] × [k, n]` (the RHS per batch when `batch > 1`), plus a bias row.
     Matmul {
         /// Batch count (1 for a plain matmul).
@@ -79,6 +87,7 @@ impl ExternalKernel {
     /// Places the kernel's instructions (the crate's own lowerings).
     fn lower(&self, run: &mut KernelRun<'_>) {
         match *self {
+            ExternalKernel::Lowered(ref lowering) => lowering.lower(run),
             ExternalKernel::Matmul {
                 batch,
                 m,
@@ -120,7 +129,7 @@ impl ExternalKernel {
 }
 
 /// One launch of an externally computed kernel.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ExternalLaunch {
     /// The kernel's name (distinct from the operator's, e.g. `mm_f32`; copies are named
     /// `Memcpy HtoD (Host -> Neuron)` and so on so profilers file them as copies).

@@ -117,7 +117,10 @@ pub use allocator::{size_class, CategoryStats, MemoryCategory, MemoryStats};
 pub use device::{host_wait_ns, Device, Event, QueueKind, Runtime, Stream, USER_STREAM_POOL};
 pub use dtype::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, round_bf16, DType};
 pub use error::{BackendError, Result};
-pub use external::{ExternalEvent, ExternalKernel, ExternalLaunch};
+pub use external::{
+    describe, Description, ExternalEvent, ExternalKernel, ExternalLaunch, ExternalLowering,
+    ExternalOp, ExternalTensor, ScalarType, TypeClass,
+};
 pub use ops::{BinaryOp, UnaryOp};
 pub use profile::DeviceProfile;
 pub use tensor::Tensor;

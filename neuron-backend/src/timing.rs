@@ -9,6 +9,7 @@
 //! through `runtime-hooks` (kernels always, instructions and DMA transfers at
 //! [`RecordDetail::Instructions`]).
 
+mod backfill;
 mod collective;
 pub(crate) mod cost;
 pub(crate) mod lower;
@@ -90,6 +91,9 @@ struct CoreState {
     dma_engine_free_ns: Vec<u64>,
     dma_queue_free_ns: Vec<u64>,
     dma_next_queue: Vec<u32>,
+    /// Occupancy intervals of each DMA engine, sorted (for transfers that fill idle
+    /// gaps: [`backfill`]); pruned as kernels are launched.
+    dma_busy: Vec<Vec<(u64, u64)>>,
 }
 
 /// One execution queue ("stream").
@@ -146,6 +150,7 @@ impl Timeline {
                 dma_engine_free_ns: vec![0; engines],
                 dma_queue_free_ns: vec![0; engines * profile.dma_queues_per_engine as usize],
                 dma_next_queue: vec![0; engines],
+                dma_busy: vec![Vec::new(); engines],
             })
             .collect();
         let queues = (0..profile.queues_per_core() as usize + crate::device::USER_STREAM_POOL)
@@ -209,6 +214,7 @@ impl Timeline {
         detail: RecordDetail,
         lower: impl FnOnce(&mut KernelRun<'_>),
     ) -> (u64, u64) {
+        self.prune_dma_busy(launch_ns);
         let q = &self.queues[queue];
         let start_ns = (launch_ns + self.profile.launch_latency_ns)
             .max(q.last_end_ns)
@@ -276,6 +282,12 @@ pub(crate) struct KernelRun<'a> {
 }
 
 impl KernelRun<'_> {
+    /// Makes what is placed from now on start after everything placed so far (one plan
+    /// after another in one kernel).
+    pub(crate) fn begin_next_stage(&mut self) {
+        self.start_ns = self.end_ns;
+    }
+
     pub(crate) fn profile(&self) -> &DeviceProfile {
         &self.timeline.profile
     }
@@ -379,8 +391,33 @@ impl KernelRun<'_> {
         let end_ns = start_ns + (dur_ns.round() as u64).max(1);
         state.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
         state.dma_queue_free_ns[queue] = end_ns;
+        state.dma_busy[engine].push((start_ns, state.dma_engine_free_ns[engine]));
+        let occupancy_ns = occupancy_ns.round() as u64;
+        self.note_dma(
+            core,
+            queue,
+            direction,
+            (start_ns, end_ns),
+            occupancy_ns,
+            bytes,
+        );
+        end_ns
+    }
+
+    /// Accounts a placed transfer on DMA queue `queue` of `core` (busy time, bytes,
+    /// the kernel's end) and records it at instruction detail.
+    pub(crate) fn note_dma(
+        &mut self,
+        core: usize,
+        queue: usize,
+        direction: DmaDirection,
+        (start_ns, end_ns): (u64, u64),
+        occupancy_ns: u64,
+        bytes: u64,
+    ) {
+        let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
         let time = &mut self.timeline.time;
-        time.dma_busy_ns += occupancy_ns.round() as u64;
+        time.dma_busy_ns += occupancy_ns;
         time.dma_bytes += bytes;
         time.instructions += 1;
         self.end_ns = self.end_ns.max(end_ns);
@@ -402,7 +439,6 @@ impl KernelRun<'_> {
                 },
             );
         }
-        end_ns
     }
 
     /// Moves `bytes` split over up to all DMA engines of `core` (pieces of at least

@@ -283,15 +283,17 @@ impl MatmulPlan {
 }
 
 /// A plain copy of `bytes` (host↔device or device↔device) through the DMA engines,
-/// split between the physical cores. hw.md gives no figure for the host link, so host
-/// copies are modeled with the DMA engines' own figures.
+/// split between the physical cores; its pieces fill the engines' idle gaps
+/// (`timing/backfill.rs`), so a copy on one stream runs under compute queued on
+/// another. hw.md gives no figure for the host link, so host copies are modeled with the
+/// DMA engines' own figures.
 pub(crate) fn copy(run: &mut KernelRun<'_>, bytes: u64, direction: DmaDirection) {
     let cores = run.core_count() as u64;
     let start = run.start_ns;
     for core in 0..cores {
         let share = bytes / cores + u64::from(core < bytes % cores);
         if share > 0 || core == 0 {
-            run.dma_spread(core as usize, share.max(1), direction, start);
+            run.dma_spread_backfill(core as usize, share.max(1), direction, start);
         }
     }
 }

@@ -1,0 +1,167 @@
+//! DMA transfers that fill idle gaps of the engines.
+//!
+//! Transfers a kernel issues are placed in issue order on the least busy engine, each
+//! after the engine's last transfer ([`KernelRun::dma`]): within one kernel that is the
+//! order the hardware processes its descriptors in. A copy on another stream, though,
+//! is an independent stream of descriptors that the engines interleave with the
+//! compute kernels' own (each engine serves several queues). Placed after every transfer
+//! of the kernels queued before it, a side-stream copy could never run under compute
+//! that was already in flight. So a plain copy's pieces go into the earliest idle gap of
+//! an engine that holds them (the engines' occupancy intervals are kept for this, and
+//! dropped once no kernel can start before them); the copy still shares the engines'
+//! bandwidth with everything else, it only no longer waits for work it does not depend
+//! on. Compute kernels keep issue-order placement (their loads and stores are ordered by
+//! the kernel itself).
+
+use runtime_hooks::DmaDirection;
+
+use super::{cost, KernelRun, Timeline};
+
+/// How far before a launch occupancy intervals are kept: threads launching at nearly
+/// the same instant may reach the timeline in either order.
+const PRUNE_SLACK_NS: u64 = 1_000_000;
+
+impl Timeline {
+    /// Drops occupancy intervals no kernel launched at `launch_ns` or later can use.
+    pub(crate) fn prune_dma_busy(&mut self, launch_ns: u64) {
+        let horizon_ns = launch_ns.saturating_sub(PRUNE_SLACK_NS);
+        for core in &mut self.cores {
+            for busy in &mut core.dma_busy {
+                let keep_from = busy.partition_point(|&(_, end)| end <= horizon_ns);
+                if keep_from > 0 {
+                    busy.drain(..keep_from);
+                }
+            }
+        }
+    }
+}
+
+/// The earliest start at or after `ready_ns` at which `occupancy_ns` fits between the
+/// sorted intervals of `busy`, and the index to insert it at.
+fn earliest_gap(busy: &[(u64, u64)], ready_ns: u64, occupancy_ns: u64) -> (u64, usize) {
+    let mut start_ns = ready_ns;
+    let mut i = busy.partition_point(|&(_, end)| end <= start_ns);
+    while i < busy.len() && busy[i].0 < start_ns + occupancy_ns {
+        start_ns = start_ns.max(busy[i].1);
+        i += 1;
+    }
+    (start_ns, i)
+}
+
+impl KernelRun<'_> {
+    /// One transfer of `bytes` in the earliest idle gap of an engine of `core` once
+    /// `ready_ns` has passed (the module docs say when); returns its end.
+    pub(crate) fn dma_backfill(
+        &mut self,
+        core: usize,
+        bytes: u64,
+        direction: DmaDirection,
+        ready_ns: u64,
+    ) -> u64 {
+        let (dur_ns, occupancy_ns) = cost::dma_ns(&self.timeline.profile, bytes);
+        let occupancy_ns = (occupancy_ns.round() as u64).max(1);
+        let ready_ns = ready_ns.max(self.start_ns);
+        let state = &mut self.timeline.cores[core];
+        let (engine, (start_ns, at)) = state
+            .dma_busy
+            .iter()
+            .map(|busy| earliest_gap(busy, ready_ns, occupancy_ns))
+            .enumerate()
+            .min_by_key(|&(engine, (start_ns, _))| (start_ns, engine))
+            .expect("at least one DMA engine");
+        let end_ns = start_ns + (dur_ns.round() as u64).max(1);
+        state.dma_busy[engine].insert(at, (start_ns, start_ns + occupancy_ns));
+        let free = &mut state.dma_engine_free_ns[engine];
+        *free = (*free).max(start_ns + occupancy_ns);
+        let queues_per_engine = self.timeline.profile.dma_queues_per_engine as usize;
+        // The engine's last queue: a copy's descriptors are a stream of their own.
+        let queue = engine * queues_per_engine + queues_per_engine - 1;
+        self.note_dma(
+            core,
+            queue,
+            direction,
+            (start_ns, end_ns),
+            occupancy_ns,
+            bytes,
+        );
+        end_ns
+    }
+
+    /// [`dma_backfill`](Self::dma_backfill) of `bytes` split over up to all engines of
+    /// `core`, like [`dma_spread`](Self::dma_spread); returns when the last piece ends.
+    pub(crate) fn dma_spread_backfill(
+        &mut self,
+        core: usize,
+        bytes: u64,
+        direction: DmaDirection,
+        ready_ns: u64,
+    ) -> u64 {
+        if bytes == 0 {
+            return ready_ns;
+        }
+        let engines = u64::from(self.timeline.profile.dma_engines);
+        let pieces = (bytes / (32 * 1024)).clamp(1, engines);
+        let mut end_ns = ready_ns;
+        for piece in 0..pieces {
+            let share = bytes / pieces + u64::from(piece < bytes % pieces);
+            end_ns = end_ns.max(self.dma_backfill(core, share, direction, ready_ns));
+        }
+        end_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::{Engine, KernelInfo, RecordDetail};
+    use crate::DeviceProfile;
+    use runtime_hooks::NameId;
+    use std::sync::Arc;
+
+    fn info() -> KernelInfo {
+        KernelInfo {
+            name_id: NameId::NONE,
+            corr_id: 1,
+            flops: 0,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn gaps_are_found_between_and_after_intervals() {
+        let busy = [(10, 20), (30, 40)];
+        assert_eq!(earliest_gap(&busy, 0, 5), (0, 0));
+        assert_eq!(earliest_gap(&busy, 0, 15), (40, 2));
+        assert_eq!(earliest_gap(&busy, 15, 10), (20, 1));
+        assert_eq!(earliest_gap(&busy, 20, 10), (20, 1));
+        assert_eq!(earliest_gap(&busy, 35, 1), (40, 2));
+    }
+
+    #[test]
+    fn a_copy_uses_the_gaps_of_a_kernel_queued_before_it() {
+        let mut tl = Timeline::new(Arc::new(DeviceProfile::trn2()), 0);
+        // A compute kernel whose loads leave the DMA engines idle most of the time: one
+        // small load, then long compute, then one more small load.
+        let (_, kernel_end) = tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
+            let loaded = run.dma(0, 4096, DmaDirection::DeviceToDevice, 0);
+            let computed = run.exec(0, Engine::Vector, 200_000.0, loaded, NameId::NONE, 0);
+            run.dma(0, 4096, DmaDirection::DeviceToDevice, computed);
+        });
+        // Every engine is "free" only after the kernel's last load...
+        let greedy_free = tl.cores[0]
+            .dma_engine_free_ns
+            .iter()
+            .copied()
+            .min()
+            .unwrap();
+        assert!(greedy_free > 100_000 || kernel_end > 200_000);
+        // ...but a copy launched on another queue right after runs in the gap.
+        let (copy_start, copy_end) = tl.run_kernel(6, 0, info(), RecordDetail::Kernels, |run| {
+            run.dma_spread_backfill(0, 1 << 20, DmaDirection::HostToDevice, run.start_ns);
+        });
+        assert!(
+            copy_end < kernel_end,
+            "copy {copy_start}..{copy_end}, kernel ends {kernel_end}"
+        );
+    }
+}

@@ -235,14 +235,16 @@ pub(crate) fn write_events<W: Write>(
         writer.write_event(&e)?;
     }
     for sync in &model.syncs {
-        // No `stream`/`correlation` args: tools that take any event with both for a
-        // kernel (HTA) must not count a wait as device work.
-        let (category, name) = match sync.kind {
-            SyncKind::EventRecord => (Category::CudaEvent, EVENT_RECORD_NAME),
-            SyncKind::StreamWait => (Category::CudaSync, STREAM_WAIT_NAME),
+        // Device annotations, as the Kineto plugin hands them to PyTorch (which knows
+        // no device for a plugin's `cuda_sync`/`cuda_event`), without `stream` and
+        // `correlation` args: tools that take any event with both for a kernel (HTA)
+        // must not count a wait as device work.
+        let name = match sync.kind {
+            SyncKind::EventRecord => EVENT_RECORD_NAME,
+            SyncKind::StreamWait => STREAM_WAIT_NAME,
         };
         let mut e = Event::complete(
-            category,
+            Category::GpuUserAnnotation,
             name.to_owned(),
             i64::from(sync.device),
             i64::from(sync.queue),

@@ -119,10 +119,10 @@ pub(crate) const STREAM_WAIT_NAME: &str = "Stream Wait Event";
 /// Which synchronization a [`SyncSpan`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SyncKind {
-    /// An event's mark on its queue at the instant it completes (`cuda_event`).
+    /// An event's mark on its queue at the instant it completes.
     EventRecord,
-    /// A queue waiting for another queue's event (`cuda_sync`), from when the queue
-    /// reached the wait to when the event completed.
+    /// A queue waiting for another queue's event, from when the queue reached the wait
+    /// to when the event completed.
     StreamWait,
 }
 

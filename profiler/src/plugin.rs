@@ -34,9 +34,10 @@ pub enum PluginActivityKind {
     Memcpy,
     /// A memset (`GPU_MEMSET`).
     Memset,
-    /// An event's mark on its queue (`CUDA_EVENT`, zero long).
+    /// An event's mark on its queue (zero long; the plugin sends it as a device
+    /// annotation, `GPU_USER_ANNOTATION`).
     EventRecord,
-    /// A queue's wait for another queue's event (`CUDA_SYNC`).
+    /// A queue's wait for another queue's event (also a device annotation).
     StreamWait,
 }
 

@@ -7,7 +7,8 @@
  * for npc_last_error (per thread). Structs are plain data; unused fields must be 0.
  * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
  * Unix epoch (what Kineto activities carry). Types end in _t; the Rust names are
- * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow.
+ * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow, NpcTensor, NpcOp,
+ * NpcEvent, NpcWarpStats.
  */
 #ifndef NEURONPROF_CAPI_H
 #define NEURONPROF_CAPI_H
@@ -113,7 +114,31 @@ typedef struct npc_activity {
     int32_t wait_on_queue;  /* NPC_ACTIVITY_STREAM_WAIT: the event's queue, -1 unknown */
     uint16_t wait_on_device;
     uint16_t reserved[3];
+    const char *lowering;       /* kernels of npc_launch_op: the lowering in words */
+    uint32_t costed_by_default; /* 1: the default rule costed it (op not in the table) */
+    uint32_t reserved2;
 } npc_activity_t;
+
+typedef struct npc_tensor {
+    const int64_t *sizes;
+    const int64_t *strides; /* may be NULL */
+    uint32_t ndim;
+    uint16_t dtype; /* c10::ScalarType code */
+    uint16_t list;  /* its tensor-list argument, from 1; 0: a plain tensor */
+} npc_tensor_t;
+
+typedef struct npc_op {
+    const char *name; /* ATen name, e.g. "aten::addmm", name_len bytes */
+    size_t name_len;
+    const npc_tensor_t *inputs; /* tensor arguments in schema order, no out= ones */
+    size_t n_inputs;
+    const npc_tensor_t *outputs; /* tensor results */
+    size_t n_outputs;
+    uint64_t corr_id;
+    uint16_t device;
+    uint16_t queue;
+    uint32_t reserved;
+} npc_op_t;
 
 typedef struct npc_event {
     uint64_t corr_id; /* 0: never recorded */
@@ -148,6 +173,9 @@ uint64_t npc_empty_cache(uint16_t device);
  * a slot is free); real waits until the modeled completion. The caller computes the
  * numerics inside nph_cut_begin/nph_cut_end. */
 int32_t npc_launch(const npc_launch_t *launch, npc_kernel_span_t *span);
+/* An op costed by the emulator's lowering of its kind (neuron_backend::describe), its
+ * kernel named <op>_<dtype>. */
+int32_t npc_launch_op(const npc_op_t *op, npc_kernel_span_t *span);
 uint64_t npc_read_wait(uint16_t device, const npc_kernel_span_t *span, uint64_t bytes);
 uint64_t npc_synchronize(int32_t device); /* negative: every device */
 

@@ -65,6 +65,13 @@ pub struct NpcActivity {
     pub wait_on_device: u16,
     /// Zero.
     pub reserved: [u16; 3],
+    /// A kernel launched by `npc_launch_op`: its lowering in words (NUL-terminated, owned
+    /// by the window); null otherwise.
+    pub lowering: *const c_char,
+    /// 1 when the default rule costed the kernel (the op was not in the table), else 0.
+    pub costed_by_default: u32,
+    /// Zero.
+    pub reserved2: u32,
 }
 
 /// A converted window (opaque to C).
@@ -78,15 +85,29 @@ pub struct NpcWindow {
 }
 
 impl NpcWindow {
-    fn from_plugin(window: PluginWindow, dropped_records: u64) -> Self {
+    fn from_plugin(
+        window: PluginWindow,
+        dropped_records: u64,
+        notes: &HashMap<u64, crate::ops::KernelNote>,
+    ) -> Self {
         let mut names: HashMap<Arc<str>, CString> = HashMap::new();
+        let mut c_name = |name: &Arc<str>| -> *const c_char {
+            names
+                .entry(Arc::clone(name))
+                .or_insert_with(|| CString::new(name.replace('\0', " ")).unwrap_or_default())
+                .as_ptr()
+        };
         let activities = window
             .activities
             .iter()
             .map(|a| {
-                let name = names
-                    .entry(Arc::clone(&a.name))
-                    .or_insert_with(|| CString::new(a.name.replace('\0', " ")).unwrap_or_default());
+                let note = (a.kind == PluginActivityKind::Kernel)
+                    .then(|| notes.get(&a.corr_id))
+                    .flatten();
+                let lowering = note
+                    .and_then(|n| runtime_hooks::resolve(n.lowering))
+                    .map_or(std::ptr::null(), |text| c_name(&text));
+                let name = c_name(&a.name);
                 NpcActivity {
                     kind: match a.kind {
                         PluginActivityKind::Runtime { launch: true } => NPC_ACTIVITY_RUNTIME_LAUNCH,
@@ -99,7 +120,7 @@ impl NpcWindow {
                     },
                     device: a.device,
                     queue: a.queue,
-                    name: name.as_ptr(),
+                    name,
                     start_unix_ns: a.start_unix_ns,
                     end_unix_ns: a.end_unix_ns,
                     os_tid: a.os_tid,
@@ -114,6 +135,9 @@ impl NpcWindow {
                     wait_on_queue: a.wait_on.map_or(-1, |(_, queue)| i32::from(queue)),
                     wait_on_device: a.wait_on.map_or(0, |(device, _)| device),
                     reserved: [0; 3],
+                    lowering,
+                    costed_by_default: u32::from(note.is_some_and(|n| n.costed_by_default)),
+                    reserved2: 0,
                 }
             })
             .collect();
@@ -133,6 +157,7 @@ impl NpcWindow {
 pub extern "C" fn npc_window_begin(interval_us: u64) -> i32 {
     guard(|| {
         collector::begin(Duration::from_micros(interval_us.max(100)));
+        crate::ops::clear_notes();
         NPC_OK
     })
 }
@@ -149,7 +174,12 @@ pub extern "C" fn npc_collect() -> *mut NpcWindow {
         let threads = runtime_hooks::thread_stats();
         let anchor = runtime_hooks::clock::anchor();
         let plugin = profiler::plugin_window(&records, &threads, &anchor);
-        window = Box::into_raw(Box::new(NpcWindow::from_plugin(plugin, dropped_records)));
+        let notes = crate::ops::take_notes();
+        window = Box::into_raw(Box::new(NpcWindow::from_plugin(
+            plugin,
+            dropped_records,
+            &notes,
+        )));
         NPC_OK
     });
     window

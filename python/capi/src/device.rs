@@ -370,7 +370,7 @@ pub unsafe extern "C" fn npc_launch(launch: *const NpcLaunch, span: *mut NpcKern
     })
 }
 
-fn span_of(span: &KernelSpan) -> NpcKernelSpan {
+pub(crate) fn span_of(span: &KernelSpan) -> NpcKernelSpan {
     NpcKernelSpan {
         corr_id: span.corr_id,
         queue: span.queue as u64,

@@ -40,8 +40,12 @@ fn register_thread_once() {
     }
 }
 
-/// Runs `body`, turning a panic into [`NPC_ERR_PANIC`] with its message.
+/// Runs `body`, turning a panic into [`NPC_ERR_PANIC`] with its message. Every call is
+/// a runtime boundary: the time the calling thread waited for a CPU since its previous
+/// one is cut from the process timeline first (`clock::cut_run_delay`), so PyTorch's
+/// host events do not show preemption by other threads and processes.
 pub(crate) fn guard(body: impl FnOnce() -> i32) -> i32 {
+    runtime_hooks::clock::cut_run_delay();
     register_thread_once();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(status) => status,

@@ -71,6 +71,7 @@ mod collector;
 mod describe;
 mod device;
 mod error;
+mod ops;
 mod streams;
 mod warp;
 
@@ -93,6 +94,7 @@ pub use error::{
     npc_last_error, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_ERR_PANIC,
     NPC_OK,
 };
+pub use ops::{npc_launch_op, NpcOp, NpcTensor};
 pub use streams::{
     npc_event_query, npc_event_record, npc_event_synchronize, npc_event_wait, npc_queue_count,
     npc_stream_pool, npc_stream_query, npc_stream_synchronize, NpcEvent,

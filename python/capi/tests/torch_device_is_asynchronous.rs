@@ -2,8 +2,8 @@
 //! (`tests/torch_async_driver.py`) runs the scenarios, then the traces PyTorch wrote are
 //! checked.
 //!
-//! - Streams: a host-to-device copy on a side stream (launched first, as a prefetch of
-//!   the next batch) overlaps matmuls on the default stream; the side stream is its own
+//! - Streams: a host-to-device copy on a side stream (the next batch, launched while the
+//!   default stream multiplies) runs under the matmuls; the side stream is its own
 //!   named device row; a cross-stream wait shows as a `Stream Wait Event` with a flow
 //!   from the side stream's event; `Event.elapsed_time` equals the modeled interval
 //!   between the events' marks (and the last matmul's end) within 1 µs.
@@ -22,7 +22,6 @@ mod skip;
 #[path = "support/torch.rs"]
 mod torch;
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -58,7 +57,7 @@ fn check_streams(result: &Value, trace: &Value) {
         .into_iter()
         .filter(|k| k["name"].as_str().unwrap().starts_with("mm_") && k["tid"] == 0)
         .collect();
-    assert_eq!(matmuls.len(), 8, "eight matmuls on the default stream");
+    assert_eq!(matmuls.len(), 2, "two matmuls on the default stream");
     assert!(
         matmuls.iter().any(|k| overlaps(k, copy)),
         "the side stream's copy {copy} overlaps no matmul of the default stream"
@@ -117,8 +116,9 @@ fn check_streams(result: &Value, trace: &Value) {
         .collect();
     let (start, end_mark) = (on_default[0], on_default[1]);
     let last_mm = matmuls.iter().map(|k| end(k)).fold(0.0, f64::max);
+    // Within the trace's rounding of ts and dur to the ns.
     assert!(
-        (ts(end_mark) - last_mm).abs() < 1e-3,
+        (ts(end_mark) - last_mm).abs() < 0.01,
         "{end_mark} vs {last_mm}"
     );
     let elapsed_us = result["elapsed_ms"].as_f64().unwrap() * 1e3;
@@ -185,8 +185,8 @@ fn check_warp(result: &Value, raw: &Value, warped: &Value) {
         result["second_warp"]
     );
 
-    // Host time of the matmuls: the raw trace holds their CPU numerics (2048^3 bf16,
-    // tens of ms each), the warped one and key_averages' FunctionEvents do not.
+    // Host time of the matmuls: the raw trace holds their CPU numerics (4096^3 bf16,
+    // most of a second each), the warped one and key_averages' FunctionEvents do not.
     let total = |trace: &Value, name: &str| -> f64 {
         cat(trace, "cpu_op")
             .iter()
@@ -270,13 +270,5 @@ fn torch_device_is_asynchronous() {
     let tiny = traces_in(&work.join("tiny"));
     assert_eq!(tiny.len(), 1, "{tiny:?}");
     check_host_bound(&tiny[0]);
-    let mut per_name: HashMap<&str, usize> = HashMap::new();
-    for e in events(&warped) {
-        *per_name.entry(e["cat"].as_str().unwrap_or("")).or_default() += 1;
-    }
-    assert!(
-        per_name.get("kernel").copied().unwrap_or(0) >= 9,
-        "{per_name:?}"
-    );
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -68,6 +68,14 @@ npc_kernel_span_t launch(npc_launch_t& launch) {
   return span;
 }
 
+npc_kernel_span_t launch_op(const npc_op_t& op) {
+  npc_kernel_span_t span{};
+  int32_t status = npc_launch_op(&op, &span);
+  if (status != NPC_OK) throw_last_error("kernel launch", status);
+  if (nph_is_enabled()) link_correlation(op.corr_id, torch_correlation_id());
+  return span;
+}
+
 // ---------------------------------------------------------------------------------
 // Allocator: host memory for the values, a block of the device's caching allocator for
 // the address, size and totals; both reported to PyTorch's profiler as CUDA's caching

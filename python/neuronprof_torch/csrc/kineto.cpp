@@ -178,6 +178,10 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
           act.addTypedMetadata("stream", static_cast<int64_t>(a->queue));
           act.addTypedMetadata("flops", static_cast<int64_t>(a->flops));
           act.addTypedMetadata("bytes", static_cast<int64_t>(a->bytes));
+          // How the emulator costed the kernel, and whether only by its default rule
+          // (an op its table does not know): `neuronprof analyze` counts those.
+          if (a->lowering != nullptr) act.addMetadataQuoted("lowering", a->lowering);
+          if (a->costed_by_default != 0) act.addMetadataQuoted("costed_by", "default");
           ++buffer_->gpuOpCount;
         }
         act.addTypedMetadata("correlation", static_cast<int64_t>(a->corr_id));

@@ -37,6 +37,9 @@ void link_correlation(uint64_t corr_id, uint64_t torch_corr_id);
 // Launches a kernel on launch.queue (recorded launch + kernel placed by the timing
 // model) and links it to PyTorch's current operator. Throws on a runtime error.
 npc_kernel_span_t launch(npc_launch_t& launch);
+// Launches an op costed by the emulator's lowering of its kind (npc_launch_op) and links
+// it to PyTorch's current operator.
+npc_kernel_span_t launch_op(const npc_op_t& op);
 
 // A process-wide cut of emulation time (runtime-hooks): while one is alive on any
 // thread, every thread's host clock stands still. Wraps the numerics the emulator

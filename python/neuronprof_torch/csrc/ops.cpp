@@ -173,91 +173,88 @@ at::Tensor& set_empty(at::Tensor& self) {
 }
 
 // ---------------------------------------------------------------------------------
-// The fallback and how it describes each op to the timing model.
+// The fallback: the op's numerics on the host inside a cut, then one launch described to
+// the emulator by the op's name and its tensors (neuron_backend::describe picks the
+// lowering of its kind).
 
-bool has_any(std::string_view name, std::initializer_list<std::string_view> parts) {
-  return std::any_of(parts.begin(), parts.end(),
-                     [&](std::string_view p) { return name.find(p) != std::string_view::npos; });
-}
-
-// Engine that would run an elementwise op: activations on ScalarE, gathers and random
-// numbers on GpSimdE, arithmetic and reductions on VectorE.
-uint16_t engine_of(std::string_view op) {
-  if (has_any(op, {"gelu", "tanh", "sigmoid", "exp", "log", "silu", "softmax", "erf", "sqrt",
-                   "rsqrt", "pow", "sin", "cos"}))
-    return NPC_ENGINE_SCALAR;
-  if (has_any(op, {"index", "gather", "scatter", "embedding", "random", "uniform", "normal",
-                   "bernoulli", "dropout", "nll_loss", "arange", "where", "masked"}))
-    return NPC_ENGINE_GPSIMD;
-  return NPC_ENGINE_VECTOR;
-}
-
-struct TensorArgs {
+// The tensors of an op, for npc_launch_op (they keep the sizes and strides alive).
+struct OpTensors {
   std::vector<at::Tensor> tensors;
-  size_t lists = 0;  // tensor-list arguments (foreach ops)
-};
+  std::vector<uint16_t> lists;
 
-TensorArgs tensor_args(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
-  TensorArgs out;
-  const size_t n = op.schema().arguments().size();
-  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
-    const c10::IValue& v = stack[i];
+  void add(const at::Tensor& t, uint16_t list) {
+    if (!t.defined()) return;
+    tensors.push_back(t);
+    lists.push_back(list);
+  }
+
+  void add_value(const c10::IValue& v, uint16_t& next_list) {
     if (v.isTensor()) {
-      if (v.toTensor().defined()) out.tensors.push_back(v.toTensor());
+      add(v.toTensor(), 0);
     } else if (v.isTensorList()) {
-      ++out.lists;
-      for (const at::Tensor& t : v.toTensorList().vec())
-        if (t.defined()) out.tensors.push_back(t);
+      const uint16_t list = ++next_list;
+      for (const at::Tensor& t : v.toTensorList().vec()) add(t, list);
     } else if (v.isList()) {
       bool any = false;
+      const uint16_t list = next_list + 1;
       for (const c10::IValue& e : v.toListRef())
         if (e.isTensor() && e.toTensor().defined()) {
-          out.tensors.push_back(e.toTensor());
+          add(e.toTensor(), list);
           any = true;
         }
-      out.lists += any;
+      if (any) ++next_list;
     }
+  }
+
+  std::vector<npc_tensor_t> describe() const {
+    std::vector<npc_tensor_t> out;
+    out.reserve(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i];
+      npc_tensor_t d{};
+      d.sizes = t.sizes().data();
+      d.strides = t.layout() == c10::kStrided ? t.strides().data() : nullptr;
+      d.ndim = static_cast<uint32_t>(t.dim());
+      d.dtype = static_cast<uint16_t>(t.scalar_type());
+      d.list = lists[i];
+      out.push_back(d);
+    }
+    return out;
+  }
+
+  const at::Tensor* first_device_tensor() const {
+    for (const at::Tensor& t : tensors)
+      if (is_neuron(t)) return &t;
+    return nullptr;
+  }
+};
+
+// The op's tensor arguments (out= arguments excluded) from the stack, before it runs.
+OpTensors input_tensors(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  OpTensors out;
+  const auto& args = op.schema().arguments();
+  const size_t n = args.size();
+  uint16_t lists = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (args[i].is_out()) continue;
+    out.add_value(stack[stack.size() - n + i], lists);
   }
   return out;
 }
 
-// Fills the kernel's shape, FLOPs and bytes from the op and its inputs.
-void describe(std::string_view op, const TensorArgs& args, npc_launch_t& l) {
-  const at::Tensor& first = args.tensors.front();
-  const uint64_t elem = first.element_size();
-  uint64_t in_bytes = 0, max_numel = 0, total_numel = 0;
-  for (const at::Tensor& t : args.tensors) {
-    in_bytes += t.nbytes();
-    max_numel = std::max<uint64_t>(max_numel, t.numel());
-    total_numel += t.numel();
+// The op's tensor results from the stack, after it ran; an op returning nothing (the
+// in-place _foreach_ ops) gives its written arguments.
+OpTensors output_tensors(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                         const OpTensors& inputs, const std::vector<c10::IValue>& written) {
+  OpTensors out;
+  const size_t returns = op.schema().returns().size();
+  uint16_t lists = 0;
+  for (size_t i = stack.size() - returns; i < stack.size(); ++i) out.add_value(stack[i], lists);
+  if (out.tensors.empty()) {
+    for (const c10::IValue& v : written) out.add_value(v, lists);
   }
-  l.dtype = npc_dtype(first.scalar_type());
-  const auto& ts = args.tensors;
-  const bool mm = op == "mm" && ts.size() == 2 && ts[0].dim() == 2 && ts[1].dim() == 2;
-  const bool addmm = op == "addmm" && ts.size() == 3 && ts[1].dim() == 2 && ts[2].dim() == 2;
-  const bool bmm = (op == "bmm" || op == "baddbmm") && ts.size() >= 2 &&
-                   ts[ts.size() - 2].dim() == 3 && ts.back().dim() == 3;
-  if (mm || addmm || bmm) {
-    const at::Tensor& a = ts[ts.size() - 2];
-    const at::Tensor& b = ts.back();
-    l.kind = NPC_KERNEL_MATMUL;
-    l.batch = bmm ? a.size(0) : 1;
-    l.m = a.size(-2);
-    l.k = a.size(-1);
-    l.n = b.size(-1);
-    l.bias = addmm || op == "baddbmm";
-    l.flops = 2 * l.batch * l.m * l.k * l.n;
-    l.bytes = in_bytes + l.batch * l.m * l.n * elem;
-    return;
-  }
-  l.kind = NPC_KERNEL_ELEMENTWISE;
-  // foreach ops: one pass over each list's elements; others over the largest operand.
-  const uint64_t elements = args.lists > 0 ? total_numel / args.lists : max_numel;
-  l.elements = std::max<uint64_t>(elements, 1);
-  l.inputs = static_cast<uint32_t>(args.lists > 0 ? args.lists : args.tensors.size());
-  l.engine = engine_of(op);
-  l.flops = l.elements * std::max<uint32_t>(l.inputs, 1);
-  l.bytes = in_bytes + l.elements * elem;
+  (void)inputs;
+  return out;
 }
 
 // Runs the op's CPU kernel (directly on device memory where aliased.cpp can, else
@@ -280,23 +277,40 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     run_on_cpu(op, stack);
     return;
   }
-  TensorArgs args = tensor_args(op, *stack);
-  auto device = std::find_if(args.tensors.begin(), args.tensors.end(), is_neuron);
+  const c10::FunctionSchema& schema = op.schema();
+  OpTensors inputs = input_tensors(op, *stack);
+  // Written arguments (in-place and out= ops), for ops that return nothing.
+  std::vector<c10::IValue> written;
+  {
+    const size_t n = schema.arguments().size();
+    for (size_t i = 0; i < n; ++i) {
+      const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+      if (alias != nullptr && alias->isWrite()) written.push_back((*stack)[stack->size() - n + i]);
+    }
+  }
   {
     Nested nested;
     Cut cut;
     run_on_cpu(op, stack);
   }
-  if (device == args.tensors.end()) return;
-  std::string_view name = op.schema().name();
-  if (name.rfind("aten::", 0) == 0) name.remove_prefix(6);
-  npc_launch_t l{};
-  l.device = static_cast<uint16_t>(device->device().index());
-  l.queue = current_queue(device->device().index());
-  l.corr_id = nph_next_corr_id();
-  describe(name, args, l);
-  l.name_id = intern(std::string(name) + "_" + dtype_tag(args.tensors.front().scalar_type()));
-  launch(l);
+  OpTensors outputs = output_tensors(op, *stack, inputs, written);
+  const at::Tensor* device = inputs.first_device_tensor();
+  if (device == nullptr) device = outputs.first_device_tensor();
+  if (device == nullptr) return;
+  const std::vector<npc_tensor_t> in = inputs.describe();
+  const std::vector<npc_tensor_t> out = outputs.describe();
+  const std::string& name = schema.name();
+  npc_op_t o{};
+  o.name = name.data();
+  o.name_len = name.size();
+  o.inputs = in.data();
+  o.n_inputs = in.size();
+  o.outputs = out.data();
+  o.n_outputs = out.size();
+  o.corr_id = nph_next_corr_id();
+  o.device = static_cast<uint16_t>(device->device().index());
+  o.queue = current_queue(device->device().index());
+  launch_op(o);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 //! Insights: a ranked list of findings, each with its number, the threshold that
 //! triggered it and the time range it is about.
 
+mod device_bound;
+
 use serde::Serialize;
 
 use crate::report::Report;
@@ -13,6 +15,8 @@ pub enum FindingKind {
     DeviceIdle,
     /// A step where the device mostly waited for the host to launch work.
     HostBoundStep,
+    /// A step where the device was busy for most of it (the host kept it fed).
+    DeviceBoundStep,
     /// Communication that computation did not hide.
     CommunicationNotOverlapped,
     /// One rank kept the others waiting in collectives.
@@ -59,6 +63,8 @@ pub struct Thresholds {
     pub device_idle_pct: f64,
     /// Host-bound idle share of a step (0.3).
     pub host_bound_step_fraction: f64,
+    /// Device busy share of a device-bound step (0.9).
+    pub device_bound_busy_fraction: f64,
     /// Communication share of device time above which overlap matters (0.1).
     pub communication_share: f64,
     /// Overlap % below which communication is "not overlapped" (50).
@@ -86,6 +92,7 @@ impl Default for Thresholds {
         Thresholds {
             device_idle_pct: 50.0,
             host_bound_step_fraction: 0.3,
+            device_bound_busy_fraction: 0.9,
             communication_share: 0.1,
             overlap_pct: 50.0,
             bottleneck_wait_fraction: 0.1,
@@ -173,6 +180,7 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             });
         }
     }
+    out.extend(device_bound::device_bound_steps(report, t));
     let c = &report.collectives;
     let total: f64 = c.per_rank.iter().map(|r| r.wait_us + r.transfer_us).sum();
     if let Some(rank) = c.bottleneck_rank {

@@ -29,7 +29,10 @@
 //!   anchor for `baseTimeNanoseconds`), [`clock::emulation_scope`] and
 //!   [`clock::advance_to`] for the emulation-time contract; [`clock::follow_cpu_time`]
 //!   makes a thread's host clock advance only while the thread runs (its CPU time, read
-//!   at the runtime's boundaries: [`clock::sync`]).
+//!   at the runtime's boundaries: [`clock::sync`]); [`clock::cut_scope`] (and
+//!   [`clock::cut_run_delay`]) cut emulation work and preemption from the whole
+//!   process's timeline, and [`clock::cut_log`] warps other profilers' real-clock
+//!   instants onto it.
 //!
 //! # C ABI
 //!
@@ -93,6 +96,11 @@
 //! | [`OperatorScope`] begin + end (two records)              | 54.67 ns | 2.61         |
 //! | `tracing` span create + enter + exit, no-op subscriber   | 23.87 ns | 1.14         |
 //! | thread registration (once per thread), cold / warm       | 704 µs / 2.4 µs |      |
+//!
+//! Once a process has cut its timeline (the PyTorch path), a clock read is a
+//! sequence-lock read with two fences: 1.21× the clock read, and a record 2.0×, in one
+//! run on a loaded machine (`docs/PERFORMANCE.md`, "The process-wide cut"); processes
+//! that never cut keep the figures above.
 //!
 //! # Design choices
 //!

@@ -37,6 +37,9 @@ use flate2::write::GzEncoder;
 use crate::error::{Location, ReadError};
 use crate::time::parse_us_to_ns;
 
+/// Makes the value of [`RetimeOptions::marker`] from what was done.
+pub type MarkerValue<'a> = &'a dyn Fn(&RetimeStats) -> String;
+
 /// What [`retime`] leaves alone and what it adds.
 #[derive(Clone, Default)]
 pub struct RetimeOptions<'a> {
@@ -45,7 +48,7 @@ pub struct RetimeOptions<'a> {
     /// A top-level member added to the document: its key, and its raw JSON value made
     /// from what was done. A document that already has this key is refused
     /// ([`RetimeError::AlreadyRetimed`]).
-    pub marker: Option<(String, &'a dyn Fn(&RetimeStats) -> String)>,
+    pub marker: Option<(String, MarkerValue<'a>)>,
     /// The document's `baseTimeNanoseconds`, for documents that write it only after
     /// `traceEvents` (older libkineto): [`retime`] reads in one pass and refuses such a
     /// document without it ([`RetimeError::LateBaseTime`]); [`retime_path`] finds it.

@@ -1,4 +1,4 @@
-//! `retime` on every shared real trace: with the identity map the output is the input
+//! `retime` on every vendored real trace (`tests/data/traces`): with the identity map the output is the input
 //! byte for byte (plus the marker member); with a compressing map exactly the `ts`/`dur`
 //! of the events outside the kept categories change, to the mapped values, and every
 //! other event, key and argument reads back the same.
@@ -32,10 +32,7 @@ fn read(name: &str, bytes: &[u8]) -> CollectSink {
 
 #[test]
 fn retime_changes_only_the_chosen_times() {
-    let Some(dir) = shared::traces_dir("retime_changes_only_the_chosen_times") else {
-        return;
-    };
-    let traces = shared::all_traces(&dir);
+    let traces = shared::all_traces(&shared::traces_dir());
     assert!(traces.len() >= 10, "{traces:?}");
     for path in traces {
         let name = path.display().to_string();

@@ -17,9 +17,18 @@
 //!   emulator's device memory *is* host memory) and takes each block's device address,
 //!   size and the device totals from here, so HBM statistics and `[memory]` events are
 //!   the allocator's.
-//! - Work: [`npc_launch`] (a kernel launch placed by the timing model, its shape in a
-//!   [`NpcLaunch`]), [`npc_read_wait`], [`npc_synchronize`]. Work goes to each device's
-//!   default (compute) queue.
+//! - Work: [`npc_launch_op`] (an op by its ATen name and tensors, costed by the
+//!   emulator's lowering of its kind: `neuron_backend::describe`), [`npc_launch`] (a
+//!   kernel of an explicit shape, [`NpcLaunch`]: copies), [`npc_read_wait`],
+//!   [`npc_synchronize`]. Every launch names its queue (the stream).
+//! - Streams and events: [`npc_queue_count`], [`npc_stream_pool`] (a pool of user
+//!   streams after the hardware queues), [`npc_stream_query`], [`npc_stream_synchronize`],
+//!   [`npc_event_record`], [`npc_event_wait`], [`npc_event_query`],
+//!   [`npc_event_synchronize`] ([`NpcEvent`]: the modeled instant it completes).
+//! - The warp: [`npc_warp_trace_file`] (a trace PyTorch wrote, onto the cut timeline, in
+//!   place), [`npc_warp_unix_ns`] (PyTorch's instants for `key_averages`),
+//!   [`npc_cut_total_ns`]; the cut itself is `runtime-hooks`' `nph_cut_begin` /
+//!   `nph_cut_end`.
 //! - Profiling: [`npc_window_begin`] opens a window (a background thread drains the
 //!   rings every few milliseconds, so a window longer than a ring loses nothing);
 //!   [`npc_collect`] closes it and converts its records with
@@ -43,9 +52,13 @@
 //! - **Conversion lives in `profiler`.** Records become Kineto activities in
 //!   [`profiler::plugin_window`] (DESIGN.md: nowhere else); this crate only flattens
 //!   them into C structs and owns their strings.
-//! - **The host clock is not touched.** The device calls (`Device::external_*` of
-//!   `neuron-backend`) never subtract emulation time: PyTorch stamps its own events
-//!   with the real clock, so ours must stay on it; waits sleep until the modeled instant.
+//! - **The host clock is the cut timeline.** The extension computes the numerics on its
+//!   host threads inside process-wide cuts (`runtime_hooks::clock::cut_scope`); kernel
+//!   placement here is cut too, and every call first cuts the calling thread's run delay
+//!   (`clock::cut_run_delay`: time it waited for a CPU since its previous call) and
+//!   registers its ring inside a cut. Waits sleep until the cut timeline reaches the
+//!   modeled instant. PyTorch's own events are moved onto the same timeline afterwards
+//!   ([`npc_warp_trace_file`], [`npc_warp_unix_ns`]).
 //! - **Rings are drained during a window** by a background thread (every 2 ms in the
 //!   plugin), since PyTorch calls the plugin only at a window's start and end.
 //!

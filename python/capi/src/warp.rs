@@ -233,10 +233,8 @@ mod tests {
         let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes()).unwrap();
         let mut stats = NpcWarpStats::default();
         // SAFETY: valid path and out-pointer.
-        assert_eq!(
-            unsafe { npc_warp_trace_file(c_path.as_ptr(), &mut stats) },
-            NPC_OK
-        );
+        let status = unsafe { npc_warp_trace_file(c_path.as_ptr(), &mut stats) };
+        assert_eq!(status, NPC_OK);
         assert_eq!((stats.events, stats.warped, stats.kept), (2, 1, 1));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"neuronprof_cut\": {\"cut_us\""), "{text}");

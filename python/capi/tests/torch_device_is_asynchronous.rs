@@ -11,8 +11,9 @@
 //!   in the `ts`/`dur` of PyTorch's host events, each moved back by the cut; the
 //!   plugin's events are byte for byte the same; a second warp is refused;
 //!   `key_averages()`'s host times are the warped ones (numerics excluded).
-//! - A step of many tiny ops is host-bound, and `neuronprof analyze` says so with
-//!   numbers.
+//! - A GEMM-heavy step (four bf16 `Linear(2048, 2048)` on a 2048-row batch, forward,
+//!   backward, SGD) is device-bound — busy ≥ 90 %, kernels queued, short launches — and a
+//!   step of many tiny ops host-bound; `neuronprof analyze` says which, with numbers.
 //!
 //! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
 //! recorded (`tests/support/skip.rs`), and under CI it fails.
@@ -210,6 +211,80 @@ fn check_warp(result: &Value, raw: &Value, warped: &Value) {
     );
 }
 
+/// The GEMM-heavy steps: the device is busy for at least 90 % of each, kernels queue up
+/// (more than one in flight on the stream), the launches themselves are short (the time
+/// a launch waited for a free queue slot is its `nrt_queue_submit`), and analyze says
+/// "device-bound" with numbers.
+fn check_device_bound(trace_path: &Path, trace: &Value) {
+    let set = analysis::load_paths(&[trace_path], &analysis::LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    assert_eq!(report.steps.len(), 2, "two active steps");
+    for s in &report.steps {
+        let busy = s.computation_us + s.communication_us + s.memory_us + s.other_device_us;
+        assert!(
+            busy >= 0.9 * s.dur_us,
+            "step {}: device busy {busy} of {} us",
+            s.step,
+            s.dur_us
+        );
+    }
+    let finding = report
+        .insights
+        .iter()
+        .find(|f| f.kind == analysis::insights::FindingKind::DeviceBoundStep)
+        .unwrap_or_else(|| panic!("no device-bound insight: {:?}", report.insights));
+    assert!(
+        finding.summary.contains("device-bound") && finding.summary.contains('%'),
+        "{}",
+        finding.summary
+    );
+    // Queue depth: kernels launched but not yet ended, at each launch.
+    let runtime = cat(trace, "privateuse1_runtime");
+    let launches: Vec<&&Value> = runtime
+        .iter()
+        .filter(|r| r["name"] == "nrt_execute")
+        .collect();
+    let kernel_end: std::collections::HashMap<i64, f64> = cat(trace, "kernel")
+        .iter()
+        .map(|k| (arg_i64(k, "correlation"), end(k)))
+        .collect();
+    let depth = launches
+        .iter()
+        .map(|l| {
+            launches
+                .iter()
+                .filter(|o| ts(o) <= ts(l))
+                .filter(|o| {
+                    kernel_end
+                        .get(&arg_i64(o, "correlation"))
+                        .is_some_and(|&e| e > ts(l))
+                })
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(depth > 1, "queue depth {depth}");
+    // The launch's own cost: nrt_execute minus the queue submission it holds.
+    let submit: std::collections::HashMap<i64, f64> = runtime
+        .iter()
+        .filter(|r| r["name"] == "nrt_queue_submit")
+        .map(|r| (arg_i64(r, "correlation"), r["dur"].as_f64().unwrap()))
+        .collect();
+    let mut own: Vec<f64> = launches
+        .iter()
+        .map(|l| {
+            l["dur"].as_f64().unwrap()
+                - submit
+                    .get(&arg_i64(l, "correlation"))
+                    .copied()
+                    .unwrap_or(0.0)
+        })
+        .collect();
+    own.sort_by(f64::total_cmp);
+    let median = own[own.len() / 2];
+    assert!(median < 50.0, "median launch cost {median} us");
+}
+
 /// The tiny-op step: the device waits for the host; analyze says so with numbers.
 fn check_host_bound(trace_path: &Path) {
     let set = analysis::load_paths(&[trace_path], &analysis::LoadOptions::default()).unwrap();
@@ -241,16 +316,14 @@ fn check_host_bound(trace_path: &Path) {
 #[test]
 fn torch_device_is_asynchronous() {
     let Some(python) = torch::torch_python() else {
-        skip::skipped("neuronprof-capi: torch_device_is_asynchronous", torch::NO_TORCH);
+        skip::skipped(
+            "neuronprof-capi: torch_device_is_asynchronous",
+            torch::NO_TORCH,
+        );
         return;
     };
     let work = torch::work_dir("torch-async");
-    let (result, stderr) = torch::run_driver(
-        &python,
-        "torch_async_driver.py",
-        &[&work, Path::new("tiny"), Path::new("streams")],
-        &[],
-    );
+    let (result, stderr) = torch::run_driver(&python, "torch_async_driver.py", &[&work], &[]);
     assert!(
         !stderr.contains("gpuGetDeviceCount failed"),
         "Kineto's CUDA probe error reached the output:\n{stderr}"
@@ -266,6 +339,14 @@ fn torch_device_is_asynchronous() {
         &result,
         &read_trace(&work.join("streams_raw.json")),
         &warped,
+    );
+    let gemm = traces_in(&work.join("gemm"));
+    assert_eq!(gemm.len(), 1, "{gemm:?}");
+    check_device_bound(&gemm[0], &read_trace(&gemm[0]));
+    let losses = result["gemm_losses"].as_array().unwrap();
+    assert!(
+        losses.iter().all(|l| l.as_f64().unwrap().is_finite()),
+        "{losses:?}"
     );
     let tiny = traces_in(&work.join("tiny"));
     assert_eq!(tiny.len(), 1, "{tiny:?}");

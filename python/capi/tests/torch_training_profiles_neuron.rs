@@ -371,7 +371,10 @@ print("kernel types", sorted(kernels["kernel_type"]))
 #[test]
 fn torch_training_profiles_neuron() {
     let Some(python) = torch::torch_python() else {
-        skip::skipped("neuronprof-capi: torch_training_profiles_neuron", torch::NO_TORCH);
+        skip::skipped(
+            "neuronprof-capi: torch_training_profiles_neuron",
+            torch::NO_TORCH,
+        );
         return;
     };
     let run = run_pytorch(&python);

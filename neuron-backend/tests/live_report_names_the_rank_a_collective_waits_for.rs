@@ -68,12 +68,23 @@ fn in_flight_collective_names_the_late_rank() {
                     .as_array()
                     .map_or(0, Vec::len)
             };
-            if ranks.len() == 3 && in_flight(&ranks[0]) == 1 && in_flight(&ranks[1]) == 1 {
+            // Rank 1 can enter the collective after rank 0's entry was read: wait until
+            // both early ranks list only the late one (each must, within the deadline).
+            let waits_for_late = |e: &Value| {
+                e["report"]["neuronprof"]["collectives"]["in_flight"][0]["waiting_for_ranks"]
+                    == serde_json::json!([2])
+            };
+            if ranks.len() == 3
+                && in_flight(&ranks[0]) == 1
+                && in_flight(&ranks[1]) == 1
+                && waits_for_late(&ranks[0])
+                && waits_for_late(&ranks[1])
+            {
                 break ranks;
             }
             assert!(
                 Instant::now() < deadline,
-                "ranks 0 and 1 never showed waiting"
+                "ranks 0 and 1 never both showed waiting for rank 2 only: {ranks:?}"
             );
             std::thread::sleep(Duration::from_millis(10));
         };

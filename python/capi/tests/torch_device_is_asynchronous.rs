@@ -38,6 +38,10 @@ const PLUGIN: [&str; 6] = [
     "ac2g",
 ];
 
+/// An end is `ts + dur`, each written rounded to the ns: two roundings (a run had the
+/// sum's `ts` 1 ns before the wait's `ts + dur`, both the same instant).
+const ROUNDING_US: f64 = 2e-3;
+
 fn overlaps(a: &Value, b: &Value) -> bool {
     ts(a) < end(b) && ts(b) < end(a)
 }
@@ -89,7 +93,7 @@ fn check_streams(result: &Value, trace: &Value) {
         .expect("the event the wait waits on");
     assert_eq!(record["tid"].as_i64(), Some(side));
     assert!(
-        ts(record) >= end(copy) - 1e-3,
+        ts(record) >= end(copy) - ROUNDING_US,
         "the event follows the copy on its stream"
     );
     let flow_ends: Vec<(&str, i64)> = cat(trace, "ac2g")
@@ -107,7 +111,10 @@ fn check_streams(result: &Value, trace: &Value) {
         .into_iter()
         .find(|k| k["name"].as_str().unwrap().starts_with("sum_"))
         .expect("the sum kernel");
-    assert!(ts(sum) >= end(wait) - 1e-3 && ts(sum) >= ts(record) - 1e-3);
+    assert!(
+        ts(sum) >= end(wait) - ROUNDING_US && ts(sum) >= ts(record) - ROUNDING_US,
+        "the sum {sum} starts before the wait {wait} or the record {record} ends"
+    );
 
     // Event.elapsed_time is the modeled interval: from the start event's mark (the
     // idle default stream, at the record) to the end event's (the last matmul's end).

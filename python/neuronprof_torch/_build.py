@@ -60,7 +60,10 @@ def load(verbose: bool = False):
     torch_include = Path(torch.__file__).resolve().parent / "include"
     return cpp_extension.load(
         name="neuronprof_torch_C",
-        sources=[str(csrc / f) for f in ("device.cpp", "ops.cpp", "aliased.cpp", "kineto.cpp", "module.cpp")],
+        sources=[
+            str(csrc / f)
+            for f in ("device.cpp", "ops.cpp", "aliased.cpp", "errors.cpp", "kineto.cpp", "module.cpp")
+        ],
         # shared/reference/torch-privateuse1.md: the kineto headers need C++20, the
         # PrivateUse1 profiler registry needs USE_KINETO, and cpp_extension does not add
         # the kineto include folder.

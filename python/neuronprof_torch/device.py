@@ -6,6 +6,9 @@ through the extension's device guard); ``torch.neuron.Stream()`` and
 do.
 """
 
+import atexit
+import sys
+
 import torch
 
 from . import _C
@@ -73,8 +76,17 @@ class device:
 
 def synchronize(device=None) -> None:
     """Waits until the device's work on every stream is done (the modeled completion);
-    raises the error of a kernel that failed since the last synchronization."""
+    raises the error of a kernel that failed since the last synchronization (once: see
+    csrc/errors.cpp)."""
     _C.synchronize(_index(device))
+
+
+@atexit.register
+def _report_unreported_errors() -> None:
+    """An error of a queued kernel that no synchronizing call reported is printed when
+    the process ends, so none is lost."""
+    while (message := _C._take_pending_error(-1)) is not None:
+        print(f"{message}\n  (never reported: no synchronizing call followed it)", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ npc_kernel_span_t launch(npc_launch_t& launch) {
   int32_t status = npc_launch(&launch, &span);
   if (status != NPC_OK) throw_last_error("kernel launch", status);
   if (nph_is_enabled()) link_correlation(launch.corr_id, torch_correlation_id());
+  if (launch_blocking()) npc_stream_synchronize(launch.device, launch.queue);
   return span;
 }
 
@@ -73,6 +74,7 @@ npc_kernel_span_t launch_op(const npc_op_t& op) {
   int32_t status = npc_launch_op(&op, &span);
   if (status != NPC_OK) throw_last_error("kernel launch", status);
   if (nph_is_enabled()) link_correlation(op.corr_id, torch_correlation_id());
+  if (launch_blocking()) npc_stream_synchronize(op.device, op.queue);
   return span;
 }
 
@@ -299,6 +301,7 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
   void synchronizeEvent(void* event) const override {
     if (event == nullptr) return;
     npc_event_synchronize(&static_cast<NeuronEvent*>(event)->event);
+    raise_pending_error(static_cast<NeuronEvent*>(event)->event.device);
   }
 
   void destroyEvent(void* event, const c10::DeviceIndex /*device*/) const noexcept override {
@@ -329,10 +332,12 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     const int32_t status =
         npc_stream_synchronize(static_cast<uint16_t>(stream.device_index()), queue_of(stream));
     if (status != NPC_OK) throw_last_error("stream synchronize", status);
+    raise_pending_error(stream.device_index());
   }
 
   void synchronizeDevice(const c10::DeviceIndex device) const override {
     npc_synchronize(device);
+    raise_pending_error(device);
   }
 };
 

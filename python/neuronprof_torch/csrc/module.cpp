@@ -11,7 +11,10 @@ int init(const std::string& profile) {
   return count;
 }
 
-void synchronize(int device) { npc_synchronize(device); }
+void synchronize(int device) {
+  npc_synchronize(device);
+  neuronprof::raise_pending_error(device);
+}
 
 // Rewrites a trace PyTorch wrote so its host events are on the cut timeline (the warp).
 py::dict warp_trace_file(const std::string& path) {
@@ -62,6 +65,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("synchronize", &synchronize, "Waits for the device's work (-1: every device)");
   m.def("memory_stats", &memory_stats);
+  m.def("_take_pending_error", &neuronprof::take_pending_error,
+        "The error of a queued kernel not yet reported on `device` (-1: any), cleared");
   m.def("_set_aliased_fallback", &neuronprof::set_aliased_fallback,
         "Whether the fallback runs ops directly on device memory (else cpu_fallback's copies)");
   m.def("_fallback_counts", &neuronprof::fallback_counts,

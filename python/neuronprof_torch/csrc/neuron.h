@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -59,6 +61,20 @@ bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void set_aliased_fallback(bool on);
 // Ops the fallback ran directly on device memory and through cpu_fallback, so far.
 std::pair<uint64_t, uint64_t> fallback_counts();
+
+// Errors of queued kernels (errors.cpp). The fallback calls kernel_failed when an op's
+// CPU kernel threw `error` (`original`, the exception) from arguments `args`: it rethrows
+// an argument error at once, else (unless launch_blocking()) puts zero results on the
+// stack from `first` on and keeps the error for the device's next synchronizing call.
+void kernel_failed(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                   const c10::Error& error, const std::exception_ptr& original,
+                   c10::Device device, torch::jit::Stack* stack, size_t first);
+// Raises (a RuntimeError) and clears the kept error of `device` (-1: of any device).
+void raise_pending_error(int device);
+// The kept error of `device` (-1: of any), cleared; nullopt when none.
+std::optional<std::string> take_pending_error(int device);
+// NEURON_LAUNCH_BLOCKING=1: every launch waits for its kernel's modeled end.
+bool launch_blocking();
 
 // dst.copy_(src) for CPU tensors, straight to the CPU kernel (no second `aten::copy_`
 // row in the profiler under the op that copies).

@@ -125,6 +125,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   if (recorded && bytes > 0 && kind == NPC_KERNEL_COPY_D2H) {
     npc_read_wait(static_cast<uint16_t>(device), &span, bytes);
   }
+  if (recorded && kind == NPC_KERNEL_COPY_D2H) raise_pending_error(device);
   return dst;
 }
 
@@ -141,6 +142,7 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
     l.bytes = self.element_size();
     npc_kernel_span_t span = launch(l);
     npc_read_wait(static_cast<uint16_t>(device), &span, l.bytes);
+    raise_pending_error(device);
   }
   Cut cut;
   return at::native::_local_scalar_dense_cpu(cpu_alias(self));
@@ -279,19 +281,27 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const c10::FunctionSchema& schema = op.schema();
   OpTensors inputs = input_tensors(op, *stack);
+  const size_t n = schema.arguments().size();
+  const size_t first = stack->size() - n;
+  // The arguments, for an error of the kernel (errors.cpp).
+  const std::vector<c10::IValue> args(stack->begin() + static_cast<std::ptrdiff_t>(first),
+                                      stack->end());
   // Written arguments (in-place and out= ops), for ops that return nothing.
   std::vector<c10::IValue> written;
-  {
-    const size_t n = schema.arguments().size();
-    for (size_t i = 0; i < n; ++i) {
-      const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
-      if (alias != nullptr && alias->isWrite()) written.push_back((*stack)[stack->size() - n + i]);
-    }
+  for (size_t i = 0; i < n; ++i) {
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    if (alias != nullptr && alias->isWrite()) written.push_back(args[i]);
   }
   {
     Nested nested;
     Cut cut;
-    run_on_cpu(op, stack);
+    try {
+      run_on_cpu(op, stack);
+    } catch (const c10::Error& error) {
+      const at::Tensor* on = inputs.first_device_tensor();
+      if (on == nullptr) throw;
+      kernel_failed(op, args, error, std::current_exception(), on->device(), stack, first);
+    }
   }
   OpTensors outputs = output_tensors(op, *stack, inputs, written);
   const at::Tensor* device = inputs.first_device_tensor();

@@ -30,7 +30,7 @@
 mod dist;
 mod ops;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap as HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use runtime_hooks::{FlowKind, OperatorPayload, OperatorScope};
@@ -245,6 +245,8 @@ impl Tape {
             let grad = grads.get(&index).cloned();
             if let (Some(backward), Some(grad)) = (backward, grad) {
                 let input_grads = {
+                    // On a host-cost thread the node's own work is modeled, not measured.
+                    let _host = dispatch::HostSide::enter();
                     let _scope = OperatorScope::new(OperatorPayload {
                         name_id: backward_name_id(name),
                         seq_nr,
@@ -253,6 +255,9 @@ impl Tape {
                     if runtime_hooks::is_enabled() {
                         runtime_hooks::flow_end(FlowKind::ForwardToBackward, seq_nr);
                     }
+                    // The autograd engine's own work for the node (modeled on a
+                    // host-cost thread), then the node's ops.
+                    crate::host_cost::spend_figure(|cost| cost.backward_node_ns);
                     let _backward = BackwardScope::new(seq_nr);
                     backward(&grad)?
                 };

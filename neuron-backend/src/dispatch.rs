@@ -18,6 +18,7 @@ use runtime_hooks::{
     RuntimeCallScope,
 };
 
+use crate::host_cost::{HostCost, OpClass};
 use crate::tensor::{Data, Storage, Values};
 use crate::timing::lower::{MatmulPlan, RowPlan};
 use crate::timing::{KernelInfo, KernelRun};
@@ -55,6 +56,59 @@ fn start_forward_flow(seq_nr: u64) {
 /// The sequence number of the last op dispatched on this thread.
 pub(crate) fn last_seq_nr() -> u64 {
     LAST_SEQ.with(Cell::get)
+}
+
+/// Which host-cost figure an op dispatched now pays: a backward op inside a
+/// [`BackwardScope`], a forward op of a recorded graph inside a [`ForwardScope`], else
+/// a plain op.
+fn op_class() -> OpClass {
+    if SEQ_OVERRIDE.with(Cell::get) != 0 {
+        OpClass::Backward
+    } else if FORWARD_FLOWS.with(Cell::get) {
+        OpClass::Forward
+    } else {
+        OpClass::Plain
+    }
+}
+
+/// The host side of one op on a thread with a [`HostCost`]: the op runs as emulation
+/// (the emulator's own dispatch is not host time) and its modeled cost is spent at
+/// the modeled points. Without a host cost (threads outside ranks), nothing changes:
+/// the dispatch's own time is the host time.
+pub(crate) struct HostSide {
+    cost: Option<HostCost>,
+    _modeled: Option<clock::EmulationScope>,
+}
+
+impl HostSide {
+    /// Enters the op's host side (before its operator begin is recorded).
+    pub(crate) fn enter() -> Self {
+        let cost = crate::host_cost::thread_host_cost();
+        HostSide {
+            _modeled: cost.map(|_| clock::emulation_scope()),
+            cost,
+        }
+    }
+
+    /// Spends the framework cost of an op of the current class (after the operator
+    /// begin, before allocation and launch).
+    pub(crate) fn framework(&self) {
+        self.framework_as(op_class());
+    }
+
+    /// Spends a collective's `c10d` call path.
+    pub(crate) fn collective(&self) {
+        if let Some(cost) = &self.cost {
+            crate::host_cost::spend(cost.collective_ns);
+        }
+    }
+
+    /// Spends the framework cost of an op of `class`.
+    pub(crate) fn framework_as(&self, class: OpClass) {
+        if let Some(cost) = &self.cost {
+            crate::host_cost::spend(cost.op_ns(class));
+        }
+    }
 }
 
 /// While alive, ops on this thread are forward ops of a recorded graph: each starts a
@@ -171,6 +225,7 @@ pub(crate) use signature::op_ids;
 
 /// Records a host-only op (views) on `inputs`: operator begin and end, no kernel.
 pub(crate) fn host_op<T>(op: &'static str, inputs: &[&Tensor], body: impl FnOnce() -> T) -> T {
+    let host = HostSide::enter();
     let ids = op_ids(op, inputs);
     let seq_nr = next_seq_nr();
     let _scope = OperatorScope::new(OperatorPayload {
@@ -180,6 +235,7 @@ pub(crate) fn host_op<T>(op: &'static str, inputs: &[&Tensor], body: impl FnOnce
         ..Default::default()
     });
     start_forward_flow(seq_nr);
+    host.framework_as(OpClass::View);
     body()
 }
 
@@ -211,6 +267,7 @@ fn dispatch_on_device(
     call: OpCall<'_>,
     numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
 ) -> Result<Vec<Tensor>, BackendError> {
+    let host = HostSide::enter();
     let queue = device.current_queue();
     if device.timeline().queues[queue].released {
         return Err(BackendError::StreamReleased {
@@ -236,6 +293,7 @@ fn dispatch_on_device(
         bytes,
     });
     start_forward_flow(seq_nr);
+    host.framework();
     let outputs = call
         .outputs
         .iter()
@@ -284,6 +342,8 @@ pub(crate) fn launch<E>(
         ..Default::default()
     };
     let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, launch_payload);
+    // The runtime's launch work, then the submission (modeled on a host-cost thread).
+    crate::host_cost::spend_figure(|cost| cost.launch_ns);
     let launch_ns = submit(device, queue, launch_payload);
     let _emulating = clock::emulation_scope();
     let detail = device.detail();

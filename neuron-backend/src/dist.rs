@@ -16,6 +16,17 @@
 //! is. A profiler splits the drained records by `thread_id` into one trace per rank
 //! (with `distributedInfo` rank and world size from the same table).
 //!
+//! # A rank's host time
+//!
+//! Ranks are threads, and with more ranks than cores they take turns on the CPU. So a
+//! rank thread's host clock follows its own CPU time
+//! (`runtime_hooks::clock::follow_cpu_time`): time it spends descheduled while other
+//! ranks compute is not host time. Each op it dispatches costs the host what
+//! [`WorldConfig::host_cost`] says (eager PyTorch's measured figures by default, see
+//! [`crate::HostCost`]) rather than what the emulator's own dispatch takes, and all
+//! ranks start at the same instant ([`World::run`] aligns their clocks). What a rank's
+//! own code does between ops counts at its CPU time.
+//!
 //! # Groups and collectives
 //!
 //! The world group is named `"0"` (as PyTorch names its default group); more groups
@@ -58,7 +69,7 @@ pub use topology::{CollectiveCost, Topology};
 
 use group::GroupShared;
 
-use crate::{BackendError, Device, DeviceProfile, RecordDetail};
+use crate::{BackendError, Device, DeviceProfile, HostCost, RecordDetail};
 
 /// How to build a [`World`].
 #[derive(Debug, Clone)]
@@ -79,6 +90,9 @@ pub struct WorldConfig {
     /// A slow rank: `(rank, factor)` runs every engine, DMA and HBM `factor` times
     /// slower (a throttled or faulty device).
     pub straggler: Option<(usize, f64)>,
+    /// What each op costs a rank's host ([`HostCost`]; `None`: the emulator's own
+    /// dispatch time, measured on the rank's CPU-time clock).
+    pub host_cost: Option<HostCost>,
 }
 
 impl WorldConfig {
@@ -92,6 +106,7 @@ impl WorldConfig {
             numerics: true,
             detail: RecordDetail::Instructions,
             straggler: None,
+            host_cost: Some(HostCost::eager_pytorch()),
         }
     }
 }
@@ -299,9 +314,23 @@ impl World {
     }
 
     /// Runs `body` once per rank, each on its own thread, and returns the results in
-    /// rank order. A panic on a rank thread is re-raised here.
+    /// rank order. Every rank's host clock starts at the same instant (the latest of
+    /// their threads' clocks when all have started). A panic on a rank thread is
+    /// re-raised here.
     pub fn run<R: Send>(&self, body: impl Fn(&Rank) -> R + Sync) -> Vec<R> {
+        self.run_ranks(false, body)
+    }
+
+    /// Like [`run`](Self::run), with every rank's whole body, from its aligned start
+    /// on, as emulation time: its host clock moves only by modeled host costs and
+    /// waits (the built-in workloads, whose Rust code stands for a training script).
+    pub(crate) fn run_modeled<R: Send>(&self, body: impl Fn(&Rank) -> R + Sync) -> Vec<R> {
+        self.run_ranks(true, body)
+    }
+
+    fn run_ranks<R: Send>(&self, modeled: bool, body: impl Fn(&Rank) -> R + Sync) -> Vec<R> {
         let body = &body;
+        let start_line = &StartLine::new(self.world_size());
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.world_size())
                 .map(|rank| {
@@ -311,6 +340,8 @@ impl World {
                         .spawn_scoped(scope, move || {
                             let rank = Rank::enter(world, rank);
                             crate::monitor::rank_started(&rank.device);
+                            let _modeled = modeled.then(runtime_hooks::clock::emulation_scope);
+                            start_line.cross();
                             let result = body(&rank);
                             crate::monitor::rank_finished(&rank.device);
                             result
@@ -334,6 +365,32 @@ impl World {
     }
 }
 
+/// Where the ranks of one [`World::run`] start: every rank thread's host clock moves
+/// to the latest of them, so all ranks begin at the same instant whatever order their
+/// threads were started and scheduled in (as a job's ranks leave their initial
+/// rendezvous together).
+struct StartLine {
+    latest_ns: std::sync::atomic::AtomicU64,
+    barrier: std::sync::Barrier,
+}
+
+impl StartLine {
+    fn new(ranks: usize) -> Self {
+        StartLine {
+            latest_ns: std::sync::atomic::AtomicU64::new(0),
+            barrier: std::sync::Barrier::new(ranks),
+        }
+    }
+
+    fn cross(&self) {
+        let now_ns = runtime_hooks::clock::now_ns();
+        self.latest_ns
+            .fetch_max(now_ns, std::sync::atomic::Ordering::SeqCst);
+        self.barrier.wait();
+        runtime_hooks::clock::advance_to(self.latest_ns.load(std::sync::atomic::Ordering::SeqCst));
+    }
+}
+
 /// One rank, as its thread sees it.
 #[derive(Debug)]
 pub struct Rank {
@@ -347,6 +404,10 @@ impl Rank {
     /// tag.
     fn enter(world: World, rank: usize) -> Rank {
         runtime_hooks::register_thread();
+        // A rank's host clock advances only while its thread runs (plus modeled waits
+        // and host costs): ranks outnumbering cores do not see each other's CPU time.
+        runtime_hooks::clock::follow_cpu_time(true);
+        crate::host_cost::set_thread_host_cost(world.shared.config.host_cost);
         let device = world.shared.devices[rank].clone();
         CURRENT_RANK.with(|c| c.set(Some((rank, world.world_size()))));
         if let Some(hooks_thread_id) = runtime_hooks::current_thread_id() {

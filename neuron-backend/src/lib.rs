@@ -105,6 +105,7 @@ pub mod dist;
 mod dtype;
 mod error;
 mod external;
+mod host_cost;
 pub mod monitor;
 mod ops;
 pub mod optim;
@@ -121,6 +122,7 @@ pub use external::{
     describe, Description, ExternalEvent, ExternalKernel, ExternalLaunch, ExternalLowering,
     ExternalOp, ExternalTensor, ScalarType, TypeClass,
 };
+pub use host_cost::{set_thread_host_cost, thread_host_cost, HostCost};
 pub use ops::{BinaryOp, UnaryOp};
 pub use profile::DeviceProfile;
 pub use tensor::Tensor;

@@ -18,6 +18,16 @@
 //! The global batch and the data are the same whatever the rank count, so loss curves
 //! on 1 and N ranks agree within floating-point tolerance.
 //!
+//! # Host time
+//!
+//! A workload's Rust code stands for the Python training script of an eager PyTorch
+//! job, so it runs as emulation time: each rank's host clock advances only by the
+//! modeled cost of the ops it dispatches ([`WorkloadConfig::host_cost`], eager PyTorch's
+//! measured per-op figures by default, see [`HostCost`]) and by its modeled waits.
+//! The timeline of a run — host and device — is then a function of the configuration
+//! alone: the same with numerics on or off, in a debug or release build, on a quiet or
+//! a loaded machine. Hooks (`on_start`, `on_step`) run inside that emulation time too.
+//!
 //! [`run`] calls `on_step` on each rank's thread after each step (with the rank's
 //! [`StepReport`]); a profiler calls its `step()` there. [`run_with_hooks`] also calls
 //! [`WorkloadHooks::on_start`] on each rank's thread just before its first step, where a
@@ -49,7 +59,7 @@ use std::time::Duration;
 pub use gpt::GptShape;
 
 use crate::dist::{Rank, Topology, World, WorldConfig};
-use crate::{BackendError, DType, DeviceProfile, RecordDetail};
+use crate::{BackendError, DType, DeviceProfile, HostCost, RecordDetail};
 
 /// Which model to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +132,8 @@ pub struct WorkloadConfig {
     pub topology: Option<Topology>,
     /// Recording detail.
     pub detail: RecordDetail,
+    /// What each op costs the host (eager PyTorch's measured figures by default).
+    pub host_cost: HostCost,
 }
 
 impl WorkloadConfig {
@@ -154,6 +166,7 @@ impl WorkloadConfig {
             profile: DeviceProfile::trn2(),
             topology: None,
             detail: RecordDetail::Instructions,
+            host_cost: HostCost::eager_pytorch(),
         }
     }
 
@@ -343,6 +356,7 @@ pub fn run_with_hooks(
     world_config.timeout = config.timeout;
     world_config.straggler = config.straggler;
     world_config.topology = config.topology.clone();
+    world_config.host_cost = Some(config.host_cost);
     crate::monitor::set_workload(config.workload.name());
     let world = World::new(world_config)?;
     world.tp_dp_groups(config.tp)?;
@@ -350,7 +364,11 @@ pub fn run_with_hooks(
         hooks,
         world: &world,
     };
-    let results = world.run(|rank| -> Result<(RankResult, u64), BackendError> {
+    // The workload's own Rust code plays the training script: its host time is the
+    // modeled cost of the ops it dispatches (`config.host_cost`), not what the emulator
+    // takes to run it, so a workload's timeline is the same on any machine, build and
+    // load.
+    let results = world.run_modeled(|rank| -> Result<(RankResult, u64), BackendError> {
         let result = match config.workload {
             Workload::Mlp => mlp::train(config, rank, hooks),
             Workload::Gpt => gpt::train(config, rank, hooks),

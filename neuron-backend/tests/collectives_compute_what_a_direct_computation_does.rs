@@ -359,11 +359,11 @@ fn a_straggler_device_makes_every_rank_wait_for_it() {
         "{fair:?} vs {slow:?}"
     );
     assert!(slow[1].2 > 7 * fair[1].2, "{fair:?} vs {slow:?}");
-    // ... and it waits for rank 1's slow matmul. The device durations are modeled; the
-    // span from the host's start can only grow when the host thread is held up (a
-    // loaded machine), so it is compared with the modeled matmul, not with the fair
-    // run's span (which a held-up thread once made 3.6x too long in CI).
-    assert!(slow[0].0 > 5 * fair[0].2, "{fair:?} vs {slow:?}");
+    // ... and it waits for rank 1's whole slow matmul: both ranks leave the barrier at
+    // the same instant, and a rank thread's host clock counts only its own CPU time,
+    // so a busy machine holding either thread up changes nothing here.
+    assert!(slow[0].0 > slow[1].2, "{fair:?} vs {slow:?}");
+    assert!(slow[0].0 > 7 * fair[0].0, "{fair:?} vs {slow:?}");
     // The all-reduce ends at the same instant on both ranks.
     assert!(slow[0].1.abs_diff(slow[1].1) < slow[0].0 / 10, "{slow:?}");
 }

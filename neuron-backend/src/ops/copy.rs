@@ -44,6 +44,7 @@ impl Tensor {
         let Some(device) = self.device() else {
             return Ok(self.clone());
         };
+        let host = dispatch::HostSide::enter();
         let bytes = self.size_bytes();
         let corr_id = runtime_hooks::next_corr_id();
         let _op = OperatorScope::new(OperatorPayload {
@@ -53,6 +54,7 @@ impl Tensor {
             bytes,
             ..Default::default()
         });
+        host.framework();
         let kernel = KernelInfo {
             name_id: runtime_hooks::name!("Memcpy DtoH (Neuron -> Host)"),
             corr_id,

@@ -141,6 +141,9 @@ pub(crate) fn mean_loss(
         Some(group) => group.all_reduce(&loss.cast(DType::F32)?, ReduceOp::Avg)?,
         None => loss.clone(),
     };
+    // The host reads the loss every step (as a training script prints it), values or
+    // not: the copy and the wait for it are part of the step's timeline either way.
+    let loss = loss.to_host()?;
     if !config.numerics {
         return Ok(None);
     }

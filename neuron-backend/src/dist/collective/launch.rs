@@ -25,6 +25,7 @@ impl ProcessGroup {
     }
 
     fn run_on_device(&self, call: Call<'_>, numerics: Box<Resolve>) -> Result<Work, BackendError> {
+        let host = dispatch::HostSide::enter();
         let device = &self.device;
         let shared = &self.shared;
         let global: Vec<usize> = call.participants.iter().map(|&p| shared.ranks[p]).collect();
@@ -58,6 +59,7 @@ impl ProcessGroup {
             group_ranks_id: shared.ranks_id,
         };
         let _host = HostCollective::begin(call.op, payload);
+        host.collective();
         let output = match &call.output {
             Some((shape, dtype)) => Some(dispatch::allocate(device, shape, *dtype)?),
             None => None,

@@ -84,6 +84,10 @@ impl HostSide {
     /// Enters the op's host side (before its operator begin is recorded).
     pub(crate) fn enter() -> Self {
         let cost = crate::host_cost::thread_host_cost();
+        if cost.is_none() {
+            // Measured host time: the op's start is a boundary of a CPU-time clock.
+            clock::sync();
+        }
         HostSide {
             _modeled: cost.map(|_| clock::emulation_scope()),
             cost,
@@ -311,13 +315,33 @@ fn dispatch_on_device(
         flops: call.flops,
         bytes,
     };
-    launch(device, queue, kernel, Some(call.op), &call.lowering, || {
+    let (_, end_ns) = launch(device, queue, kernel, Some(call.op), &call.lowering, || {
         if device.numerics() {
             compute(call.op, call.inputs, &outputs, numerics)
         } else {
             Ok(())
         }
     })?;
+    if let Lowering::Copy {
+        direction: runtime_hooks::DmaDirection::HostToDevice,
+        bytes,
+    } = call.lowering
+    {
+        // A copy from (pageable) host memory returns once the data has left it, as
+        // PyTorch's default `non_blocking=False` copy does: the host waits for it.
+        let _wait = RuntimeCallScope::new(
+            RuntimeCallKind::MemoryCopy,
+            RuntimeCallPayload {
+                name_id: runtime_hooks::name!("nrt_tensor_write"),
+                device: device.shared.index,
+                queue: queue as u16,
+                corr_id,
+                bytes,
+                ..Default::default()
+            },
+        );
+        crate::device::wait_until(end_ns);
+    }
     Ok(outputs)
 }
 
@@ -381,7 +405,8 @@ pub(crate) fn submit_waiting(
             ..launch
         },
     );
-    let now_ns = clock::now_ns();
+    // A boundary of a CPU-time clock: whether the queue is full depends on it.
+    let now_ns = clock::sync();
     let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
     let submitted_ns = wait(ready_ns);
     device.shared.live.note_host();

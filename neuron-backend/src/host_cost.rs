@@ -184,3 +184,38 @@ pub(crate) fn spend(ns: u64) {
         runtime_hooks::clock::advance_to(now + ns);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_replace_named_figures_and_reject_unknown_ones() {
+        let cost = HostCost::from_json(r#"{"launch_ns": 1000, "view_op_ns": 0}"#).unwrap();
+        assert_eq!((cost.launch_ns, cost.view_op_ns), (1000, 0));
+        assert_eq!(cost.plain_op_ns, HostCost::eager_pytorch().plain_op_ns);
+        let err = HostCost::from_json(r#"{"launch": 5}"#).unwrap_err();
+        assert!(err.to_string().contains("\"launch\""), "{err}");
+        let err = HostCost::from_json("[1]").unwrap_err();
+        assert!(err.to_string().contains("object"), "{err}");
+        let round_trip = HostCost::from_json(&cost.to_json()).unwrap();
+        assert_eq!(round_trip, cost);
+    }
+
+    #[test]
+    fn spending_moves_the_host_clock_by_the_figure() {
+        std::thread::spawn(|| {
+            let cost = HostCost::eager_pytorch();
+            assert_eq!(set_thread_host_cost(Some(cost)), None);
+            let _frozen = runtime_hooks::clock::emulation_scope();
+            let before = runtime_hooks::clock::now_ns();
+            spend_figure(|c| c.launch_ns);
+            assert_eq!(runtime_hooks::clock::now_ns() - before, cost.launch_ns);
+            set_thread_host_cost(None);
+            spend_figure(|c| c.launch_ns);
+            assert_eq!(runtime_hooks::clock::now_ns() - before, cost.launch_ns);
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -124,6 +124,6 @@ pub use external::{
 };
 pub use host_cost::{set_thread_host_cost, thread_host_cost, HostCost};
 pub use ops::{BinaryOp, UnaryOp};
-pub use profile::DeviceProfile;
+pub use profile::{DeviceProfile, Figure};
 pub use tensor::Tensor;
 pub use timing::{Engine, EngineTime, KernelSpan, RecordDetail};

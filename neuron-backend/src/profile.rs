@@ -8,7 +8,10 @@
 //!
 //! A profile can be overridden from a JSON file (see [`DeviceProfile::from_json`]).
 
+mod figures;
 mod file;
+
+pub use figures::Figure;
 
 use serde::{Deserialize, Serialize};
 
@@ -78,8 +81,11 @@ pub struct DeviceProfile {
 
     /// GpSimdE clock in GHz.
     pub gpsimd_clock_ghz: f64,
-    /// GpSimdE general-purpose processors (elements per cycle).
+    /// GpSimdE general-purpose vector processors.
     pub gpsimd_processors: u32,
+    /// SIMD width of one GpSimdE processor in bits (elements per cycle per processor
+    /// = bits / element bits).
+    pub gpsimd_simd_bits: u32,
 
     /// SBUF partitions.
     pub sbuf_partitions: u32,
@@ -87,6 +93,8 @@ pub struct DeviceProfile {
     pub sbuf_bytes: u64,
     /// PSUM bytes of one physical core.
     pub psum_bytes: u64,
+    /// PSUM banks (a matmul accumulates one moving pass's columns into one bank).
+    pub psum_banks: u32,
 
     /// DMA engines per physical core.
     pub dma_engines: u32,
@@ -98,6 +106,11 @@ pub struct DeviceProfile {
     pub dma_fixed_latency_ns: u64,
     /// Hardware descriptor generation per DMA instruction, in ns.
     pub dma_descriptor_ns: u64,
+    /// What each contiguous run (row) of a transfer costs an engine beyond its bytes,
+    /// as the bytes the engine would move in that time.
+    pub dma_row_overhead_bytes: u64,
+    /// Bandwidth of the host link of one chip (host↔device copies), bytes per ns.
+    pub host_link_bytes_per_ns: f64,
 
     /// Collective-communication cores per physical core.
     pub cc_cores_per_core: u32,
@@ -155,23 +168,33 @@ impl DeviceProfile {
             scalar_lanes_other: 128,  // hw.md: 128 lanes
             scalar_instruction_ns: 189, // hw.md cost rules: dependent 1-element chain ~189 ns
             gpsimd_clock_ghz: 1.2,    // hw.md One NeuronCore: GpSimdE 1.2 GHz
-            gpsimd_processors: 8,     // hw.md: 8 general-purpose processors
+            gpsimd_processors: 8,     // HARDWARE.md GpSimdE: eight vector processors ...
+            gpsimd_simd_bits: 512,    // ... each 512 bits wide (NeuronCore-v3 page)
             sbuf_partitions: 128,     // hw.md: SBUF 128 partitions × 224 KiB
             sbuf_bytes: 28 * MIB,     // hw.md: SBUF 28 MiB
-            psum_bytes: 2 * MIB,      // hw.md: PSUM 2 MiB
+            psum_bytes: 2 * MIB,      // HARDWARE.md PSUM: 2 MiB (128 × 16 KiB) ...
+            psum_banks: 8,            // ... in 8 banks of 512 FP32 per partition
             dma_engines: 16,          // hw.md: DMA 16 engines × 16 queues
             dma_queues_per_engine: 16, // hw.md: 16 queues per engine
             dma_engine_bytes_per_ns: 23.0, // hw.md: 23 B/ns each (368 GB/s per core)
             dma_fixed_latency_ns: 1_300, // hw.md DMA: ~1.3 µs descriptor, sync, semaphore latency
             dma_descriptor_ns: 600,   // hw.md DMA: descriptor generation ~600 ns per instruction
-            cc_cores_per_core: 2,     // hw.md Chips: 16 CC-cores, 2 per physical core
+            // Derived (HARDWARE.md DMA): a row costs what moving 256 B does, so rows
+            // under 256 B per partition are overhead-bound, 2 KiB rows run at 89 % and
+            // 4 KiB rows at 94 % of the engine rate ("≥ 4 KiB saturates").
+            dma_row_overhead_bytes: 256,
+            // Assumption (HARDWARE.md Host link): no host-link figure is published; a
+            // PCIe 5.0 ×16 link per chip, 32 GT/s × 16 lanes at 128b/130b = 63 GB/s
+            // per direction.
+            host_link_bytes_per_ns: 63.0,
+            cc_cores_per_core: 2, // hw.md Chips: 16 CC-cores, 2 per physical core
             hbm_bytes_per_chip: 96 * GIB, // hw.md Chips: 96 GiB in 4 banks of 24 GiB
-            hbm_banks: 4,             // hw.md Chips: 4 banks, each shared by 2 physical cores
+            hbm_banks: 4,         // hw.md Chips: 4 banks, each shared by 2 physical cores
             hbm_bytes_per_sec: 2.9e12, // hw.md Chips: 2.9 TB/s (the 3 TB/s page not used)
-            compute_queues: 1,        // hw.md runtime: 1 compute queue per logical core
-            collective_queues: 3,     // hw.md runtime: 3 collective queues
-            tensor_op_queues: 2,      // hw.md runtime: 2 tensor-op queues
-            max_in_flight: 8,         // hw.md runtime: at most 8 operations in flight
+            compute_queues: 1,    // hw.md runtime: 1 compute queue per logical core
+            collective_queues: 3, // hw.md runtime: 3 collective queues
+            tensor_op_queues: 2,  // hw.md runtime: 2 tensor-op queues
+            max_in_flight: 8,     // hw.md runtime: at most 8 operations in flight
             // Assumption: no launch latency is published; the runtime starts a kernel
             // through the same descriptor/semaphore path as a DMA, so one DMA fixed
             // latency (hw.md DMA, ~1.3 µs) is used.
@@ -202,7 +225,7 @@ impl DeviceProfile {
             scalar_lanes_16bit: 256,    // hw.md: ScalarE 256 BF16 lanes (v4)
             gpsimd_clock_ghz: 1.2,      // hw.md: GpSimdE 1.2 GHz
             sbuf_bytes: 32 * MIB,       // hw.md: SBUF 32 MiB (v4)
-            psum_bytes: 2 * MIB,        // hw.md: PSUM 2 MiB
+            psum_bytes: 2 * MIB,        // HARDWARE.md PSUM: 2 MiB (as NeuronCore-v3)
             dma_engines: 16,            // hw.md: 16 engines
             dma_engine_bytes_per_ns: 33.0, // hw.md: 33 B/ns each (528 GB/s)
             hbm_bytes_per_chip: 144 * GIB, // hw.md Chips: 144 GiB
@@ -242,10 +265,24 @@ impl DeviceProfile {
         self.hbm_bytes_per_chip / u64::from(self.physical_cores_per_chip / self.lnc.max(1))
     }
 
-    /// HBM bandwidth of one logical core in bytes per ns: the chip's bandwidth divided
-    /// among its logical cores (at LNC=2 on Trn2 that is one bank: hw.md LNC).
+    /// HBM bandwidth of one logical core in bytes per ns: one bank's bandwidth (the
+    /// chip's over its banks) shared by the logical cores on that bank (one at LNC=2 on
+    /// Trn2, two at LNC=1: HARDWARE.md HBM and LNC).
     pub fn hbm_bytes_per_ns_per_core(&self) -> f64 {
-        self.hbm_bytes_per_sec / 1e9 / f64::from(self.physical_cores_per_chip / self.lnc.max(1))
+        self.hbm_bytes_per_sec
+            / 1e9
+            / f64::from(self.hbm_banks.max(1))
+            / self.logical_cores_per_bank()
+    }
+
+    /// PSUM bytes of one bank of one partition (2 KiB: 512 FP32 accumulators).
+    pub fn psum_bank_bytes_per_partition(&self) -> u64 {
+        self.psum_bytes / u64::from(self.sbuf_partitions.max(1)) / u64::from(self.psum_banks.max(1))
+    }
+
+    /// SBUF bytes of one partition of one physical core (224 KiB on NeuronCore-v3).
+    pub fn sbuf_bytes_per_partition(&self) -> u64 {
+        self.sbuf_bytes / u64::from(self.sbuf_partitions.max(1))
     }
 
     /// Execution queues per logical core (compute, then collective, then tensor-op).
@@ -311,6 +348,7 @@ impl DeviceProfile {
             ("scalar_lanes_other", f64::from(self.scalar_lanes_other)),
             ("gpsimd_clock_ghz", self.gpsimd_clock_ghz),
             ("gpsimd_processors", f64::from(self.gpsimd_processors)),
+            ("gpsimd_simd_bits", f64::from(self.gpsimd_simd_bits)),
             ("sbuf_partitions", f64::from(self.sbuf_partitions)),
             ("sbuf_bytes", self.sbuf_bytes as f64),
             ("dma_engines", f64::from(self.dma_engines)),
@@ -319,6 +357,10 @@ impl DeviceProfile {
                 f64::from(self.dma_queues_per_engine),
             ),
             ("dma_engine_bytes_per_ns", self.dma_engine_bytes_per_ns),
+            ("host_link_bytes_per_ns", self.host_link_bytes_per_ns),
+            ("psum_bytes", self.psum_bytes as f64),
+            ("psum_banks", f64::from(self.psum_banks)),
+            ("hbm_banks", f64::from(self.hbm_banks)),
             ("hbm_bytes_per_chip", self.hbm_bytes_per_chip as f64),
             ("hbm_bytes_per_sec", self.hbm_bytes_per_sec),
             ("compute_queues", f64::from(self.compute_queues)),

@@ -58,6 +58,9 @@ impl Storage {
             return;
         }
         if let Some(device) = &self.device {
+            // The caching allocator's free is the framework's work (modeled on a
+            // host-cost thread) and a boundary of a CPU-time clock.
+            let _host = crate::dispatch::HostSide::enter();
             device.allocator().free(self.addr);
         }
         *self.data.write().unwrap_or_else(|p| p.into_inner()) = Data::Absent;

@@ -363,16 +363,34 @@ impl KernelRun<'_> {
         end_ns
     }
 
-    /// One DMA transfer of `bytes` on the least busy engine of `core` once `ready_ns`
-    /// has passed; returns its end.
+    /// One DMA transfer of shape `transfer` on the least busy engine of `core` once
+    /// `ready_ns` has passed, recorded under `name_id` (`dma`, or `dma_spill` /
+    /// `dma_reload` for traffic a capacity limit causes); returns its end.
     pub(crate) fn dma(
         &mut self,
         core: usize,
-        bytes: u64,
+        transfer: cost::Transfer,
         direction: DmaDirection,
         ready_ns: u64,
+        name_id: NameId,
     ) -> u64 {
-        let (dur_ns, occupancy_ns) = cost::dma_ns(&self.timeline.profile, bytes);
+        let rate = cost::dma_bytes_per_ns(&self.timeline.profile);
+        self.dma_with(core, transfer, direction, ready_ns, name_id, rate)
+    }
+
+    /// [`dma`](Self::dma) with the bytes moving at `bytes_per_ns`.
+    fn dma_with(
+        &mut self,
+        core: usize,
+        transfer: cost::Transfer,
+        direction: DmaDirection,
+        ready_ns: u64,
+        name_id: NameId,
+        bytes_per_ns: f64,
+    ) -> u64 {
+        let (dur_ns, occupancy_ns) =
+            cost::dma_ns_at(&self.timeline.profile, transfer, bytes_per_ns);
+        let bytes = transfer.bytes();
         let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
         let state = &mut self.timeline.cores[core];
         let (engine, &engine_free) = state
@@ -400,12 +418,14 @@ impl KernelRun<'_> {
             (start_ns, end_ns),
             occupancy_ns,
             bytes,
+            name_id,
         );
         end_ns
     }
 
     /// Accounts a placed transfer on DMA queue `queue` of `core` (busy time, bytes,
-    /// the kernel's end) and records it at instruction detail.
+    /// the kernel's end) and records it at instruction detail under `name_id`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn note_dma(
         &mut self,
         core: usize,
@@ -414,6 +434,7 @@ impl KernelRun<'_> {
         (start_ns, end_ns): (u64, u64),
         occupancy_ns: u64,
         bytes: u64,
+        name_id: NameId,
     ) {
         let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
         let time = &mut self.timeline.time;
@@ -430,7 +451,7 @@ impl KernelRun<'_> {
                 start_ns,
                 end_ns,
                 DmaPayload {
-                    name_id: runtime_hooks::name!("dma"),
+                    name_id,
                     device: self.timeline.device_index,
                     queue: dma_queue as u16,
                     corr_id: self.corr_id,
@@ -441,24 +462,42 @@ impl KernelRun<'_> {
         }
     }
 
-    /// Moves `bytes` split over up to all DMA engines of `core` (pieces of at least
-    /// 32 KiB, where a transfer stops being overhead-bound) once `ready_ns` has passed; returns when the last piece ends.
+    /// Moves `transfer` split over up to all DMA engines of `core` (pieces of at least
+    /// 32 KiB, where a transfer stops being latency-bound) once `ready_ns` has passed;
+    /// returns when the last piece ends.
     pub(crate) fn dma_spread(
         &mut self,
         core: usize,
-        bytes: u64,
+        transfer: cost::Transfer,
         direction: DmaDirection,
         ready_ns: u64,
     ) -> u64 {
-        if bytes == 0 {
+        self.dma_spread_named(
+            core,
+            transfer,
+            direction,
+            ready_ns,
+            runtime_hooks::name!("dma"),
+        )
+    }
+
+    /// [`dma_spread`](Self::dma_spread) recorded under `name_id`.
+    pub(crate) fn dma_spread_named(
+        &mut self,
+        core: usize,
+        transfer: cost::Transfer,
+        direction: DmaDirection,
+        ready_ns: u64,
+        name_id: NameId,
+    ) -> u64 {
+        if transfer.bytes() == 0 {
             return ready_ns;
         }
         let engines = u64::from(self.timeline.profile.dma_engines);
-        let pieces = (bytes / (32 * 1024)).clamp(1, engines);
+        let pieces = (transfer.bytes() / (32 * 1024)).clamp(1, engines);
         let mut end_ns = ready_ns;
-        for piece in 0..pieces {
-            let share = bytes / pieces + u64::from(piece < bytes % pieces);
-            end_ns = end_ns.max(self.dma(core, share, direction, ready_ns));
+        for piece in transfer.split(pieces) {
+            end_ns = end_ns.max(self.dma(core, piece, direction, ready_ns, name_id));
         }
         end_ns
     }
@@ -530,13 +569,14 @@ mod tests {
     #[test]
     fn dma_spreads_over_engines_and_shares_bandwidth() {
         let mut tl = timeline();
+        let transfer = cost::Transfer::contiguous(16 * 64 * 1024);
         let (start, end) = tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
-            run.dma_spread(0, 16 * 64 * 1024, DmaDirection::DeviceToDevice, 0);
+            run.dma_spread(0, transfer, DmaDirection::DeviceToDevice, 0);
         });
-        // 16 pieces of 64 KiB in parallel at the engine rate capped by the HBM share.
-        let per_engine = cost::dma_bytes_per_ns(&tl.profile);
-        let expected = (64.0 * 1024.0 / per_engine).round() as u64;
-        assert_eq!(end - start, expected);
+        // 16 pieces of 64 KiB (one row each) in parallel at the engine rate capped by
+        // the HBM share.
+        let piece = cost::dma_ns(&tl.profile, cost::Transfer::contiguous(64 * 1024)).0;
+        assert_eq!(end - start, piece.round() as u64);
         assert_eq!(tl.engine_time().dma_bytes, 16 * 64 * 1024);
     }
 }

@@ -50,10 +50,14 @@ fn in_flight_collective_names_the_late_rank() {
             world.run(|rank| {
                 let x = Tensor::from_f32(&[1024], vec![1.0; 1024])?.to_device(rank.device())?;
                 if rank.rank() == 2 {
-                    // The late rank: arrives when the main thread has seen the others wait.
+                    // The late rank: arrives when the main thread has seen the others
+                    // wait. Sleeping is not host time on a rank's CPU-time clock, so it
+                    // is also late in modeled time by 1 ms of host work.
                     while !go.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(5));
                     }
+                    let now = runtime_hooks::clock::now_ns();
+                    runtime_hooks::clock::advance_to(now + 1_000_000);
                 }
                 let y = rank.world_group().all_reduce(&x, ReduceOp::Sum)?;
                 rank.device().synchronize();

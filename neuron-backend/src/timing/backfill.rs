@@ -49,16 +49,19 @@ fn earliest_gap(busy: &[(u64, u64)], ready_ns: u64, occupancy_ns: u64) -> (u64, 
 }
 
 impl KernelRun<'_> {
-    /// One transfer of `bytes` in the earliest idle gap of an engine of `core` once
-    /// `ready_ns` has passed (the module docs say when); returns its end.
+    /// One transfer of shape `transfer` whose bytes move at `bytes_per_ns` (at most the
+    /// engine's own rate: `cost::dma_ns_at`), in the earliest idle gap of an engine of
+    /// `core` once `ready_ns` has passed (the module docs say when); returns its end.
     pub(crate) fn dma_backfill(
         &mut self,
         core: usize,
-        bytes: u64,
+        transfer: cost::Transfer,
         direction: DmaDirection,
         ready_ns: u64,
+        bytes_per_ns: f64,
     ) -> u64 {
-        let (dur_ns, occupancy_ns) = cost::dma_ns(&self.timeline.profile, bytes);
+        let (dur_ns, occupancy_ns) =
+            cost::dma_ns_at(&self.timeline.profile, transfer, bytes_per_ns);
         let occupancy_ns = (occupancy_ns.round() as u64).max(1);
         let ready_ns = ready_ns.max(self.start_ns);
         let state = &mut self.timeline.cores[core];
@@ -82,29 +85,37 @@ impl KernelRun<'_> {
             direction,
             (start_ns, end_ns),
             occupancy_ns,
-            bytes,
+            transfer.bytes(),
+            runtime_hooks::name!("dma"),
         );
         end_ns
     }
 
-    /// [`dma_backfill`](Self::dma_backfill) of `bytes` split over up to all engines of
-    /// `core`, like [`dma_spread`](Self::dma_spread); returns when the last piece ends.
+    /// [`dma_backfill`](Self::dma_backfill) of `transfer` split over up to all engines
+    /// of `core`, like [`dma_spread`](Self::dma_spread); returns when the last piece
+    /// ends. `link_bytes_per_ns` is the rate of a slower link behind the engines that
+    /// the pieces share (a host copy: the host link's share of this core), `None` for
+    /// each piece at its engine's own rate.
     pub(crate) fn dma_spread_backfill(
         &mut self,
         core: usize,
-        bytes: u64,
+        transfer: cost::Transfer,
         direction: DmaDirection,
         ready_ns: u64,
+        link_bytes_per_ns: Option<f64>,
     ) -> u64 {
-        if bytes == 0 {
+        if transfer.bytes() == 0 {
             return ready_ns;
         }
         let engines = u64::from(self.timeline.profile.dma_engines);
-        let pieces = (bytes / (32 * 1024)).clamp(1, engines);
+        let pieces = (transfer.bytes() / (32 * 1024)).clamp(1, engines);
+        let rate = match link_bytes_per_ns {
+            Some(link) => link / pieces as f64,
+            None => cost::dma_bytes_per_ns(&self.timeline.profile),
+        };
         let mut end_ns = ready_ns;
-        for piece in 0..pieces {
-            let share = bytes / pieces + u64::from(piece < bytes % pieces);
-            end_ns = end_ns.max(self.dma_backfill(core, share, direction, ready_ns));
+        for piece in transfer.split(pieces) {
+            end_ns = end_ns.max(self.dma_backfill(core, piece, direction, ready_ns, rate));
         }
         end_ns
     }
@@ -143,9 +154,11 @@ mod tests {
         // A compute kernel whose loads leave the DMA engines idle most of the time: one
         // small load, then long compute, then one more small load.
         let (_, kernel_end) = tl.run_kernel(0, 0, info(), RecordDetail::Kernels, |run| {
-            let loaded = run.dma(0, 4096, DmaDirection::DeviceToDevice, 0);
+            let small = cost::Transfer::contiguous(4096);
+            let dma = runtime_hooks::name!("dma");
+            let loaded = run.dma(0, small, DmaDirection::DeviceToDevice, 0, dma);
             let computed = run.exec(0, Engine::Vector, 200_000.0, loaded, NameId::NONE, 0);
-            run.dma(0, 4096, DmaDirection::DeviceToDevice, computed);
+            run.dma(0, small, DmaDirection::DeviceToDevice, computed, dma);
         });
         // Every engine is "free" only after the kernel's last load...
         let greedy_free = tl.cores[0]
@@ -157,7 +170,10 @@ mod tests {
         assert!(greedy_free > 100_000 || kernel_end > 200_000);
         // ...but a copy launched on another queue right after runs in the gap.
         let (copy_start, copy_end) = tl.run_kernel(6, 0, info(), RecordDetail::Kernels, |run| {
-            run.dma_spread_backfill(0, 1 << 20, DmaDirection::HostToDevice, run.start_ns);
+            // A host copy, at the host link's rate.
+            let link = run.profile().host_link_bytes_per_ns;
+            let copy = cost::Transfer::contiguous(1 << 20);
+            run.dma_spread_backfill(0, copy, DmaDirection::HostToDevice, run.start_ns, Some(link));
         });
         assert!(
             copy_end < kernel_end,

@@ -71,7 +71,8 @@ impl Timeline {
         for core in 0..cores {
             let share = dma_bytes / cores + u64::from(core < dma_bytes % cores);
             if share > 0 {
-                run.dma_spread(core as usize, share, DmaDirection::PeerToPeer, start_ns);
+                let transfer = super::cost::Transfer::contiguous(share);
+                run.dma_spread(core as usize, transfer, DmaDirection::PeerToPeer, start_ns);
             }
         }
         let q = &mut self.queues[queue];

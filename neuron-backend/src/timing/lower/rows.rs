@@ -19,8 +19,8 @@ pub(crate) struct RowPlan {
     pub(crate) cols: u64,
     /// Bytes loaded per row, one entry per streamed input.
     pub(crate) load_bytes_per_row: Vec<u64>,
-    /// Bytes loaded once per core before the first tile (broadcast parameters: every
-    /// partition holds them).
+    /// Bytes loaded once per core before the first tile (broadcast operands), spread
+    /// over the partitions.
     pub(crate) const_bytes: u64,
     /// Bytes stored per row.
     pub(crate) store_bytes_per_row: u64,
@@ -81,9 +81,13 @@ impl RowPlan {
     /// How the plan fits a partition of `sbuf_bytes_per_partition`: as many buffers of
     /// a row's loads and store as fit (3 at most), else one buffer of a row cut into
     /// the fewest chunks that fit.
-    pub(crate) fn fit(&self, sbuf_bytes_per_partition: u64) -> Fit {
+    pub(crate) fn fit(&self, sbuf_bytes_per_partition: u64, partitions: u64) -> Fit {
+        // Broadcast operands stay resident, spread over the partitions; at most half a
+        // partition is given to them (a larger one is streamed with the tiles instead,
+        // which this model does not tell apart).
+        let resident = self.const_bytes.div_ceil(partitions.max(1));
         let room = sbuf_bytes_per_partition
-            .saturating_sub(self.const_bytes)
+            .saturating_sub(resident.min(sbuf_bytes_per_partition / 2))
             .max(1);
         let per_buffer =
             (self.load_bytes_per_row.iter().sum::<u64>() + self.store_bytes_per_row).max(1);
@@ -99,14 +103,14 @@ impl RowPlan {
     }
 
     pub(crate) fn lower(&self, run: &mut KernelRun<'_>) {
-        let fit = self.fit(run.profile().sbuf_bytes_per_partition());
+        let partitions = u64::from(run.profile().sbuf_partitions);
+        let fit = self.fit(run.profile().sbuf_bytes_per_partition(), partitions);
         let cores = run.core_count();
         let mut const_ready = vec![run.start_ns; cores];
         if self.const_bytes > 0 {
-            let partitions = u64::from(run.profile().sbuf_partitions);
+            let rows = partitions.min(self.const_bytes).max(1);
+            let transfer = cost::Transfer::rows(rows, self.const_bytes.div_ceil(rows));
             for (core, ready) in const_ready.iter_mut().enumerate() {
-                // Broadcast: every partition receives the whole parameter row.
-                let transfer = cost::Transfer::rows(partitions.min(self.rows), self.const_bytes);
                 *ready = run.dma_spread(core, transfer, self.direction, run.start_ns);
             }
         }
@@ -260,9 +264,9 @@ mod tests {
 
     #[test]
     fn rows_that_fit_get_three_buffers_and_long_rows_are_chunked() {
-        let partition = 224 * 1024;
+        let fit = |plan: RowPlan| plan.fit(224 * 1024, 128);
         assert_eq!(
-            plan(2048, 2, 1).fit(partition),
+            fit(plan(2048, 2, 1)),
             Fit {
                 buffers: 3,
                 chunks: 1
@@ -270,14 +274,14 @@ mod tests {
         );
         // 8192 f32 in, 8192 out: 64 KiB a buffer, three fit in 224 KiB.
         assert_eq!(
-            plan(8192, 1, 1).fit(partition),
+            fit(plan(8192, 1, 1)),
             Fit {
                 buffers: 3,
                 chunks: 1
             }
         );
         assert_eq!(
-            plan(16384, 1, 1).fit(partition),
+            fit(plan(16384, 1, 1)),
             Fit {
                 buffers: 1,
                 chunks: 1
@@ -285,10 +289,20 @@ mod tests {
         );
         // A 128K-element f32 row (a Llama vocabulary) in and out: 1 MiB, 5 chunks.
         assert_eq!(
-            plan(128_256, 1, 2).fit(partition),
+            fit(plan(128_256, 1, 2)),
             Fit {
                 buffers: 1,
                 chunks: 5
+            }
+        );
+        // A broadcast operand of 256 KiB spreads over the partitions (2 KiB each).
+        let mut broadcast = plan(2048, 2, 1);
+        broadcast.const_bytes = 256 * 1024;
+        assert_eq!(
+            fit(broadcast),
+            Fit {
+                buffers: 3,
+                chunks: 1
             }
         );
     }

@@ -261,7 +261,7 @@ fn psum_and_sbuf_capacity_shape_a_large_matmul() {
     assert_eq!(traffic(DeviceProfile::trn2()), 7 * lhs + 2 * rhs + out);
     // With a (hypothetical) SBUF large enough for the whole RHS, one block.
     let roomy = DeviceProfile {
-        sbuf_bytes: 128 * 4 << 20,
+        sbuf_bytes: 512 << 20,
         ..DeviceProfile::trn2()
     };
     assert_eq!(traffic(roomy), lhs + 2 * rhs + out);

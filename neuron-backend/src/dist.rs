@@ -57,6 +57,7 @@
 
 mod collective;
 mod group;
+pub(crate) mod links;
 mod topology;
 
 use std::cell::Cell;
@@ -65,6 +66,7 @@ use std::time::Duration;
 
 pub use collective::{ReduceOp, Work};
 pub use group::ProcessGroup;
+pub use links::{LinkId, LinkUse};
 pub use topology::{CollectiveCost, Topology};
 
 use group::GroupShared;
@@ -137,6 +139,7 @@ pub struct World {
 struct WorldShared {
     config: WorldConfig,
     topology: Arc<Topology>,
+    links: Arc<Mutex<links::LinkBook>>,
     devices: Vec<Device>,
     groups: Mutex<Vec<Arc<GroupShared>>>,
 }
@@ -223,6 +226,7 @@ impl World {
             shared: Arc::new(WorldShared {
                 config,
                 topology,
+                links: Arc::default(),
                 devices,
                 groups: Mutex::new(Vec::new()),
             }),
@@ -285,6 +289,7 @@ impl World {
             ranks.to_vec(),
             slot,
             Arc::clone(&self.shared.topology),
+            Arc::clone(&self.shared.links),
             self.shared.config.timeout,
         )));
         Ok(())

@@ -12,6 +12,8 @@
 mod backfill;
 mod collective;
 pub(crate) mod cost;
+
+pub(crate) use collective::{place_step, CollectiveSchedule};
 pub(crate) mod lower;
 
 use std::collections::VecDeque;
@@ -83,8 +85,8 @@ pub struct EngineTime {
     pub last_end_ns: u64,
 }
 
-#[derive(Debug)]
-struct CoreState {
+#[derive(Debug, Clone)]
+pub(crate) struct CoreState {
     engine_free_ns: [u64; 4],
     tensor_last_end_ns: Option<u64>,
     throttle_start_ns: Option<u64>,
@@ -94,6 +96,36 @@ struct CoreState {
     /// Occupancy intervals of each DMA engine, sorted (for transfers that fill idle
     /// gaps: [`backfill`]); pruned as kernels are launched.
     dma_busy: Vec<Vec<(u64, u64)>>,
+}
+
+impl CoreState {
+    /// Places one transfer of `dur_ns` occupying its engine `occupancy_ns` on the least
+    /// busy DMA engine (its next queue slot, round robin) no earlier than `floor_ns`, and
+    /// notes the engine's occupancy for back-filled copies; returns `(start, end, queue)`.
+    pub(crate) fn place_dma(
+        &mut self,
+        queues_per_engine: u32,
+        floor_ns: u64,
+        dur_ns: f64,
+        occupancy_ns: f64,
+    ) -> (u64, u64, usize) {
+        let (engine, &engine_free) = self
+            .dma_engine_free_ns
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, free)| **free)
+            .expect("at least one DMA engine");
+        let slot = self.dma_next_queue[engine];
+        self.dma_next_queue[engine] = (slot + 1) % queues_per_engine;
+        let queue = engine * queues_per_engine as usize + slot as usize;
+        let start_ns = engine_free.max(floor_ns).max(self.dma_queue_free_ns[queue]);
+        let end_ns = start_ns + (dur_ns.round() as u64).max(1);
+        self.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
+        self.dma_queue_free_ns[queue] = end_ns;
+        // Issue order: the interval starts after every one before it (sorted).
+        self.dma_busy[engine].push((start_ns, self.dma_engine_free_ns[engine]));
+        (start_ns, end_ns, queue)
+    }
 }
 
 /// One execution queue ("stream").
@@ -117,6 +149,8 @@ pub(crate) struct Timeline {
     last_kernel: Option<KernelSpan>,
     /// Counters for the live endpoint (`crate::monitor`).
     pub(crate) live: crate::monitor::TimelineLive,
+    /// When each collective-communication core is free (a collective needs one).
+    pub(crate) cc_free_ns: Vec<u64>,
 }
 
 /// Where the model placed a kernel.
@@ -156,6 +190,7 @@ impl Timeline {
         let queues = (0..profile.queues_per_core() as usize + crate::device::USER_STREAM_POOL)
             .map(|_| QueueState::default())
             .collect();
+        let cc_cores = (profile.cc_cores_per_core * profile.lnc).max(1) as usize;
         Timeline {
             profile,
             device_index,
@@ -164,12 +199,31 @@ impl Timeline {
             time: EngineTime::default(),
             last_kernel: None,
             live: Default::default(),
+            cc_free_ns: vec![0; cc_cores],
         }
     }
 
     /// Physical cores of this logical core.
     pub(crate) fn core_count(&self) -> usize {
         self.cores.len()
+    }
+
+    /// A copy of the cores' engine and DMA state, for planning a collective's
+    /// transfers without placing them (without the occupancy intervals kept for
+    /// back-filled copies: the planner places in issue order only).
+    pub(crate) fn core_states(&self) -> Vec<CoreState> {
+        self.cores
+            .iter()
+            .map(|core| CoreState {
+                engine_free_ns: core.engine_free_ns,
+                tensor_last_end_ns: core.tensor_last_end_ns,
+                throttle_start_ns: core.throttle_start_ns,
+                dma_engine_free_ns: core.dma_engine_free_ns.clone(),
+                dma_queue_free_ns: core.dma_queue_free_ns.clone(),
+                dma_next_queue: core.dma_next_queue.clone(),
+                dma_busy: vec![Vec::new(); core.dma_busy.len()],
+            })
+            .collect()
     }
 
     pub(crate) fn last_kernel(&self) -> Option<KernelSpan> {
@@ -392,24 +446,13 @@ impl KernelRun<'_> {
             cost::dma_ns_at(&self.timeline.profile, transfer, bytes_per_ns);
         let bytes = transfer.bytes();
         let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
-        let state = &mut self.timeline.cores[core];
-        let (engine, &engine_free) = state
-            .dma_engine_free_ns
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, free)| **free)
-            .expect("at least one DMA engine");
-        let slot = state.dma_next_queue[engine];
-        state.dma_next_queue[engine] = (slot + 1) % queues_per_engine;
-        let queue = engine * queues_per_engine as usize + slot as usize;
-        let start_ns = engine_free
-            .max(ready_ns)
-            .max(self.start_ns)
-            .max(state.dma_queue_free_ns[queue]);
-        let end_ns = start_ns + (dur_ns.round() as u64).max(1);
-        state.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
-        state.dma_queue_free_ns[queue] = end_ns;
-        state.dma_busy[engine].push((start_ns, state.dma_engine_free_ns[engine]));
+        let floor_ns = ready_ns.max(self.start_ns);
+        let (start_ns, end_ns, queue) = self.timeline.cores[core].place_dma(
+            queues_per_engine,
+            floor_ns,
+            dur_ns,
+            occupancy_ns,
+        );
         let occupancy_ns = occupancy_ns.round() as u64;
         self.note_dma(
             core,

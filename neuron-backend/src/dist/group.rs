@@ -42,6 +42,8 @@ pub(crate) struct Contribution {
     pub(crate) values: Option<Values>,
     /// When this rank's device can start the collective, ns on the timeline.
     pub(crate) ready_ns: u64,
+    /// This rank's device (its DMA engines carry its part of the transfers).
+    pub(crate) device: Device,
 }
 
 /// What the last rank decided for everyone.
@@ -51,6 +53,8 @@ pub(crate) struct Outcome {
     /// The participant whose device was ready last (the one the others waited for).
     pub(crate) last: usize,
     pub(crate) end_ns: u64,
+    /// How each participant's transfers move (the same steps and rate for all).
+    pub(crate) schedule: crate::timing::CollectiveSchedule,
     /// Output values per participant (in participant order), `None` without numerics.
     pub(crate) outputs: Vec<Option<Values>>,
 }
@@ -76,6 +80,8 @@ pub(crate) struct GroupShared {
     /// The collective queue (index among the collective queues) the group uses.
     pub(crate) queue_slot: usize,
     pub(crate) topology: Arc<Topology>,
+    /// The world's link occupancy, shared by all its groups.
+    pub(crate) links: Arc<Mutex<super::links::LinkBook>>,
     pub(crate) timeout: Duration,
     next_seq: Vec<AtomicU64>,
     p2p_seq: Mutex<HashMap<(usize, usize, bool), u64>>,
@@ -94,6 +100,7 @@ impl GroupShared {
         ranks: Vec<usize>,
         queue_slot: usize,
         topology: Arc<Topology>,
+        links: Arc<Mutex<super::links::LinkBook>>,
         timeout: Duration,
     ) -> Self {
         let listed = ranks
@@ -109,6 +116,7 @@ impl GroupShared {
             ranks,
             queue_slot,
             topology,
+            links,
             timeout,
             p2p_seq: Mutex::new(HashMap::new()),
             slots: Mutex::new(HashMap::new()),

@@ -30,6 +30,7 @@
 
 use runtime_hooks::{CollectiveAlgorithm, CollectiveOp};
 
+use super::links::{LinkId, LinkUse};
 use crate::DeviceProfile;
 
 /// Bytes in a megabyte as the runtime's thresholds use it (10^6).
@@ -219,6 +220,48 @@ impl Topology {
         }
     }
 
+    /// The shared links a collective of the global `ranks` moves its bytes through, with
+    /// its demand on each: on every chip it has ranks on, that chip's link at the slowest
+    /// level the group spans (NeuronLink inside an instance, the UltraServer's links
+    /// inside a pod, EFA beyond), at its per-rank bandwidth times its ranks on the chip.
+    /// None for a group inside one chip (its traffic goes through HBM and the cores' DMA
+    /// engines, which the timing model shares already).
+    pub fn link_uses(&self, ranks: &[usize]) -> Vec<LinkUse> {
+        let mut per_chip = std::collections::BTreeMap::<usize, usize>::new();
+        for &rank in ranks {
+            *per_chip.entry(self.chip_of(rank)).or_default() += 1;
+        }
+        if per_chip.len() <= 1 {
+            return Vec::new();
+        }
+        let first = ranks.first().copied().unwrap_or(0);
+        let one_instance = ranks
+            .iter()
+            .all(|&r| self.instance_of(r) == self.instance_of(first));
+        let one_pod = ranks.iter().all(|&r| self.pod_of(r) == self.pod_of(first));
+        let (bw, _) = self.link(ranks);
+        per_chip
+            .into_iter()
+            .map(|(chip, n)| {
+                let (link, capacity) = if one_instance {
+                    (LinkId::Chip(chip), self.chip_link_bytes_per_ns)
+                } else if one_pod {
+                    (
+                        LinkId::Pod(chip),
+                        self.chip_link_bytes_per_ns.min(self.pod_bytes_per_ns_per_chip),
+                    )
+                } else {
+                    (LinkId::Efa(chip), self.efa_bytes_per_ns_per_chip)
+                };
+                LinkUse {
+                    link,
+                    demand_bytes_per_ns: bw * n as f64,
+                    capacity_bytes_per_ns: capacity,
+                }
+            })
+            .collect()
+    }
+
     /// The algorithm for a message of `bytes` over `group_size` ranks.
     pub fn algorithm(
         &self,
@@ -305,6 +348,7 @@ impl Topology {
             steps: local_runs * intra.steps + inter_steps,
             wire_bytes: local_runs * intra.wire_bytes + inter_wire,
             dur_ns: local_runs * intra.dur_ns + inter_ns,
+            latency_ns: local_runs * intra.latency_ns + inter_steps * inter_hop,
         })
     }
 
@@ -344,17 +388,20 @@ impl Topology {
             _ => one_pass,
         };
         let wire_bytes = (bytes as f64 * wire_factor).round() as u64;
-        let dur_ns = steps * hop_ns + (wire_bytes as f64 / bytes_per_ns).round() as u64;
+        let latency_ns = steps * hop_ns;
+        let dur_ns = latency_ns + (wire_bytes as f64 / bytes_per_ns).round() as u64;
         CollectiveCost {
             algorithm,
             steps,
             wire_bytes,
             dur_ns: dur_ns.max(1),
+            latency_ns: latency_ns.min(dur_ns.max(1)),
         }
     }
 }
 
-/// What the model says a collective costs.
+/// What the model says a collective costs alone (no other traffic on its links or
+/// DMA engines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CollectiveCost {
     /// The algorithm chosen.
@@ -363,8 +410,22 @@ pub struct CollectiveCost {
     pub steps: u64,
     /// Bytes each rank sends over its links.
     pub wire_bytes: u64,
-    /// Modeled duration in ns.
+    /// Modeled duration in ns: `latency_ns` plus the wire bytes at the links' rate.
     pub dur_ns: u64,
+    /// The steps' hop latencies together, ns.
+    pub latency_ns: u64,
+}
+
+impl CollectiveCost {
+    /// Bytes per ns each rank moves while transferring (0 without wire bytes).
+    pub fn transfer_bytes_per_ns(&self) -> f64 {
+        let transfer_ns = self.dur_ns.saturating_sub(self.latency_ns);
+        if self.wire_bytes == 0 || transfer_ns == 0 {
+            0.0
+        } else {
+            self.wire_bytes as f64 / transfer_ns as f64
+        }
+    }
 }
 
 #[cfg(test)]

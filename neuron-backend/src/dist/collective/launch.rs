@@ -110,9 +110,14 @@ impl ProcessGroup {
             dtype: call.dtype,
             values,
             ready_ns,
+            device: device.clone(),
         };
         let (collective, group) = (call.collective, shared.name.clone());
-        let dur_ns = cost.dur_ns;
+        let timing = Timing {
+            cost,
+            links: shared.topology.link_uses(&global),
+            book: std::sync::Arc::clone(&shared.links),
+        };
         let meeting = (shared.queue_slot, format!("{:?}", call.key));
         let seq = match call.key {
             SlotKey::Collective(n) | SlotKey::PointToPoint { n, .. } => n,
@@ -137,7 +142,7 @@ impl ProcessGroup {
             &call.participants,
             call.me,
             contribution,
-            move |all| resolve(collective, group, all, dur_ns, numerics),
+            move |all| resolve(collective, group, all, &timing, numerics),
         );
         device.shared.live.collective_left(&meeting);
         let met = met?;
@@ -153,7 +158,7 @@ impl ProcessGroup {
                 outcome.start_ns,
                 outcome.end_ns,
                 kernel,
-                cost.wire_bytes,
+                &outcome.schedule,
                 device.detail(),
                 call.op,
                 payload,
@@ -204,11 +209,86 @@ impl Drop for HostCollective {
     }
 }
 
+/// What the last rank needs to time a collective: its cost alone, the links it uses,
+/// and the world's link occupancy.
+struct Timing {
+    cost: crate::dist::CollectiveCost,
+    links: Vec<crate::dist::LinkUse>,
+    book: std::sync::Arc<std::sync::Mutex<crate::dist::links::LinkBook>>,
+}
+
+/// Times a collective that starts at `start_ns`: the share of its links it gets beside
+/// the collectives already placed there, then its steps one after the other, each after
+/// its hop latency and once every participant's DMA engines (busy with compute placed
+/// earlier) have carried its share of the step. Returns the schedule and the end.
+fn schedule(
+    timing: &Timing,
+    all: &[Contribution],
+    start_ns: u64,
+) -> (crate::timing::CollectiveSchedule, u64) {
+    let cost = &timing.cost;
+    let steps = cost.steps.max(1);
+    let hop_ns = cost.latency_ns as f64 / steps as f64;
+    let share = {
+        let mut book = timing.book.lock().unwrap_or_else(|p| p.into_inner());
+        book.share(&timing.links, start_ns, cost.dur_ns)
+    };
+    let bytes_per_ns = cost.transfer_bytes_per_ns() * share;
+    let chunk_bytes = cost.wire_bytes.div_ceil(steps);
+    // A step's transfer alone (as the cost formula has it).
+    let step_ns = if bytes_per_ns > 0.0 {
+        cost.wire_bytes as f64 / steps as f64 / bytes_per_ns
+    } else {
+        0.0
+    };
+    let mut cores: Vec<_> = all
+        .iter()
+        .map(|c| c.device.timeline().core_states())
+        .collect();
+    let profiles: Vec<_> = all.iter().map(|c| c.device.profile().clone()).collect();
+    let mut issue_ns = Vec::with_capacity(steps as usize);
+    let mut t = start_ns as f64;
+    for _ in 0..steps {
+        let issue = t + hop_ns;
+        issue_ns.push(issue.round() as u64);
+        let mut step_end = issue + step_ns;
+        if chunk_bytes > 0 && bytes_per_ns > 0.0 {
+            for (states, profile) in cores.iter_mut().zip(&profiles) {
+                let pieces = crate::timing::place_step(
+                    states,
+                    profile,
+                    chunk_bytes,
+                    bytes_per_ns,
+                    issue.round() as u64,
+                );
+                // Later than rounding allows: engines busy with other work held it up.
+                if let Some(last) = pieces.iter().map(|p| p.end_ns).max() {
+                    if last as f64 > step_end.ceil() + 1.0 {
+                        step_end = last as f64;
+                    }
+                }
+            }
+        }
+        t = step_end;
+    }
+    let end_ns = (t.round() as u64).max(start_ns + 1);
+    {
+        let mut book = timing.book.lock().unwrap_or_else(|p| p.into_inner());
+        book.reserve(&timing.links, share, start_ns, end_ns);
+    }
+    let schedule = crate::timing::CollectiveSchedule {
+        issue_ns,
+        chunk_bytes,
+        bytes_per_ns,
+    };
+    (schedule, end_ns)
+}
+
 fn resolve(
     collective: &'static str,
     group: String,
     all: &[Contribution],
-    dur_ns: u64,
+    timing: &Timing,
     numerics: Box<Resolve>,
 ) -> Result<Outcome, BackendError> {
     let first = &all[0];
@@ -242,10 +322,12 @@ fn resolve(
     } else {
         vec![None; all.len()]
     };
+    let (schedule, end_ns) = schedule(timing, all, start_ns);
     Ok(Outcome {
         start_ns,
         last,
-        end_ns: start_ns + dur_ns,
+        end_ns,
+        schedule,
         outputs,
     })
 }

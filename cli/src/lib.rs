@@ -3,6 +3,8 @@
 //! The binary (`src/main.rs`) only parses arguments and prints; each command's work
 //! lives in a module here, built on the workspace's library crates:
 //!
+//! - [`calibrate`]: `neuronprof calibrate` — the timing model's microbenchmarks beside
+//!   the published Trainium figures.
 //! - [`inspect`]: `neuronprof inspect PATH…` — what is in a set of Kineto rank traces.
 //! - [`analyze`]: `neuronprof analyze PATH…` and `neuronprof diff A B` — the `analysis`
 //!   crate's report (HTA's analyses and more) and trace diff.
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod calibrate;
 pub mod critical_path;
 pub mod export;
 pub mod inspect;

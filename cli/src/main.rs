@@ -100,6 +100,12 @@ enum Command {
         /// blocks of width 512, device-bound).
         #[arg(long, default_value = "tiny", value_parser = ["tiny", "demo"])]
         shape: String,
+        /// Per-op host costs instead of eager PyTorch's measured ones: a JSON object of
+        /// the fields to replace, e.g. {"launch_ns": 2500, "forward_op_ns": 3000}
+        /// (fields: forward_op_ns, backward_op_ns, backward_node_ns, plain_op_ns,
+        /// view_op_ns, collective_ns, launch_ns; docs/HARDWARE.md, Host cost).
+        #[arg(long, value_name = "FILE")]
+        host_cost: Option<PathBuf>,
         /// Steps to run (default: the workload's own).
         #[arg(long)]
         steps: Option<usize>,
@@ -133,6 +139,10 @@ enum Command {
         /// neuronprof-traces/demo-UNIXMS]
         #[arg(long)]
         out: Option<PathBuf>,
+        /// on: compute real values (the default); off: timing only, faster, the same
+        /// traces but no loss.
+        #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+        numerics: String,
     },
     /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
@@ -220,6 +230,23 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The timing model's microbenchmarks (matmul, each engine, DMA, host copies,
+    /// all-reduce on 3 topologies, two collectives at once) beside the published figures
+    /// they come from; outside ±10 % a row says why.
+    Calibrate {
+        /// trn2 or trn3.
+        #[arg(long, default_value = "trn2")]
+        device: String,
+        /// Physical cores per logical NeuronCore: 1 or 2.
+        #[arg(long, default_value_t = 2)]
+        lnc: u32,
+        /// A device profile file instead of --device/--lnc (see `run --device-file`).
+        #[arg(long, value_name = "FILE")]
+        device_file: Option<PathBuf>,
+        /// Print the rows as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -365,6 +392,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             lnc,
             device_file,
             shape,
+            host_cost,
             steps,
             numerics,
             out,
@@ -379,6 +407,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 device,
                 lnc,
                 device_file,
+                host_cost_file: host_cost,
                 steps,
                 numerics: numerics == "on",
                 out_dir: out.unwrap_or_else(|| neuronprof::run::default_out_dir(&workload)),
@@ -399,9 +428,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             run_and_print(&request)
         }
-        Command::Demo { out } => {
+        Command::Demo { out, numerics } => {
             let request = neuronprof::run::RunRequest {
                 progress: true,
+                numerics: numerics == "on",
                 ..neuronprof::run::RunRequest::demo(
                     out.unwrap_or_else(|| neuronprof::run::default_out_dir("demo")),
                 )
@@ -417,6 +447,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .context("writing summary")?;
             }
             Ok(code)
+        }
+        Command::Calibrate {
+            device,
+            lnc,
+            device_file,
+            json,
+        } => {
+            let profile = match &device_file {
+                Some(path) => neuron_backend::DeviceProfile::from_file(path)
+                    .with_context(|| format!("--device-file {}", path.display()))?,
+                None => neuronprof::run::device_profile(&device, lnc)?,
+            };
+            let rows = neuron_backend::calibrate::calibrate(&profile)
+                .context("running the microbenchmarks")?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
+                out.write_all(b"\n").context("writing JSON")?;
+            } else {
+                out.write_all(neuronprof::calibrate::render(&profile.name, &rows).as_bytes())
+                    .context("writing the table")?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Export { paths, format, out } => {
             let request = neuronprof::export::ExportRequest {

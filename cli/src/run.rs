@@ -42,6 +42,9 @@ pub struct RunRequest {
     /// A device profile file (`neuron_backend::DeviceProfile::from_file`: a JSON object of
     /// figures over a `"base"` profile) used instead of `device` and `lnc`.
     pub device_file: Option<PathBuf>,
+    /// A host-cost file (`neuron_backend::HostCost::from_file`: a JSON object of the
+    /// per-op host costs to replace); `None`: eager PyTorch's measured figures.
+    pub host_cost_file: Option<PathBuf>,
     /// Steps to run (training steps; decode steps for `gpt-infer`).
     pub steps: Option<usize>,
     /// Compute real values (off: timing only).
@@ -153,6 +156,7 @@ impl RunRequest {
             device: "trn2".to_owned(),
             lnc: 2,
             device_file: None,
+            host_cost_file: None,
             steps: None,
             numerics: true,
             out_dir: default_out_dir(workload),
@@ -166,23 +170,22 @@ impl RunRequest {
         }
     }
 
-    /// The demo: a GPT of [`DEMO_GPT`]'s shape on 4 data-parallel ranks, timing only,
+    /// The demo: a GPT of [`DEMO_GPT`]'s shape on 4 data-parallel ranks with numerics,
     /// rank 2's device 2× slower, 6 steps, 4 of them recorded.
     ///
-    /// Timing only, because the ranks are threads of one process: with numerics on,
-    /// one rank's CPU arithmetic (subtracted from its own host clock) preempts the
-    /// other ranks' threads on a machine with fewer cores than ranks, and that
-    /// preemption shows as host time on them — enough to hide a 2× slower device on a
-    /// 2-core machine. Without numerics a release build's run is deterministic: the
-    /// same trace timings on every run, and rank 2 is the rank the others wait for. (A
-    /// debug build's host dispatch is ~10× slower and its preemption can still show.)
+    /// The ranks are threads of one process and take turns on the machine's cores, but
+    /// a rank's host time is what its ops cost eager PyTorch (modeled) and its device
+    /// time what the timing model says: neither depends on how the threads were
+    /// scheduled. So the run's traces are the same on every run and every machine —
+    /// numerics on or off (`demo --numerics off` only saves the arithmetic) — and rank
+    /// 2 is the rank the others wait for.
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,
             steps: Some(6),
             straggler: Some((2, 2.0)),
             out_dir,
-            numerics: false,
+            numerics: true,
             gpt: Some(DEMO_GPT),
             perfetto: true,
             ..RunRequest::new("gpt")
@@ -372,6 +375,10 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     } else {
         RecordDetail::Kernels
     };
+    if let Some(path) = &request.host_cost_file {
+        config.host_cost = neuron_backend::HostCost::from_file(path)
+            .with_context(|| format!("--host-cost {}", path.display()))?;
+    }
     if let Some((rank, _)) = request.straggler {
         if rank >= request.ranks {
             bail!(

@@ -99,6 +99,7 @@
 
 mod allocator;
 pub mod autograd;
+pub mod calibrate;
 mod device;
 mod dispatch;
 pub mod dist;

@@ -25,7 +25,10 @@ fn a_collectives_transfers_follow_its_steps() {
     runtime_hooks::set_enabled(true);
     let corr = w.run(|rank| {
         let x = rank.device().zeros(&[MIB], DType::F32).unwrap();
-        let work = rank.world_group().all_reduce_async(&x, ReduceOp::Sum).unwrap();
+        let work = rank
+            .world_group()
+            .all_reduce_async(&x, ReduceOp::Sum)
+            .unwrap();
         let kernel = rank.device().last_kernel().unwrap();
         drop(work.wait());
         (rank.rank(), kernel)
@@ -49,7 +52,10 @@ fn a_collectives_transfers_follow_its_steps() {
     assert_eq!(starts.len(), 6, "{starts:?}");
     assert!(starts[0] >= kernel.start_ns && *starts.last().unwrap() < kernel.end_ns);
     let gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(gaps.iter().all(|&g| g > 2_000), "each step after a hop: {gaps:?}");
+    assert!(
+        gaps.iter().all(|&g| g > 2_000),
+        "each step after a hop: {gaps:?}"
+    );
 }
 
 /// The modeled span of a 64 MiB all-reduce on the world group of 2 ranks (two chips)
@@ -77,7 +83,10 @@ fn collective_and_add(busy: bool) -> (u64, u64) {
             let _ = big.add(&big).unwrap();
             d.default_stream().make_current();
         }
-        let work = rank.world_group().all_reduce_async(&x, ReduceOp::Sum).unwrap();
+        let work = rank
+            .world_group()
+            .all_reduce_async(&x, ReduceOp::Sum)
+            .unwrap();
         let collective = d.last_kernel().unwrap();
         let _ = big.add(&big).unwrap();
         let after = d.last_kernel().unwrap();
@@ -102,8 +111,14 @@ fn compute_and_collectives_hold_each_other_up_through_the_dma_engines() {
         "all-reduce {alone} ns alone, {behind_compute} ns behind a DMA-heavy add; \
          add {solo_add} ns alone, {add_beside} ns beside the all-reduce"
     );
-    assert!(add_beside > solo_add + solo_add / 10, "{add_beside} vs {solo_add}");
-    assert!(behind_compute > alone + alone / 10, "{behind_compute} vs {alone}");
+    assert!(
+        add_beside > solo_add + solo_add / 10,
+        "{add_beside} vs {solo_add}"
+    );
+    assert!(
+        behind_compute > alone + alone / 10,
+        "{behind_compute} vs {alone}"
+    );
 }
 
 #[test]

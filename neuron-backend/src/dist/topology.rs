@@ -248,7 +248,8 @@ impl Topology {
                 } else if one_pod {
                     (
                         LinkId::Pod(chip),
-                        self.chip_link_bytes_per_ns.min(self.pod_bytes_per_ns_per_chip),
+                        self.chip_link_bytes_per_ns
+                            .min(self.pod_bytes_per_ns_per_chip),
                     )
                 } else {
                     (LinkId::Efa(chip), self.efa_bytes_per_ns_per_chip)

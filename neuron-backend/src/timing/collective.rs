@@ -58,7 +58,12 @@ pub(crate) fn place_step(
         return pieces;
     }
     let parts: Vec<(usize, u64)> = (0..count)
-        .map(|c| (c as usize, chunk_bytes / count + u64::from(c < chunk_bytes % count)))
+        .map(|c| {
+            (
+                c as usize,
+                chunk_bytes / count + u64::from(c < chunk_bytes % count),
+            )
+        })
         .filter(|&(_, share)| share > 0)
         .collect();
     let spread: u64 = parts
@@ -140,8 +145,8 @@ impl Timeline {
                 self.time.dma_bytes += piece.bytes;
                 self.time.instructions += 1;
                 if record {
-                    let per_core = profile.dma_engines as usize
-                        * profile.dma_queues_per_engine as usize;
+                    let per_core =
+                        profile.dma_engines as usize * profile.dma_queues_per_engine as usize;
                     runtime_hooks::dma(
                         DmaDirection::PeerToPeer,
                         piece.start_ns,
@@ -158,11 +163,7 @@ impl Timeline {
                 }
             }
         }
-        if let Some(cc) = self
-            .cc_free_ns
-            .iter_mut()
-            .min_by_key(|free| **free)
-        {
+        if let Some(cc) = self.cc_free_ns.iter_mut().min_by_key(|free| **free) {
             *cc = (*cc).max(end_ns);
         }
         let q = &mut self.queues[queue];

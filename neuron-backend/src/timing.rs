@@ -447,12 +447,8 @@ impl KernelRun<'_> {
         let bytes = transfer.bytes();
         let queues_per_engine = self.timeline.profile.dma_queues_per_engine;
         let floor_ns = ready_ns.max(self.start_ns);
-        let (start_ns, end_ns, queue) = self.timeline.cores[core].place_dma(
-            queues_per_engine,
-            floor_ns,
-            dur_ns,
-            occupancy_ns,
-        );
+        let (start_ns, end_ns, queue) =
+            self.timeline.cores[core].place_dma(queues_per_engine, floor_ns, dur_ns, occupancy_ns);
         let occupancy_ns = occupancy_ns.round() as u64;
         self.note_dma(
             core,
@@ -506,7 +502,7 @@ impl KernelRun<'_> {
     }
 
     /// Moves `transfer` split over up to all DMA engines of `core` (pieces of at least
-    /// 32 KiB, where a transfer stops being latency-bound) once `ready_ns` has passed;
+    /// 32 KiB with row overheads: `cost::spread_pieces`) once `ready_ns` has passed;
     /// returns when the last piece ends.
     pub(crate) fn dma_spread(
         &mut self,
@@ -536,8 +532,7 @@ impl KernelRun<'_> {
         if transfer.bytes() == 0 {
             return ready_ns;
         }
-        let engines = u64::from(self.timeline.profile.dma_engines);
-        let pieces = (transfer.bytes() / (32 * 1024)).clamp(1, engines);
+        let pieces = cost::spread_pieces(&self.timeline.profile, transfer);
         let mut end_ns = ready_ns;
         for piece in transfer.split(pieces) {
             end_ns = end_ns.max(self.dma(core, piece, direction, ready_ns, name_id));

@@ -172,6 +172,15 @@ impl Transfer {
     }
 }
 
+/// How many engines a transfer is spread over: one piece per 32 KiB moved (where a
+/// transfer stops being latency-bound), counting each row's overhead as the bytes the
+/// engine could have moved meanwhile (a tile of short rows is as long as a longer
+/// contiguous run), at least one and at most every engine.
+pub(crate) fn spread_pieces(profile: &DeviceProfile, transfer: Transfer) -> u64 {
+    let effective = transfer.bytes() + transfer.rows * profile.dma_row_overhead_bytes;
+    (effective / (32 * 1024)).clamp(1, u64::from(profile.dma_engines))
+}
+
 /// A DMA transfer on one engine: `(duration, engine occupancy)` in ns.
 ///
 /// Moving it takes its bytes at the engine's effective rate plus, per row, the time
@@ -188,18 +197,36 @@ pub(crate) fn dma_ns(profile: &DeviceProfile, transfer: Transfer) -> (f64, f64) 
     dma_ns_at(profile, transfer, dma_bytes_per_ns(profile))
 }
 
-/// [`dma_ns`] with the bytes moving at `bytes_per_ns` (a slower link behind the engine).
+/// [`dma_ns`] with the bytes moving at `bytes_per_ns` (a slower link behind the engine,
+/// the host link): the transfer lasts its moving time at that rate, but occupies the
+/// engine only for what the engine itself moves at its own rate — while a transfer waits
+/// on the link, the engine serves its other queues (compute kernels' loads and stores).
 pub(crate) fn dma_ns_at(
     profile: &DeviceProfile,
     transfer: Transfer,
     bytes_per_ns: f64,
 ) -> (f64, f64) {
-    let row_overhead = profile.dma_row_overhead_bytes as f64 / profile.dma_engine_bytes_per_ns;
-    let moving = transfer.bytes() as f64 / bytes_per_ns.min(dma_bytes_per_ns(profile))
-        + transfer.rows as f64 * row_overhead;
+    let (moving, engine_busy) = dma_moving_ns(profile, transfer, bytes_per_ns);
     let duration = moving.max(profile.dma_fixed_latency_ns as f64);
-    let occupancy = moving.max(profile.dma_descriptor_ns as f64);
+    let occupancy = engine_busy.max(profile.dma_descriptor_ns as f64);
     (duration, occupancy)
+}
+
+/// The moving time of `transfer` at `bytes_per_ns` (at most the engine's rate) with its
+/// rows' overhead, and the part of it the engine itself is busy, at its own rate; ns.
+pub(crate) fn dma_moving_ns(
+    profile: &DeviceProfile,
+    transfer: Transfer,
+    bytes_per_ns: f64,
+) -> (f64, f64) {
+    let engine_rate = dma_bytes_per_ns(profile);
+    let rows = transfer.rows as f64 * profile.dma_row_overhead_bytes as f64
+        / profile.dma_engine_bytes_per_ns;
+    let bytes = transfer.bytes() as f64;
+    (
+        bytes / bytes_per_ns.min(engine_rate) + rows,
+        bytes / engine_rate + rows,
+    )
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@ runs the scenarios that need PyTorch, writes their traces, and prints one
 `RESULT {json}` line.
 
 argv: output folder. Each scenario writes `<out>/<scenario>/` (one trace per window):
-- gemm: four bf16 Linear(2048, 2048) on a 2048-row batch, forward, backward and SGD
-  (device-bound);
+- gemm: four bf16 Linear(4096, 4096) on an 8192-row batch, forward, backward and SGD
+  (device-bound: each matmul is about 2.3 ms of device time at TensorE's published rate,
+  against the few hundred µs of host time an op takes on a loaded 2-core machine);
 - tiny: a step of 300 elementwise ops on 64 floats (host-bound);
 - streams: a host-to-device copy on a side stream while the default stream multiplies,
   a cross-stream wait, timed events; also `streams_raw.json`, the same window exported
@@ -31,10 +32,10 @@ def gemm():
     device = torch.accelerator.current_accelerator()
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        *[torch.nn.Linear(2048, 2048, dtype=torch.bfloat16) for _ in range(4)]
+        *[torch.nn.Linear(4096, 4096, dtype=torch.bfloat16) for _ in range(4)]
     ).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(2048, 2048, dtype=torch.bfloat16).to(device)
+    x = torch.randn(8192, 4096, dtype=torch.bfloat16).to(device)
     losses = []
     with profile(
         activities=ACTIVITIES,

@@ -236,13 +236,15 @@ impl Device {
 /// model says to a few µs.
 ///
 /// The wait itself runs on the monotonic clock (reads that hand out no timestamp), and
-/// ends with a run-delay cut ([`runtime_hooks::clock::cut_run_delay`]): on a loaded
-/// machine a waiting thread that is runnable again can wait milliseconds for a CPU
-/// (measured: 9.4 ms past a 73 µs queue-slot wait at load 12), and that is preemption,
-/// not host time. Reading the host clock in the loop would note each read and keep the
-/// cut from reaching back over the delay.
+/// starts and ends with a run-delay cut ([`runtime_hooks::clock::cut_run_delay`]): on a
+/// loaded machine a thread can wait milliseconds for a CPU between the runtime call's
+/// first record and its wait (measured: 8 ms inside an `nrt_queue_submit` whose queue was
+/// not full, at load 12) or once its wait is over (9.4 ms past a 73 µs queue-slot wait),
+/// and that is preemption, not host time. Reading the host clock in the loop would note
+/// each read and keep the cut from reaching back over the delay.
 pub(crate) fn sleep_until(target_ns: u64) -> u64 {
     const SPIN_NS: u64 = 100_000;
+    runtime_hooks::clock::cut_run_delay();
     loop {
         let now_ns = runtime_hooks::clock::now_ns();
         if now_ns >= target_ns {

@@ -64,7 +64,7 @@ fn check_streams(result: &Value, trace: &Value) {
         .into_iter()
         .filter(|k| k["name"].as_str().unwrap().starts_with("mm_") && k["tid"] == 0)
         .collect();
-    assert_eq!(matmuls.len(), 2, "two matmuls on the default stream");
+    assert_eq!(matmuls.len(), 4, "four matmuls on the default stream");
     assert!(
         matmuls.iter().any(|k| overlaps(k, copy)),
         "the side stream's copy {copy} overlaps no matmul of the default stream"

@@ -194,6 +194,14 @@ impl Allocator {
         self.stats.clone()
     }
 
+    pub(crate) fn reset_peak_stats(&mut self) {
+        self.stats.reset_peaks();
+    }
+
+    pub(crate) fn reset_accumulated_stats(&mut self) {
+        self.stats.reset_accumulated();
+    }
+
     /// HBM capacity in bytes.
     pub(crate) fn capacity_bytes(&self) -> u64 {
         self.capacity_bytes

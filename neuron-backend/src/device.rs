@@ -178,6 +178,17 @@ impl Device {
         lock(&self.shared.allocator).stats()
     }
 
+    /// Sets the allocator's peaks (allocated, reserved, per category) to the current
+    /// values.
+    pub fn reset_peak_memory_stats(&self) {
+        lock(&self.shared.allocator).reset_peak_stats();
+    }
+
+    /// Zeroes the allocator's counts of allocations, frees and out-of-memory failures.
+    pub fn reset_accumulated_memory_stats(&self) {
+        lock(&self.shared.allocator).reset_accumulated_stats();
+    }
+
     /// HBM capacity of the device in bytes.
     pub fn memory_capacity_bytes(&self) -> u64 {
         lock(&self.shared.allocator).capacity_bytes()

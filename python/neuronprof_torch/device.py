@@ -208,6 +208,76 @@ def max_memory_reserved(device=None) -> int:
     return memory_stats(device)["reserved_bytes.all.peak"]
 
 
+def reset_peak_memory_stats(device=None) -> None:
+    """Sets the peaks of ``memory_stats`` (allocated, reserved) to the current values."""
+    _C.reset_peak_memory_stats(_index(device))
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def reset_max_memory_cached(device=None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Zeroes the counts of ``memory_stats`` (allocations, frees, out-of-memory errors)."""
+    _C.reset_accumulated_memory_stats(_index(device))
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the device's HBM, as ``torch.cuda.mem_get_info``: free is
+    the capacity less what the caching allocator reserved (this process is the device's
+    only user)."""
+    stats = memory_stats(device)
+    total = stats["capacity_bytes"]
+    return total - stats["reserved_bytes.all.current"], total
+
+
+class _NeuronDeviceProperties:
+    """What ``get_device_properties`` returns (torch.cuda's ``_CudaDeviceProperties``
+    has the same ``name`` and ``total_memory``): the device's ``deviceProperties`` entry
+    of the traces. Trainium has no CUDA compute capability, so there is no
+    ``major``/``minor``; ``peak_tflops`` is per dtype."""
+
+    def __init__(self, entry: dict):
+        self.index = entry["id"]
+        self.name = entry["name"]
+        self.total_memory = entry["totalGlobalMem"]
+        self.type = entry["deviceType"]
+        self.profile = entry["profile"]
+        self.core_version = entry["coreVersion"]
+        self.lnc = entry["lnc"]
+        self.peak_tflops = dict(entry["peakTflops"])
+        self.compute_queues = entry["computeQueues"]
+        self.collective_queues = entry["collectiveQueues"]
+        self.tensor_op_queues = entry["tensorOpQueues"]
+
+    def __repr__(self):
+        return (
+            f"_NeuronDeviceProperties(name='{self.name}', profile='{self.profile}', "
+            f"lnc={self.lnc}, total_memory={self.total_memory // (1 << 20)}MB, "
+            f"peak_tflops={self.peak_tflops})"
+        )
+
+
+def get_device_properties(device=None) -> _NeuronDeviceProperties:
+    import json
+
+    return _NeuronDeviceProperties(json.loads(_C._device_properties(_index(device))))
+
+
+def get_device_name(device=None) -> str:
+    """The device's name, as in its trace rows: ``NeuronCore 0 (trn2, LNC=2)``."""
+    return get_device_properties(device).name
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bf16 is a native dtype of every NeuronCore (the Tensor engine's fast path)."""
+    return True
+
+
 def empty_cache() -> None:
     for index in range(_C.device_count()):
         _C.empty_cache(index)
@@ -266,8 +336,11 @@ __all__ = [
     "device",
     "device_count",
     "empty_cache",
+    "get_device_name",
+    "get_device_properties",
     "init",
     "is_available",
+    "is_bf16_supported",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
@@ -275,7 +348,10 @@ __all__ = [
     "max_memory_reserved",
     "memory_allocated",
     "memory_reserved",
+    "mem_get_info",
     "memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
     "set_device",
     "set_stream",
     "stream",

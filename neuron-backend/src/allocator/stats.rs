@@ -107,6 +107,23 @@ impl MemoryStats {
         held
     }
 
+    /// Sets every peak to the current value (as `torch.cuda.reset_peak_memory_stats`).
+    pub(crate) fn reset_peaks(&mut self) {
+        self.peak_allocated_bytes = self.allocated_bytes;
+        self.peak_reserved_bytes = self.reserved_bytes;
+        for cat in &mut self.by_category {
+            cat.peak_bytes = cat.allocated_bytes;
+        }
+    }
+
+    /// Zeroes the counts of events so far: allocations, frees and out-of-memory
+    /// failures (as `torch.cuda.reset_accumulated_memory_stats`).
+    pub(crate) fn reset_accumulated(&mut self) {
+        self.num_allocs = 0;
+        self.num_frees = 0;
+        self.num_ooms = 0;
+    }
+
     pub(crate) fn note_allocate(&mut self, bytes: u64, category: MemoryCategory) {
         self.allocated_bytes += bytes;
         self.peak_allocated_bytes = self.peak_allocated_bytes.max(self.allocated_bytes);

@@ -151,3 +151,38 @@ fn an_unsplit_block_is_counted_whole_on_allocate_and_free() {
         0
     );
 }
+
+#[test]
+fn resetting_peaks_and_counts_keeps_the_current_totals() {
+    let mut alloc = Allocator::new(1, GIB);
+    let (a, _) = alloc
+        .allocate(40 * MIB, MemoryCategory::Activations)
+        .unwrap();
+    let (b, _) = alloc.allocate(2 * MIB, MemoryCategory::Parameters).unwrap();
+    alloc.free(a);
+    let before = alloc.stats();
+    assert_eq!(before.peak_allocated_bytes, 42 * MIB);
+    alloc.reset_peak_stats();
+    let after = alloc.stats();
+    assert_eq!(
+        after.peak_allocated_bytes,
+        2 * MIB,
+        "the peak is the current value"
+    );
+    assert_eq!(after.peak_reserved_bytes, after.reserved_bytes);
+    assert_eq!(after.category(MemoryCategory::Activations).peak_bytes, 0);
+    assert_eq!(
+        after.category(MemoryCategory::Parameters).peak_bytes,
+        2 * MIB
+    );
+    assert_eq!((after.num_allocs, after.num_frees), (2, 1), "counts kept");
+    alloc.reset_accumulated_stats();
+    let counts = alloc.stats();
+    assert_eq!(
+        (counts.num_allocs, counts.num_frees, counts.num_ooms),
+        (0, 0, 0)
+    );
+    assert_eq!(counts.allocated_bytes, 2 * MIB, "totals kept");
+    alloc.free(b);
+    assert_eq!(alloc.stats().num_frees, 1);
+}

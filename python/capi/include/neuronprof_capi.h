@@ -166,6 +166,8 @@ int32_t npc_device_count(void);
 int32_t npc_allocate(uint16_t device, uint64_t bytes, uint64_t *addr, uint64_t *block_bytes);
 void npc_free(uint16_t device, uint64_t addr);
 int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
+int32_t npc_reset_peak_memory_stats(uint16_t device);        /* peaks := current */
+int32_t npc_reset_accumulated_memory_stats(uint16_t device); /* allocs, frees, ooms := 0 */
 uint64_t npc_empty_cache(uint16_t device);
 
 /* Work: a launch on launch->queue placed by the timing model (span may be NULL; the

@@ -269,6 +269,31 @@ pub unsafe extern "C" fn npc_memory_stats(device_index: u16, out: *mut NpcMemory
     })
 }
 
+/// Sets `device`'s memory peaks to the current values (`reset_peak_memory_stats`).
+#[no_mangle]
+pub extern "C" fn npc_reset_peak_memory_stats(device_index: u16) -> i32 {
+    guard(|| match device(device_index) {
+        Err((status, message)) => fail(status, message),
+        Ok(device) => {
+            device.reset_peak_memory_stats();
+            NPC_OK
+        }
+    })
+}
+
+/// Zeroes `device`'s counts of allocations, frees and out-of-memory failures
+/// (`reset_accumulated_memory_stats`).
+#[no_mangle]
+pub extern "C" fn npc_reset_accumulated_memory_stats(device_index: u16) -> i32 {
+    guard(|| match device(device_index) {
+        Err((status, message)) => fail(status, message),
+        Ok(device) => {
+            device.reset_accumulated_memory_stats();
+            NPC_OK
+        }
+    })
+}
+
 /// Releases `device`'s cached, fully free segments; returns the bytes released.
 #[no_mangle]
 pub extern "C" fn npc_empty_cache(device_index: u16) -> u64 {

@@ -12,7 +12,8 @@
 //!
 //! - [`npc_init`]: the process's runtime (a built-in device profile, `trn2` by default);
 //!   [`npc_device_count`].
-//! - Memory: [`npc_allocate`], [`npc_free`], [`npc_memory_stats`], [`npc_empty_cache`]:
+//! - Memory: [`npc_allocate`], [`npc_free`], [`npc_memory_stats`], [`npc_empty_cache`],
+//!   [`npc_reset_peak_memory_stats`], [`npc_reset_accumulated_memory_stats`]:
 //!   the device's caching allocator. The extension keeps tensors in host memory (the
 //!   emulator's device memory *is* host memory) and takes each block's device address,
 //!   size and the device totals from here, so HBM statistics and `[memory]` events are
@@ -98,7 +99,8 @@ pub use activity::{
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{
     npc_allocate, npc_device_count, npc_empty_cache, npc_free, npc_init, npc_launch,
-    npc_memory_stats, npc_read_wait, npc_synchronize, NpcKernelSpan, NpcLaunch, NpcMemoryStats,
+    npc_memory_stats, npc_read_wait, npc_reset_accumulated_memory_stats,
+    npc_reset_peak_memory_stats, npc_synchronize, NpcKernelSpan, NpcLaunch, NpcMemoryStats,
     NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3, NPC_DTYPE_I64, NPC_ENGINE_GPSIMD,
     NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR, NPC_KERNEL_COPY_D2D,
     NPC_KERNEL_COPY_D2H, NPC_KERNEL_COPY_H2D, NPC_KERNEL_ELEMENTWISE, NPC_KERNEL_MATMUL,

@@ -53,6 +53,21 @@ py::dict memory_stats(int device) {
   return out;
 }
 
+void check(int32_t status, const char* what) {
+  if (status != NPC_OK) neuronprof::throw_last_error(what, status);
+}
+
+// A text the capi writes (npc_device_properties, npc_device_name); empty: no device.
+template <typename F>
+std::string capi_text(F f, int device) {
+  const size_t len = f(static_cast<uint16_t>(device), nullptr, 0);
+  TORCH_CHECK(len > 0, "neuron: no device ", device, " (", npc_device_count(), " devices)");
+  std::string text(len + 1, '\0');
+  f(static_cast<uint16_t>(device), text.data(), text.size());
+  text.resize(len);
+  return text;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -65,6 +80,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("synchronize", &synchronize, "Waits for the device's work (-1: every device)");
   m.def("memory_stats", &memory_stats);
+  m.def("reset_peak_memory_stats", [](int device) {
+    check(npc_reset_peak_memory_stats(static_cast<uint16_t>(device)), "reset_peak_memory_stats");
+  });
+  m.def("reset_accumulated_memory_stats", [](int device) {
+    check(npc_reset_accumulated_memory_stats(static_cast<uint16_t>(device)),
+          "reset_accumulated_memory_stats");
+  });
+  m.def("_device_properties", [](int device) { return capi_text(npc_device_properties, device); },
+        "The device's deviceProperties entry (JSON), as in the traces");
   m.def("_take_pending_error", &neuronprof::take_pending_error,
         "The error of a queued kernel not yet reported on `device` (-1: any), cleared");
   m.def("_set_aliased_fallback", &neuronprof::set_aliased_fallback,

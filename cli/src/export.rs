@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use exporters::{
-    CsvExporter, ExportError, ExportStats, ParquetExporter, PerfettoExporter, TableStats,
-};
+use exporters::tables::dataset::{write_dataset, DatasetOptions, DatasetOutcome};
+use exporters::{CsvExporter, ExportError, ExportStats, PerfettoExporter, TableStats};
 
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +18,9 @@ pub enum ExportFormat {
     /// CSV tables (events, kernels, collectives, memory, steps, and the analysis
     /// results: `analysis_temporal` …) in a directory.
     Csv,
-    /// The same tables as Parquet files in a directory.
+    /// The same tables as a Hive-partitioned Parquet dataset (`TABLE/rank=R/part-K.parquet`,
+    /// see `exporters::tables::dataset`), ranks converted in parallel; re-running adds
+    /// the ranks the dataset lacks.
     Parquet,
 }
 
@@ -44,8 +45,13 @@ pub struct ExportRequest {
     pub paths: Vec<PathBuf>,
     /// The output format.
     pub format: ExportFormat,
-    /// The output file (perfetto) or directory (csv).
+    /// The output file (perfetto) or directory (csv, parquet).
     pub out: PathBuf,
+    /// Read past damage (parquet): damaged files are converted up to the damage and
+    /// listed.
+    pub lenient: bool,
+    /// Show progress on standard error (parquet, when it is a terminal).
+    pub progress: bool,
 }
 
 /// Counts of what was written, per format.
@@ -53,8 +59,10 @@ pub struct ExportRequest {
 pub enum Converted {
     /// Perfetto: slices, counters, flows, splits.
     Perfetto(ExportStats),
-    /// CSV or Parquet: rows per table, and the file extension.
+    /// CSV: rows per table.
     Tables(TableStats, &'static str),
+    /// Parquet: the dataset written, and rows per analysis table.
+    Dataset(Box<DatasetOutcome>, [u64; 6]),
 }
 
 /// What was exported.
@@ -106,10 +114,35 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
             Converted::Tables(stats, "csv")
         }
         ExportFormat::Parquet => {
-            let exporter = ParquetExporter::create(&request.out)
-                .with_context(|| format!("creating tables in {}", request.out.display()))?;
-            let stats = export_tables(exporter, &files, &request.out, &mut input_bytes)?;
-            Converted::Tables(stats, "parquet")
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+            }
+            let options = DatasetOptions {
+                lenient: request.lenient,
+                ..DatasetOptions::default()
+            };
+            let show = request.progress && {
+                use std::io::IsTerminal as _;
+                io::stderr().is_terminal()
+            };
+            let progress = |done: usize, total: usize| {
+                if show {
+                    let mut err = io::stderr().lock();
+                    let _ = write!(err, "\rconverting ranks: {done}/{total}");
+                    if done == total {
+                        let _ = write!(err, "\r{:40}\r", "");
+                    }
+                    let _ = err.flush();
+                }
+            };
+            let outcome = write_dataset(&files, &request.out, &options, &progress)
+                .with_context(|| format!("writing the dataset {}", request.out.display()))?;
+            let report = analyze(&files, request.lenient)?;
+            let (analysis_rows, _) =
+                exporters::tables::parquet::write_analysis(&request.out, &report).with_context(
+                    || format!("writing analysis tables in {}", request.out.display()),
+                )?;
+            Converted::Dataset(Box::new(outcome), analysis_rows)
         }
     };
     Ok(ExportOutcome {
@@ -145,7 +178,6 @@ macro_rules! table_export {
     };
 }
 table_export!(CsvExporter);
-table_export!(ParquetExporter);
 
 /// Writes the event tables of every file, then the analysis tables, into `out`;
 /// adds the files' sizes to `input_bytes`.
@@ -161,7 +193,7 @@ fn export_tables(
             .add_path(file)
             .with_context(|| format!("converting {}", file.display()))?;
     }
-    let report = analyze(files)?;
+    let report = analyze(files, false)?;
     exporter
         .add_analysis(&report)
         .with_context(|| format!("writing analysis tables in {}", out.display()))?;
@@ -170,9 +202,12 @@ fn export_tables(
         .with_context(|| format!("writing tables in {}", out.display()))
 }
 
-fn analyze(files: &[PathBuf]) -> anyhow::Result<analysis::Report> {
-    let set = analysis::load_paths(files, &analysis::LoadOptions::default())
-        .context("loading the traces for the analysis tables")?;
+fn analyze(files: &[PathBuf], lenient: bool) -> anyhow::Result<analysis::Report> {
+    let set = analysis::load_paths(
+        files,
+        &analysis::LoadOptions::default().with_lenient(lenient),
+    )
+    .context("loading the traces for the analysis tables")?;
     Ok(analysis::analyze(&set, &analysis::ReportOptions::default()))
 }
 
@@ -203,7 +238,63 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
             }
             Ok(())
         }
+        Converted::Dataset(dataset, analysis_rows) => {
+            render_dataset(outcome, dataset, analysis_rows, out)
+        }
     }
+}
+
+fn render_dataset(
+    outcome: &ExportOutcome,
+    dataset: &DatasetOutcome,
+    analysis_rows: &[u64; 6],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let ranks = exporters::tables::dataset::ranks_in(&outcome.out);
+    writeln!(
+        out,
+        "dataset {}: {} rank(s) ({} file(s) converted now, {} kept as they were)",
+        outcome.out.display(),
+        ranks.len(),
+        dataset.converted.len(),
+        dataset.kept.len()
+    )?;
+    for (file, rank) in &dataset.kept {
+        writeln!(
+            out,
+            "  kept rank {rank} (already in the dataset): {}",
+            file.display()
+        )?;
+    }
+    for (table, rows) in exporters::tables::TABLES.iter().zip(dataset.rows) {
+        writeln!(out, "{table}/rank=*/: {rows} row(s) written")?;
+    }
+    let analysis = exporters::tables::ANALYSIS_TABLES.iter().zip(analysis_rows);
+    for (table, rows) in analysis {
+        writeln!(
+            out,
+            "{table}/: {rows} row(s) (over the {} input file(s))",
+            outcome.files.len()
+        )?;
+    }
+    let damaged: Vec<_> = dataset.damaged().collect();
+    if !damaged.is_empty() {
+        writeln!(
+            out,
+            "{} damaged file(s) converted up to the damage (--lenient):",
+            damaged.len()
+        )?;
+        for file in damaged {
+            writeln!(
+                out,
+                "  rank {}: {} damaged event(s) skipped; {}",
+                file.rank,
+                file.events_skipped,
+                file.damage.join("; ")
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn render_perfetto(stats: &ExportStats, out: &mut impl Write) -> io::Result<()> {

@@ -11,7 +11,10 @@
 //! - [`critical_path`]: `neuronprof critical-path PATH…` and `neuronprof what-if PATH…
 //!   --scale …` — the critical path (HTA's, or across ranks) and its re-timing.
 //! - [`export`]: `neuronprof export --format perfetto|csv|parquet PATH… -o OUT` — Kineto
-//!   traces into one Perfetto protobuf trace or tables (the `exporters` crate).
+//!   traces into one Perfetto protobuf trace or tables (the `exporters` crate; Parquet
+//!   as a Hive-partitioned dataset, `TABLE/rank=R/part-K.parquet`).
+//! - [`query`]: `neuronprof query "SQL" PATH…` — SQL over traces or that dataset (the
+//!   `query` crate, embedded DataFusion).
 //! - [`run`]: `neuronprof run WORKLOAD` and `neuronprof demo` — built-in workloads on
 //!   emulated ranks, profiled into one Kineto trace per rank (published live while
 //!   they run).
@@ -26,4 +29,5 @@ pub mod export;
 pub mod inspect;
 pub mod monitor;
 pub mod paths;
+pub mod query;
 pub mod run;

@@ -147,9 +147,10 @@ enum Command {
     /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
     /// on extra tracks, printed, instead of dropped) or tables (events, kernels,
-    /// collectives, memory, steps, and the analysis' results: temporal breakdown,
-    /// kernels, steps, collectives, utilization, insights) as CSV or Parquet files in a
-    /// directory.
+    /// collectives, memory, steps, ranks, operators, flows, and the analysis' results:
+    /// temporal breakdown, kernels, steps, collectives, utilization, insights) as CSV
+    /// files in a directory or a Hive-partitioned Parquet dataset (TABLE/rank=R/
+    /// part-K.parquet; ranks converted in parallel; re-running adds the ranks it lacks).
     Export {
         /// Trace files (.json, .json.gz) or directories, one file per rank.
         #[arg(required = true)]
@@ -160,6 +161,30 @@ enum Command {
         /// The output file (perfetto) or directory (csv, parquet).
         #[arg(short, long)]
         out: PathBuf,
+        /// Parquet: read past damaged events and truncations; damaged files are
+        /// converted up to the damage and listed.
+        #[arg(long)]
+        lenient: bool,
+    },
+    /// SQL over traces (any Kineto trace) or over a dataset of `export --format
+    /// parquet`: tables events, kernels, collectives, memory, steps, ranks, operators,
+    /// flows (and analysis_* in a dataset); schema and ready queries in docs/SQL.md.
+    Query {
+        /// The SQL (one statement).
+        sql: String,
+        /// Trace files, directories of rank traces, or one dataset directory.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Output format (parquet needs -o).
+        #[arg(long, default_value = "table", value_parser = ["table", "csv", "json", "parquet"])]
+        format: String,
+        /// Write the result to this file instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Read past damaged events and truncations; damaged files are listed on
+        /// standard error.
+        #[arg(long)]
+        lenient: bool,
     },
     /// Live metrics of every process running the emulated device (each rank
     /// separately), as one neuron-monitor JSON document per period on standard output,
@@ -471,15 +496,41 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Export { paths, format, out } => {
+        Command::Export {
+            paths,
+            format,
+            out,
+            lenient,
+        } => {
             let request = neuronprof::export::ExportRequest {
                 paths,
                 format: neuronprof::export::ExportFormat::parse(&format)?,
                 out,
+                lenient,
+                progress: true,
             };
             let outcome = neuronprof::export::run_export(&request)?;
             let mut stdout = std::io::stdout().lock();
             neuronprof::export::render_outcome(&outcome, &mut stdout).context("writing summary")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Query {
+            sql,
+            paths,
+            format,
+            out,
+            lenient,
+        } => {
+            let request = neuronprof::query::QueryRequest {
+                sql,
+                paths,
+                format: query::OutputFormat::parse(&format).context("--format")?,
+                out,
+                lenient,
+            };
+            let outcome = neuronprof::query::run_query(&request)?;
+            neuronprof::query::render_damage(&outcome, &mut std::io::stderr().lock())
+                .context("writing to standard error")?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Monitor {

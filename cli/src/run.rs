@@ -467,6 +467,8 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
             paths: profiled.files.clone(),
             format: crate::export::ExportFormat::Perfetto,
             out: out.clone(),
+            lenient: false,
+            progress: false,
         })
         .context("writing the Perfetto trace")?;
         Some(out)

@@ -72,9 +72,31 @@ fn export_writes_one_perfetto_trace_for_a_directory_of_ranks() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("kernels.parquet: "), "{stdout}");
-    assert!(parquet.join("events.parquet").is_file());
-    assert!(parquet.join("analysis_insights.parquet").is_file());
+    assert!(stdout.contains("kernels/rank=*/: "), "{stdout}");
+    assert!(stdout.contains("dataset "), "{stdout}");
+    for rank in 0..2 {
+        assert!(parquet
+            .join(format!("events/rank={rank}/part-0.parquet"))
+            .is_file());
+        assert!(parquet
+            .join(format!("ranks/rank={rank}/part-0.parquet"))
+            .is_file());
+    }
+    assert!(parquet.join("analysis_insights/part-0.parquet").is_file());
+    // A second run keeps both ranks as they are.
+    let again = Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .args(["export", "--format", "parquet"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&parquet)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("(0 file(s) converted now, 2 kept as they were)"),
+        "{stdout}"
+    );
 
     // A usage error: an unknown format exits 2 without writing.
     let bad = Command::new(env!("CARGO_BIN_EXE_neuronprof"))

@@ -18,11 +18,15 @@
 //!   ids defined before use, track uuids resolve, counters only on counter tracks,
 //!   begin/end balanced, flows paired, repeated fields unpacked), returning counts.
 //! - [`perfetto::proto`]: the prost messages (the subset of Perfetto's protos we write).
-//! - [`CsvExporter`] and [`ParquetExporter`]: events, kernels, collectives, memory and
-//!   steps as tables (one file per table in a directory), one row per event, streaming;
-//!   the schema is in [`tables`] ([`tables::SCHEMAS`]). `add_analysis(&report)` adds
-//!   the results of `analysis::analyze` as six small `analysis_*` tables
-//!   ([`tables::ANALYSIS_SCHEMAS`], documented in [`tables::analysis`]).
+//! - [`CsvExporter`] and [`ParquetExporter`]: events, kernels, collectives, memory,
+//!   steps, ranks, operators and flows as tables, streaming: CSV files in a directory, or
+//!   a Hive-partitioned Parquet dataset (`TABLE/rank=R/part-K.parquet`,
+//!   [`tables::dataset`]; [`tables::dataset::write_dataset`] converts ranks in
+//!   parallel and adds new ranks to an existing dataset). The schema is
+//!   [`tables::SCHEMAS`], the one definition the writers, the SQL engine (crate `query`)
+//!   and `docs/SQL.md` share. `add_analysis(&report)` adds the results of
+//!   `analysis::analyze` as six small `analysis_*` tables ([`tables::ANALYSIS_SCHEMAS`],
+//!   documented in [`tables::analysis`]).
 //!
 //! # Example
 //!

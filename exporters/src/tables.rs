@@ -1,153 +1,244 @@
-//! Kineto traces as tables (events, kernels, collectives, memory, steps), streaming,
-//! written as CSV ([`CsvExporter`]) or Parquet ([`ParquetExporter`]).
+//! Kineto traces as tables (events, kernels, collectives, memory, steps, ranks,
+//! operators, flows), streaming, written as CSV ([`CsvExporter`]) or as a Hive-partitioned
+//! Parquet dataset ([`ParquetExporter`], [`dataset`]), and read by `neuronprof query`.
 //!
-//! One file per table in an output directory (`events.csv` or `events.parquet`, …), one
-//! row per matching event of every input, written as the events are read (bounded
-//! memory: Parquet row groups of [`parquet::ROW_GROUP_ROWS`] rows), so a fleet of rank
-//! traces can be queried with DuckDB, Spark or DataFusion. CSV as RFC 4180: a header
-//! row, comma-separated, fields with a comma, quote or line break in double quotes
-//! (quotes doubled); empty field = absent (null in Parquet). Parquet: one row group per
-//! [`parquet::ROW_GROUP_ROWS`] rows, Snappy-compressed; column types below (`i64` =
-//! Arrow `Int64`, `text` = `Utf8`, all nullable). Times are Unix-epoch nanoseconds (Kineto's `ts` made
-//! absolute, see `trace_format`), durations nanoseconds.
+//! [`SCHEMAS`] is the one definition of the tables: every column's name, type and meaning.
+//! The CSV and Parquet writers and the SQL engine (crate `query`) take their columns from
+//! it, and the schema section of `docs/SQL.md` is generated from it ([`schema_markdown`];
+//! a test fails when the two differ). That section is included below.
 //!
-//! # Schema
+//! CSV as RFC 4180: one file per table in an output directory (`events.csv`, …), a header
+//! row, comma-separated, fields with a comma, quote or line break in double quotes (quotes
+//! doubled); empty field = absent. Columns in [`SCHEMAS`] order (`file`, `rank` first).
 //!
-//! Every table starts with `file` (text: the input's path as given) and `rank` (i64:
-//! `distributedInfo.rank`, absent when the trace has none). Text columns: `phase,
-//! category, name, pid, tid` (pids and tids may be strings in Kineto), `flow_id, args,
-//! on, collective, dtype, process_group_name, process_group_ranks`; all other columns
-//! are i64 (an arg that is not an integer is absent).
+//! Parquet: the fleet layout of [`dataset`], `TABLE/rank=R/part-K.parquet`, where the
+//! `rank` column lives in the directory name (Hive partitioning, as Spark, DuckDB and
+//! DataFusion read it) and not in the files; row groups of [`parquet::ROW_GROUP_ROWS`]
+//! rows, Snappy-compressed.
 //!
-//! | table | one row per | columns after `file, rank` |
-//! |---|---|---|
-//! | `events.csv` | event of `traceEvents` | `index, phase, category, name, pid, tid, ts_ns, dur_ns, flow_id, args` (`args`: the event's args as a JSON object) |
-//! | `kernels.csv` | `X` event of category `kernel`, `gpu_memcpy`, `gpu_memset` (legacy spellings normalised) | `category, name, device, stream, correlation, external_id, ts_ns, dur_ns, bytes` |
-//! | `collectives.csv` | `X` event with a `Collective name` arg (host `record_param_comms` and device kernels) | `on` (`host`/`device`), `name, collective, in_msg_nelems, out_msg_nelems, group_size, dtype, process_group_name, process_group_ranks, seq, ts_ns, dur_ns` |
-//! | `memory.csv` | `[memory]` instant | `pid, tid, ts_ns, device_type, device_id, addr, bytes, total_allocated, total_reserved` |
-//! | `steps.csv` | `X` event named `ProfilerStep#N` | `step, pid, tid, ts_ns, dur_ns` |
-//!
-//! # Analysis tables
-//!
-//! `add_analysis(&report)` ([`CsvExporter::add_analysis`],
-//! [`ParquetExporter::add_analysis`]) adds the main results of `analysis::analyze` as
-//! six more small tables (`analysis_temporal`, `analysis_kernels`, `analysis_steps`,
-//! `analysis_collectives`, `analysis_utilization`, `analysis_insights`), with `f64`
-//! columns (Arrow `Float64`) besides `i64` and text; their schema is in [`analysis`]
-//! ([`ANALYSIS_SCHEMAS`]).
+#![doc = include_str!("../../docs/SQL-schema.md")]
 
-use std::ops::ControlFlow;
-use std::path::Path;
-
-use trace_format::{ArgValue, Category, Event, Phase, TraceMeta, TraceReader, TraceSink};
-
-use crate::ExportError;
+use std::borrow::Cow;
+use std::io;
 
 pub mod analysis;
+pub mod arrow;
 mod csv;
+pub mod dataset;
 pub mod parquet;
+mod rows;
 
 pub use self::analysis::{analysis_rows, AnalysisColumn, Kind, ANALYSIS_SCHEMAS, ANALYSIS_TABLES};
-
 pub use self::csv::{csv_field, CsvExporter};
 pub use self::parquet::ParquetExporter;
+pub use self::rows::{read_rows, RankRow};
 
-/// The tables, in the order of [`TableStats::rows`].
-pub const TABLES: [&str; 5] = ["events", "kernels", "collectives", "memory", "steps"];
+/// The number of tables.
+pub const TABLE_COUNT: usize = 8;
 
-/// A column: its name and whether it holds integers (else text).
+/// The tables, in the order of [`TableStats::rows`] and [`SCHEMAS`].
+pub const TABLES: [&str; TABLE_COUNT] = [
+    "events",
+    "kernels",
+    "collectives",
+    "memory",
+    "steps",
+    "ranks",
+    "operators",
+    "flows",
+];
+
+/// What one row of each table is (same order as [`TABLES`]), for the documentation.
+pub const TABLE_ROWS: [&str; TABLE_COUNT] = [
+    "element of `traceEvents`",
+    "`X` event of category `kernel`, `gpu_memcpy` or `gpu_memset` (legacy `Kernel`, `Memcpy`, `Memset` normalised): device activity",
+    "`X` event with a `Collective name` arg: host `record_param_comms` and device collective kernels",
+    "`[memory]` instant (an allocation, `bytes` > 0, or a free, `bytes` < 0)",
+    "`X` event named `ProfilerStep#N`",
+    "input file (one rank's trace), written when the file has been read",
+    "`X` event of category `cpu_op` or `user_annotation` (legacy `Operator` normalised): host operators and `record_function` ranges",
+    "flow event (`ph` `s`, `t` or `f`): launch → device (`ac2g`, id = the correlation) and forward → backward (`fwdbwd`)",
+];
+
+/// A column: its name, type and meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Column {
     /// Name.
     pub name: &'static str,
     /// `i64` (true) or text.
     pub int: bool,
+    /// What it holds (one line, Markdown).
+    pub doc: &'static str,
 }
 
-const fn t(name: &'static str) -> Column {
-    Column { name, int: false }
+const fn t(name: &'static str, doc: &'static str) -> Column {
+    Column {
+        name,
+        int: false,
+        doc,
+    }
 }
-const fn i(name: &'static str) -> Column {
-    Column { name, int: true }
+const fn i(name: &'static str, doc: &'static str) -> Column {
+    Column {
+        name,
+        int: true,
+        doc,
+    }
 }
 
-/// The columns of each table (same order as [`TABLES`]).
-pub const SCHEMAS: [&[Column]; 5] = [
+const FILE: Column = t("file", "the input trace's path, as given");
+const RANK: Column = i(
+    "rank",
+    "`distributedInfo.rank`, else the file's position among the inputs (as `analyze` numbers ranks); in the Parquet dataset the partition directory `rank=R`",
+);
+const PID: Column = t(
+    "pid",
+    "`pid` as written (a number, or a string for some Kineto rows)",
+);
+const TID: Column = t("tid", "`tid` as written");
+const TS: Column = i(
+    "ts_ns",
+    "start, Unix-epoch nanoseconds (`ts` made absolute)",
+);
+const DUR: Column = i("dur_ns", "duration, nanoseconds");
+
+/// The columns of each table (same order as [`TABLES`]). Every table starts with `file`
+/// and `rank`.
+pub const SCHEMAS: [&[Column]; TABLE_COUNT] = [
     &[
-        t("file"),
-        i("rank"),
-        i("index"),
-        t("phase"),
-        t("category"),
-        t("name"),
-        t("pid"),
-        t("tid"),
-        i("ts_ns"),
-        i("dur_ns"),
-        t("flow_id"),
-        t("args"),
+        FILE,
+        RANK,
+        i("index", "position in `traceEvents`"),
+        t("phase", "`ph` (`X`, `i`, `s`, `f`, `C`, `M`, …)"),
+        t("category", "`cat` as written"),
+        t("name", "`name`"),
+        PID,
+        TID,
+        TS,
+        DUR,
+        t("flow_id", "`id` of flow events"),
+        t("args", "the event's `args` as a JSON object"),
     ],
     &[
-        t("file"),
-        i("rank"),
-        t("category"),
-        t("name"),
-        i("device"),
-        i("stream"),
-        i("correlation"),
-        i("external_id"),
-        i("ts_ns"),
-        i("dur_ns"),
-        i("bytes"),
+        FILE,
+        RANK,
+        t("category", "`kernel`, `gpu_memcpy` or `gpu_memset`"),
+        t("name", "kernel name"),
+        i("device", "`device` arg"),
+        i("stream", "`stream` arg (the device queue)"),
+        i("correlation", "`correlation` arg: the launch's correlation id (= the `ac2g` flow id)"),
+        i("external_id", "`External id` arg: the host operator that launched it"),
+        TS,
+        DUR,
+        i("bytes", "`bytes` arg (copies and memsets)"),
+        t("collective", "`Collective name` arg of a collective kernel (`allreduce`, …); null for computation and copies"),
     ],
     &[
-        t("file"),
-        i("rank"),
-        t("on"),
-        t("name"),
-        t("collective"),
-        i("in_msg_nelems"),
-        i("out_msg_nelems"),
-        i("group_size"),
-        t("dtype"),
-        t("process_group_name"),
-        t("process_group_ranks"),
-        i("seq"),
-        i("ts_ns"),
-        i("dur_ns"),
+        FILE,
+        RANK,
+        t("side", "`host` (the `record_param_comms` operator) or `device` (the kernel)"),
+        t("name", "event name"),
+        t("collective", "`Collective name` (`allreduce`, `allgather`, …)"),
+        i("in_msg_nelems", "`In msg nelems`"),
+        i("out_msg_nelems", "`Out msg nelems`"),
+        i("group_size", "`Group size`"),
+        t("dtype", "`dtype`"),
+        t("process_group_name", "`Process Group Name`"),
+        t("process_group_ranks", "`Process Group Ranks` (JSON text)"),
+        i("seq", "`Seq`: the collective's sequence number in its process group"),
+        TS,
+        DUR,
     ],
     &[
-        t("file"),
-        i("rank"),
-        t("pid"),
-        t("tid"),
-        i("ts_ns"),
-        i("device_type"),
-        i("device_id"),
-        i("addr"),
-        i("bytes"),
-        i("total_allocated"),
-        i("total_reserved"),
+        FILE,
+        RANK,
+        PID,
+        TID,
+        i("ts_ns", "time, Unix-epoch nanoseconds"),
+        i("device_type", "`Device Type` (0 CPU, 1 CUDA, 20 PrivateUse1 such as `neuron`)"),
+        i("device_id", "`Device Id`"),
+        i("addr", "`Addr`"),
+        i("bytes", "`Bytes`: positive for an allocation, negative for a free"),
+        i("total_allocated", "`Total Allocated` after the event, bytes"),
+        i("total_reserved", "`Total Reserved` after the event, bytes"),
     ],
     &[
-        t("file"),
-        i("rank"),
-        i("step"),
-        t("pid"),
-        t("tid"),
-        i("ts_ns"),
-        i("dur_ns"),
+        FILE,
+        RANK,
+        i("step", "N of `ProfilerStep#N`"),
+        PID,
+        TID,
+        TS,
+        DUR,
+    ],
+    &[
+        FILE,
+        RANK,
+        i("world_size", "`distributedInfo.world_size`"),
+        t("backend", "`distributedInfo.backend` (`nccl`, `gloo`, …)"),
+        i("base_time_ns", "`baseTimeNanoseconds`"),
+        i("events", "events read from `traceEvents`"),
+        i("events_skipped", "damaged events skipped by a lenient read"),
+        t("damage", "lenient reads: where the file is damaged (file, byte offset, event) and why; empty when clean"),
+        i("first_ts_ns", "earliest event start"),
+        i("last_end_ns", "latest event end"),
+        t("devices", "`deviceProperties` as JSON"),
+    ],
+    &[
+        FILE,
+        RANK,
+        t("category", "`cpu_op` or `user_annotation`"),
+        t("name", "operator name (`aten::mm`, `ProfilerStep#3`, `forward`, …)"),
+        PID,
+        TID,
+        TS,
+        DUR,
+        i("external_id", "`External id` arg (the kernels it launched carry it)"),
+        i("sequence_number", "`Sequence number` arg (autograd: forward ↔ backward)"),
+        i("fwd_thread_id", "`Fwd thread id` arg"),
+        t("input_dims", "`Input Dims` arg as JSON text"),
+        t("input_types", "`Input type` arg as JSON text"),
+    ],
+    &[
+        FILE,
+        RANK,
+        t("phase", "`s` (start), `t` (step) or `f` (finish)"),
+        t("category", "the flow's kind, normalised: `ac2g` (launch → device) or `fwdbwd`"),
+        t("flow_id", "`id`: for `ac2g` the launch's correlation id"),
+        t("name", "`name`"),
+        PID,
+        TID,
+        i("ts_ns", "time, Unix-epoch nanoseconds"),
+        t("binding_point", "`bp` (`e`: bound to the enclosing slice)"),
     ],
 ];
 
-/// One value of a row.
+/// The index of `table` in [`TABLES`].
+pub fn table_index(table: &str) -> Option<usize> {
+    TABLES.iter().position(|t| *t == table)
+}
+
+/// The index of the `rank` column in every table's [`SCHEMAS`] entry.
+pub const RANK_COLUMN: usize = 1;
+
+/// One value of a row as the writers and the SQL engine receive it: borrowed from the
+/// event where possible.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// An integer column's value.
+    Int(Option<i64>),
+    /// A text column's value.
+    Text(Option<Cow<'a, str>>),
+}
+
+/// One value of an analysis table's row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     /// An integer column's value.
     Int(Option<i64>),
     /// A text column's value.
     Text(Option<String>),
-    /// A float column's value (analysis tables only).
+    /// A float column's value.
     Float(Option<f64>),
 }
 
@@ -155,7 +246,7 @@ pub enum Cell {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableStats {
     /// Rows per table.
-    pub rows: [u64; 5],
+    pub rows: [u64; TABLE_COUNT],
     /// Rows per analysis table (same order as [`ANALYSIS_TABLES`]; zeros unless
     /// `add_analysis` was called).
     pub analysis_rows: [u64; 6],
@@ -163,197 +254,53 @@ pub struct TableStats {
     pub files: Vec<std::path::PathBuf>,
 }
 
-/// Where rows go (one implementation per file format).
-pub(crate) trait RowSink {
-    /// Takes one row of table `table` (cells in [`SCHEMAS`] order).
-    fn row(&mut self, table: usize, cells: &[Cell]) -> std::io::Result<()>;
-}
+/// Where rows go: a file writer, an Arrow batch builder.
+pub trait RowSink {
+    /// Whether rows of `table` are wanted (the reader computes no others).
+    fn wants(&self, table: usize) -> bool;
 
-/// Reads one trace and pushes its rows into `rows`.
-pub(crate) fn read_rows(path: &Path, rows: &mut dyn RowSink) -> Result<(), ExportError> {
-    let mut sink = Rows {
-        rows,
-        file: path.display().to_string(),
-        rank: None,
-        cells: Vec::new(),
-        error: None,
-    };
-    let result = TraceReader::open(path).read(&mut sink);
-    if let Some(source) = sink.error.take() {
-        return Err(ExportError::Write {
-            input: path.to_owned(),
-            source,
-        });
-    }
-    result.map(|_| ()).map_err(ExportError::Read)
-}
-
-struct Rows<'r> {
-    rows: &'r mut dyn RowSink,
-    file: String,
-    rank: Option<i64>,
-    cells: Vec<Cell>,
-    error: Option<std::io::Error>,
-}
-
-fn text(value: Option<impl ToString>) -> Cell {
-    Cell::Text(value.map(|v| v.to_string()))
-}
-
-fn int_arg(event: &Event<'_>, key: &str) -> Cell {
-    Cell::Int(event.arg(key).and_then(|v| v.as_i64()))
-}
-
-fn text_arg(event: &Event<'_>, key: &str) -> Cell {
-    Cell::Text(event.arg(key).map(|v| arg_text(&v)))
-}
-
-impl Rows<'_> {
-    fn start(&mut self) {
-        self.cells.clear();
-        self.cells.push(Cell::Text(Some(self.file.clone())));
-        self.cells.push(Cell::Int(self.rank));
+    /// Whether column `column` of `table` is wanted; when not, the reader may pass
+    /// `Text(None)` for it instead of computing it (the `args` JSON of `events`).
+    fn wants_column(&self, table: usize, column: usize) -> bool {
+        let _ = (table, column);
+        true
     }
 
-    fn end(&mut self, table: usize) -> std::io::Result<()> {
-        debug_assert_eq!(self.cells.len(), SCHEMAS[table].len());
-        self.rows.row(table, &self.cells)
-    }
-
-    fn rows(&mut self, index: u64, event: &Event<'_>) -> std::io::Result<()> {
-        self.start();
-        self.cells.extend([
-            Cell::Int(i64::try_from(index).ok()),
-            text(Some(event.phase.as_str())),
-            text(event.category.as_ref().map(|c| c.as_str())),
-            text(event.name.as_deref()),
-            text(event.pid.as_ref()),
-            text(event.tid.as_ref()),
-            Cell::Int(event.ts_ns),
-            Cell::Int(event.dur_ns),
-            text(event.flow_id.as_ref()),
-            Cell::Text(event.args.as_ref().map(args_json)),
-        ]);
-        self.end(0)?;
-        let complete = event.phase == Phase::Complete;
-        let category = event.normalized_category();
-        if complete
-            && matches!(
-                category,
-                Some(Category::Kernel | Category::GpuMemcpy | Category::GpuMemset)
-            )
-        {
-            self.start();
-            self.cells.push(text(category.as_ref().map(|c| c.as_str())));
-            self.cells.push(text(event.name.as_deref()));
-            for key in ["device", "stream", "correlation", "External id"] {
-                self.cells.push(int_arg(event, key));
-            }
-            self.cells
-                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
-            self.cells.push(int_arg(event, "bytes"));
-            self.end(1)?;
-        }
-        if complete && event.arg("Collective name").is_some() {
-            self.start();
-            let on = if category.as_ref().is_some_and(|c| c.is_device_activity()) {
-                "device"
-            } else {
-                "host"
-            };
-            self.cells.push(text(Some(on)));
-            self.cells.push(text(event.name.as_deref()));
-            self.cells.push(text_arg(event, "Collective name"));
-            for key in ["In msg nelems", "Out msg nelems", "Group size"] {
-                self.cells.push(int_arg(event, key));
-            }
-            for key in ["dtype", "Process Group Name", "Process Group Ranks"] {
-                self.cells.push(text_arg(event, key));
-            }
-            self.cells.push(int_arg(event, "Seq"));
-            self.cells
-                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
-            self.end(2)?;
-        }
-        if event.is_memory_event() {
-            self.start();
-            self.cells.push(text(event.pid.as_ref()));
-            self.cells.push(text(event.tid.as_ref()));
-            self.cells.push(Cell::Int(event.ts_ns));
-            for key in [
-                "Device Type",
-                "Device Id",
-                "Addr",
-                "Bytes",
-                "Total Allocated",
-                "Total Reserved",
-            ] {
-                self.cells.push(int_arg(event, key));
-            }
-            self.end(3)?;
-        }
-        if let Some(step) = event
-            .name()
-            .strip_prefix("ProfilerStep#")
-            .filter(|_| complete)
-        {
-            self.start();
-            self.cells.push(Cell::Int(step.parse().ok()));
-            self.cells.push(text(event.pid.as_ref()));
-            self.cells.push(text(event.tid.as_ref()));
-            self.cells
-                .extend([Cell::Int(event.ts_ns), Cell::Int(event.dur_ns)]);
-            self.end(4)?;
-        }
-        Ok(())
-    }
+    /// Takes one row of `table`, values in [`SCHEMAS`] order.
+    fn row(&mut self, table: usize, values: &[Value<'_>]) -> io::Result<()>;
 }
 
-impl TraceSink for Rows<'_> {
-    fn on_header(&mut self, meta: &TraceMeta) -> ControlFlow<()> {
-        self.rank = meta.rank();
-        ControlFlow::Continue(())
-    }
-
-    fn on_event(&mut self, index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        match self.rows(index, event) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(err) => {
-                self.error = Some(err);
-                ControlFlow::Break(())
-            }
+/// The schema of every table as Markdown: the section of `docs/SQL.md` between the
+/// `schema` markers, and of these docs.
+pub fn schema_markdown() -> String {
+    let mut out = String::from(
+        "# Schema\n\n\
+         Generated from `exporters::tables::SCHEMAS` (run `cargo run -p exporters --example \
+         sql_schema > docs/SQL-schema.md` after changing it; a test checks they agree).\n\n\
+         Column types: `i64` (Arrow `Int64`, Spark `bigint`, DuckDB `BIGINT`) or `text` \
+         (Arrow `Utf8`, Spark `string`, DuckDB `VARCHAR`), all nullable: absent in the \
+         trace = null. Times are Unix-epoch nanoseconds (Kineto's `ts` made absolute with \
+         `baseTimeNanoseconds`), durations nanoseconds. In every table `rank` is the last \
+         column, both in `neuronprof query` and in the Parquet dataset (where it is the \
+         Hive partition `rank=R`, so Spark and DuckDB also put it last).\n",
+    );
+    for (index, table) in TABLES.iter().enumerate() {
+        out.push_str(&format!(
+            "\n## `{table}`\n\nOne row per {}.\n\n| column | type | meaning |\n|---|---|---|\n",
+            TABLE_ROWS[index]
+        ));
+        let columns = SCHEMAS[index]
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| *c != RANK_COLUMN)
+            .chain(std::iter::once((RANK_COLUMN, &SCHEMAS[index][RANK_COLUMN])));
+        for (_, column) in columns {
+            let kind = if column.int { "i64" } else { "text" };
+            out.push_str(&format!(
+                "| `{}` | {kind} | {} |\n",
+                column.name, column.doc
+            ));
         }
     }
-}
-
-fn arg_text(value: &ArgValue<'_>) -> String {
-    match value {
-        ArgValue::Null => String::new(),
-        ArgValue::Bool(b) => b.to_string(),
-        ArgValue::Int(n) => n.to_string(),
-        ArgValue::UInt(n) => n.to_string(),
-        ArgValue::Float(x) => x.to_string(),
-        ArgValue::Number(text) | ArgValue::Str(text) => text.to_string(),
-        ArgValue::Array(raw) | ArgValue::Object(raw) => raw.as_str().to_owned(),
-    }
-}
-
-fn args_json(args: &trace_format::Args<'_>) -> String {
-    let mut out = String::from("{");
-    for (i, (key, value)) in args.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(&serde_json::to_string(&*key).unwrap_or_default());
-        out.push_str(": ");
-        let text = match &value {
-            ArgValue::Null => "null".to_owned(),
-            ArgValue::Str(text) => serde_json::to_string(&**text).unwrap_or_default(),
-            ArgValue::Float(x) if !x.is_finite() => "null".to_owned(),
-            other => arg_text(other),
-        };
-        out.push_str(&text);
-    }
-    out.push('}');
     out
 }

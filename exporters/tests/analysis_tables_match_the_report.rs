@@ -1,4 +1,5 @@
-//! The analysis tables (`add_analysis`) read back, as Parquet with the `parquet`/`arrow`
+//! The analysis tables (`add_analysis`) read back, as Parquet (`TABLE/part-0.parquet` in
+//! the dataset) with the `parquet`/`arrow`
 //! crates and as CSV, hold one row per element of the report's lists, with the documented
 //! schema, and values equal to the report computed directly.
 
@@ -21,7 +22,8 @@ fn read(path: &std::path::Path) -> RecordBatch {
             .map(|batch| batch.unwrap())
             .collect();
     assert!(batches.len() <= 1, "analysis tables are one row group");
-    let table = path.file_stem().unwrap().to_str().unwrap();
+    // `parquet/TABLE/part-0.parquet`
+    let table = path.parent().unwrap().file_name().unwrap().to_str().unwrap();
     let index = ANALYSIS_TABLES.iter().position(|t| *t == table).unwrap();
     batches
         .first()
@@ -86,7 +88,7 @@ fn analysis_tables_match_the_report() {
     assert_eq!(csv_stats.analysis_rows, stats.analysis_rows);
 
     for (index, table) in ANALYSIS_TABLES.iter().enumerate() {
-        let batch = read(&dir.join("parquet").join(format!("{table}.parquet")));
+        let batch = read(&dir.join("parquet").join(table).join("part-0.parquet"));
         assert_eq!(batch.num_rows(), expected[index], "{table}: parquet rows");
         assert_eq!(
             batch.schema(),
@@ -105,7 +107,7 @@ fn analysis_tables_match_the_report() {
         batch.column(batch.schema().index_of(name).unwrap()).clone()
     };
     // Temporal: rank and idle time per rank.
-    let temporal = read(&dir.join("parquet/analysis_temporal.parquet"));
+    let temporal = read(&dir.join("parquet/analysis_temporal/part-0.parquet"));
     let ranks = column(&temporal, "rank");
     let ranks = ranks.as_any().downcast_ref::<Int64Array>().unwrap();
     let idle = column(&temporal, "idle_time_us");
@@ -122,7 +124,7 @@ fn analysis_tables_match_the_report() {
         assert_eq!(idle.value(row), rank.idle_time_us);
     }
     // Kernels: names, types and sums in the report's order.
-    let kernels = read(&dir.join("parquet/analysis_kernels.parquet"));
+    let kernels = read(&dir.join("parquet/analysis_kernels/part-0.parquet"));
     let names = column(&kernels, "name");
     let names = names.as_any().downcast_ref::<StringArray>().unwrap();
     let types = column(&kernels, "kernel_type");
@@ -141,7 +143,7 @@ fn analysis_tables_match_the_report() {
         assert_eq!(sums.value(row), kernel.sum_us);
     }
     // Steps: step numbers, durations and the bound, also in the CSV.
-    let steps = read(&dir.join("parquet/analysis_steps.parquet"));
+    let steps = read(&dir.join("parquet/analysis_steps/part-0.parquet"));
     let numbers = column(&steps, "step");
     let numbers = numbers.as_any().downcast_ref::<Int64Array>().unwrap();
     let durs = column(&steps, "dur_us");
@@ -159,7 +161,7 @@ fn analysis_tables_match_the_report() {
         assert_eq!(csv_steps[row + 1][3].parse::<f64>().unwrap(), step.dur_us);
     }
     // Insights: kinds and summaries in order.
-    let insights = read(&dir.join("parquet/analysis_insights.parquet"));
+    let insights = read(&dir.join("parquet/analysis_insights/part-0.parquet"));
     let summaries = column(&insights, "summary");
     let summaries = summaries.as_any().downcast_ref::<StringArray>().unwrap();
     for (row, finding) in report.insights.iter().enumerate() {

@@ -62,7 +62,7 @@ fn csv_tables_hold_one_row_per_matching_event() {
         shared.join("torch-2.15/python_privateuse1_neuron.pt.trace.json.gz"),
         shared.join("hta/amd_mi250_train.json.gz"),
     ];
-    let mut expected = [0u64; 5];
+    let mut expected = [0u64; 8];
     for input in &inputs {
         let mut sink = trace_format::from_fn(|_, event: &Event<'_>| {
             expected[0] += 1;
@@ -84,9 +84,21 @@ fn csv_tables_hold_one_row_per_matching_event() {
             if complete && event.name().starts_with("ProfilerStep#") {
                 expected[4] += 1;
             }
+            if complete
+                && matches!(
+                    event.normalized_category(),
+                    Some(Category::CpuOp | Category::UserAnnotation)
+                )
+            {
+                expected[6] += 1;
+            }
+            if event.flow_end().is_some() {
+                expected[7] += 1;
+            }
             ControlFlow::Continue(())
         });
         TraceReader::open(input).read(&mut sink).unwrap();
+        expected[5] += 1; // one `ranks` row per input
     }
     let mut exporter = CsvExporter::create(&dir).unwrap();
     for input in &inputs {

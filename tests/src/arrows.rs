@@ -21,6 +21,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("profiler", &["runtime-hooks", "trace-format"]),
     ("analysis", &["trace-format"]),
     ("exporters", &["trace-format", "analysis"]),
+    // SQL over traces (embedded DataFusion): the exporters' tables, read from traces.
+    ("query", &["trace-format", "exporters"]),
     ("tui", &["analysis", "trace-format"]),
     ("gui", &["analysis", "trace-format"]),
     (
@@ -32,6 +34,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "profiler",
             "analysis",
             "exporters",
+            "query",
             "tui",
             "gui",
         ],
@@ -54,6 +57,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "profiler",
             "analysis",
             "exporters",
+            "query",
             "tui",
             "gui",
         ],

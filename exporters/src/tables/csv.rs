@@ -5,8 +5,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use super::{
-    analysis_rows, read_rows, Cell, RowSink, TableStats, ANALYSIS_SCHEMAS, ANALYSIS_TABLES,
-    SCHEMAS, TABLES,
+    analysis_rows, read_rows, Cell, RowSink, TableStats, Value, ANALYSIS_SCHEMAS, ANALYSIS_TABLES,
+    SCHEMAS, TABLES, TABLE_COUNT,
 };
 use crate::ExportError;
 
@@ -17,10 +17,11 @@ pub struct CsvExporter {
     dir: std::path::PathBuf,
     stats: TableStats,
     line: String,
+    files: i64,
 }
 
 impl CsvExporter {
-    /// Creates (or truncates) `events.csv` … `steps.csv` in `dir` (created if missing).
+    /// Creates (or truncates) `events.csv` … `flows.csv` in `dir` (created if missing).
     pub fn create(dir: &Path) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let mut writers = Vec::new();
@@ -37,17 +38,21 @@ impl CsvExporter {
             writers,
             dir: dir.to_owned(),
             stats: TableStats {
-                rows: [0; 5],
+                rows: [0; TABLE_COUNT],
                 files,
                 ..TableStats::default()
             },
             line: String::new(),
+            files: 0,
         })
     }
 
-    /// Adds the rows of one trace file.
+    /// Adds the rows of one trace file (its rank from `distributedInfo`, else the
+    /// number of files added before it).
     pub fn add_path(&mut self, path: &Path) -> Result<(), ExportError> {
-        read_rows(path, self)
+        let fallback = self.files;
+        self.files += 1;
+        read_rows(path, fallback, false, self).map(|_| ())
     }
 
     /// Writes the analysis tables (`analysis_temporal.csv` …, see
@@ -80,8 +85,23 @@ impl CsvExporter {
 }
 
 impl RowSink for CsvExporter {
-    fn row(&mut self, table: usize, cells: &[Cell]) -> io::Result<()> {
-        write_line(&mut self.line, cells);
+    fn wants(&self, _table: usize) -> bool {
+        true
+    }
+
+    fn row(&mut self, table: usize, values: &[Value<'_>]) -> io::Result<()> {
+        self.line.clear();
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                self.line.push(',');
+            }
+            match value {
+                Value::Int(Some(n)) => self.line.push_str(&n.to_string()),
+                Value::Text(Some(text)) => self.line.push_str(&csv_field(text)),
+                Value::Int(None) | Value::Text(None) => {}
+            }
+        }
+        self.line.push('\n');
         self.writers[table].write_all(self.line.as_bytes())?;
         self.stats.rows[table] += 1;
         Ok(())

@@ -8,10 +8,12 @@ use flate2::write::GzEncoder;
 #[derive(Debug)]
 pub struct Output<W: Write>(Repr<W>);
 
+// The encoder is boxed: with flate2's zlib-rs backend (which the workspace's Parquet
+// codecs turn on) it is hundreds of bytes, and one allocation per writer is nothing.
 #[derive(Debug)]
 enum Repr<W: Write> {
     Plain(W),
-    Gzip(GzEncoder<W>),
+    Gzip(Box<GzEncoder<W>>),
 }
 
 impl<W: Write> Output<W> {
@@ -22,10 +24,10 @@ impl<W: Write> Output<W> {
 
     /// Gzip-compresses into `inner` (default compression level).
     pub fn gzip(inner: W) -> Self {
-        Output(Repr::Gzip(GzEncoder::new(
+        Output(Repr::Gzip(Box::new(GzEncoder::new(
             inner,
             flate2::Compression::default(),
-        )))
+        ))))
     }
 
     /// Ends the gzip stream (if any), flushes, and returns the inner writer.

@@ -23,7 +23,13 @@ fn read(path: &std::path::Path) -> RecordBatch {
             .collect();
     assert!(batches.len() <= 1, "analysis tables are one row group");
     // `parquet/TABLE/part-0.parquet`
-    let table = path.parent().unwrap().file_name().unwrap().to_str().unwrap();
+    let table = path
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
     let index = ANALYSIS_TABLES.iter().position(|t| *t == table).unwrap();
     batches
         .first()

@@ -278,23 +278,11 @@ fn render_dataset(
         )?;
     }
     let damaged: Vec<_> = dataset.damaged().collect();
-    if !damaged.is_empty() {
-        writeln!(
-            out,
-            "{} damaged file(s) converted up to the damage (--lenient):",
-            damaged.len()
-        )?;
-        for file in damaged {
-            writeln!(
-                out,
-                "  rank {}: {} damaged event(s) skipped; {}",
-                file.rank,
-                file.events_skipped,
-                file.damage.join("; ")
-            )?;
-        }
-    }
-    Ok(())
+    let heading = format!(
+        "{} damaged file(s) converted up to the damage (--lenient):",
+        damaged.len()
+    );
+    crate::query::render_damaged_files(&heading, &damaged, out)
 }
 
 fn render_perfetto(stats: &ExportStats, out: &mut impl Write) -> io::Result<()> {

@@ -5,6 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use exporters::tables::RankRow;
 use query::{Engine, OutputFormat, QueryOptions, QueryOutcome, Source};
 
 /// What `neuronprof query` was asked for.
@@ -71,16 +72,27 @@ pub fn run_query(request: &QueryRequest) -> anyhow::Result<QueryOutcome> {
 
 /// What goes to standard error after the result: the damage a lenient read skipped.
 pub fn render_damage(outcome: &QueryOutcome, out: &mut impl Write) -> std::io::Result<()> {
-    if outcome.damaged.is_empty() {
+    let damaged: Vec<&RankRow> = outcome.damaged.iter().collect();
+    let heading = format!(
+        "{} of {} trace file(s) damaged, read up to the damage (--lenient):",
+        damaged.len(),
+        outcome.files_read
+    );
+    render_damaged_files(&heading, &damaged, out)
+}
+
+/// A heading and one line per damaged file (rank, events skipped, where and why), or
+/// nothing when no file is damaged; `query` and `export` both print this.
+pub fn render_damaged_files(
+    heading: &str,
+    files: &[&RankRow],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    if files.is_empty() {
         return Ok(());
     }
-    writeln!(
-        out,
-        "{} of {} trace file(s) damaged, read up to the damage (--lenient):",
-        outcome.damaged.len(),
-        outcome.files_read
-    )?;
-    for file in &outcome.damaged {
+    writeln!(out, "{heading}")?;
+    for file in files {
         writeln!(
             out,
             "  rank {}: {} damaged event(s) skipped; {}",

@@ -16,29 +16,17 @@ use egui_kittest::kittest::Queryable as _;
 use gui::app::Selection;
 use gui::model::SliceRef;
 use gui::ui::panels_ui::us;
-use std::time::{Duration, Instant};
 
 fn wait_for_path(harness: &mut egui_kittest::Harness<'static, gui::ViewerApp>, instance: usize) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        harness.step();
-        let critical = &harness.state().loaded.as_ref().unwrap().critical;
+    support::wait_until(harness, "the critical path's computation", |app| {
+        let critical = &app.loaded.as_ref().unwrap().critical;
         if let Some(Err(e)) = &critical.result {
             panic!("no critical path: {e}");
         }
-        if critical
+        critical
             .shown()
             .is_some_and(|p| p.instance == Some(instance))
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the critical path was not computed in 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    harness.run_steps(3);
+    });
 }
 
 #[test]

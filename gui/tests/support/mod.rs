@@ -31,22 +31,30 @@ pub fn viewer(paths: Vec<PathBuf>) -> Harness<'static, ViewerApp> {
         .build_ui_state(|ui, app: &mut ViewerApp| app.ui(ui), app)
 }
 
-/// Steps the harness until the loader has delivered the timeline and the analyses.
-pub fn wait_loaded(harness: &mut Harness<'static, ViewerApp>) {
+/// Steps the harness until `done(app)` (at most 120 s; `what` names it in the failure),
+/// then three more frames.
+pub fn wait_until(
+    harness: &mut Harness<'static, ViewerApp>,
+    what: &str,
+    done: impl Fn(&ViewerApp) -> bool,
+) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         harness.step();
-        let app = harness.state();
-        if !app.is_loading() && (app.loaded.is_some() || app.error.is_some()) {
+        if done(harness.state()) {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the viewer did not finish loading in 120 s"
-        );
+        assert!(Instant::now() < deadline, "{what} did not happen in 120 s");
         std::thread::sleep(Duration::from_millis(20));
     }
     harness.run_steps(3);
+}
+
+/// Steps the harness until the loader has delivered the timeline and the analyses.
+pub fn wait_loaded(harness: &mut Harness<'static, ViewerApp>) {
+    wait_until(harness, "loading", |app| {
+        !app.is_loading() && (app.loaded.is_some() || app.error.is_some())
+    });
     if let Some(error) = &harness.state().error {
         panic!("loading failed: {error}");
     }

@@ -269,29 +269,28 @@ pub unsafe extern "C" fn npc_memory_stats(device_index: u16, out: *mut NpcMemory
     })
 }
 
-/// Sets `device`'s memory peaks to the current values (`reset_peak_memory_stats`).
-#[no_mangle]
-pub extern "C" fn npc_reset_peak_memory_stats(device_index: u16) -> i32 {
+/// Runs `f` on `device_index`'s device; an error status when there is none.
+fn with_device(device_index: u16, f: impl FnOnce(&Device)) -> i32 {
     guard(|| match device(device_index) {
         Err((status, message)) => fail(status, message),
         Ok(device) => {
-            device.reset_peak_memory_stats();
+            f(&device);
             NPC_OK
         }
     })
+}
+
+/// Sets `device`'s memory peaks to the current values (`reset_peak_memory_stats`).
+#[no_mangle]
+pub extern "C" fn npc_reset_peak_memory_stats(device_index: u16) -> i32 {
+    with_device(device_index, Device::reset_peak_memory_stats)
 }
 
 /// Zeroes `device`'s counts of allocations, frees and out-of-memory failures
 /// (`reset_accumulated_memory_stats`).
 #[no_mangle]
 pub extern "C" fn npc_reset_accumulated_memory_stats(device_index: u16) -> i32 {
-    guard(|| match device(device_index) {
-        Err((status, message)) => fail(status, message),
-        Ok(device) => {
-            device.reset_accumulated_memory_stats();
-            NPC_OK
-        }
-    })
+    with_device(device_index, Device::reset_accumulated_memory_stats)
 }
 
 /// Releases `device`'s cached, fully free segments; returns the bytes released.

@@ -212,6 +212,22 @@ pub fn is_device_work_category(category: &str) -> bool {
     )
 }
 
+/// Whether a (normalised) category is a host-side runtime or driver call of a device
+/// (`cudaLaunchKernel`, `nrt_execute`, …). PyTorch's `key_averages` lists these as CPU
+/// events, nested in the operator that made them.
+pub fn is_runtime_call_category(category: &str) -> bool {
+    matches!(
+        category,
+        "cuda_runtime"
+            | "cuda_driver"
+            | "privateuse1_runtime"
+            | "privateuse1_driver"
+            | "mtia_runtime"
+            | "xpu_runtime"
+            | "xpu_driver"
+    )
+}
+
 /// HTA's memory name (`get_memory_kernel_type`): the first 11 characters of a `Memcpy`
 /// name (`Memcpy DtoH`), `Memset`, or `Memcpy Unknown`.
 pub fn memory_kind(name: &str) -> String {

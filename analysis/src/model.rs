@@ -281,7 +281,9 @@ pub struct HostOps {
     /// [`RankTrace::names`], whose lookups (device type, steps) concern rows only.
     pub names: Names,
     /// Host operators: events whose category is `cpu_op` or `user_annotation` after
-    /// normalisation (legacy `Operator` included), in file order, rows or not.
+    /// normalisation (legacy `Operator` included), host-side runtime and driver calls
+    /// (`cuda_runtime`, `privateuse1_runtime`, …, which `key_averages` counts as CPU
+    /// events too) and Python frames ([`HostOpKind`]), in file order, rows or not.
     pub operators: Vec<HostOp>,
     /// Every other complete event that is not a row (its `stream` is then absent), in
     /// file order: Python frames, runtime calls without a correlation, and so on.
@@ -324,6 +326,22 @@ pub struct HostOp {
     /// Whether the event is also in [`RankTrace::rows`] (a step annotation, an operator
     /// with a `correlation` or `stream` arg, the file's first event).
     pub in_rows: bool,
+    /// What kind of host event it is.
+    pub kind: HostOpKind,
+}
+
+/// The kinds of [`HostOp`], as PyTorch's profiler tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostOpKind {
+    /// An operator (`cpu_op`) or a `record_function` range (`user_annotation`).
+    Operator,
+    /// A runtime or driver call (`cuda_runtime`, `privateuse1_runtime`, …): a line of
+    /// its own in `key_averages`, but the device work of its `External id` belongs to
+    /// the operator that launched it.
+    RuntimeCall,
+    /// A Python frame (`python_function`, `with_stack`): part of the nesting (an
+    /// operator's parent may be one), not a line of `key_averages`.
+    PythonFunction,
 }
 
 /// One complete event that is neither a row nor a host operator (24 bytes).

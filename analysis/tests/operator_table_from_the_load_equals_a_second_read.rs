@@ -1,8 +1,9 @@
 //! The operator table is built from what the loader keeps (`RankTrace::host_ops`), in the
-//! same streaming pass as every other analysis. Here a reference reads each shared trace a
-//! second time with `trace_format` directly and builds the table from the events as they
-//! come (what the table did before the loader kept host operators); both must agree on
-//! every line, by name and by name and input shapes.
+//! same streaming pass as every other analysis. Here a reference reads each vendored
+//! trace a second time with `trace_format` directly and builds the table from the events
+//! with torch's `EventList` rules written out plainly (children lists, the folding loop
+//! over the whole list until nothing changes, as `_remove_dup_nodes` does); both must
+//! agree on every line, by name and by name and input shapes.
 
 mod support {
     pub mod traces;
@@ -23,7 +24,23 @@ struct Op {
     end: i64,
     key: (String, String),
     external_id: i64,
+    /// A runtime call: its External id's device work is its operator's.
+    runtime: bool,
+    /// A Python frame: in the tree, not a line.
+    python: bool,
 }
+
+/// torch's `_filter_name`.
+const FILTERED: [&str; 8] = [
+    "[memory]",
+    "[OutOfMemory]",
+    "profiler::_record_function_enter",
+    "profiler::_record_function_enter_new",
+    "profiler::_record_function_exit",
+    "aten::is_leaf",
+    "aten::output_nr",
+    "aten::_version",
+];
 
 #[derive(Default)]
 struct Reference {
@@ -59,19 +76,42 @@ impl TraceSink for Reference {
             }
             return ControlFlow::Continue(());
         }
-        if !matches!(category.as_str(), "cpu_op" | "user_annotation") {
+        let runtime = matches!(
+            category.as_str(),
+            "cuda_runtime"
+                | "cuda_driver"
+                | "privateuse1_runtime"
+                | "privateuse1_driver"
+                | "mtia_runtime"
+                | "xpu_runtime"
+                | "xpu_driver"
+        );
+        let python = category.as_str() == "python_function";
+        if !(runtime || python || matches!(category.as_str(), "cpu_op" | "user_annotation")) {
+            return ControlFlow::Continue(());
+        }
+        if FILTERED.contains(&event.name()) {
             return ControlFlow::Continue(());
         }
         let dims = match event.arg("Input Dims") {
-            Some(ArgValue::Array(raw)) => raw.as_str().to_owned(),
+            Some(ArgValue::Array(raw)) if raw.as_str() != "[]" && !runtime && !python => {
+                raw.as_str().to_owned()
+            }
             _ => String::new(),
+        };
+        let name = if event.name().starts_with("ProfilerStep#") {
+            "ProfilerStep*"
+        } else {
+            event.name()
         };
         let thread = (ident(event.pid.as_ref()), ident(event.tid.as_ref()));
         self.by_thread.entry(thread).or_default().push(Op {
             start: ts,
             end: ts + dur,
-            key: (event.name().to_owned(), dims),
+            key: (name.to_owned(), dims),
             external_id,
+            runtime,
+            python,
         });
         ControlFlow::Continue(())
     }
@@ -89,32 +129,64 @@ fn reference(path: &Path, window: Option<(i64, i64)>) -> Option<[Lines; 2]> {
     for ops in sink.by_thread.values_mut() {
         ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.end)));
         let device = |o: &Op| {
-            (o.external_id >= 0)
+            (o.external_id >= 0 && !o.runtime)
                 .then(|| sink.device_by_external.get(&o.external_id).copied())
                 .flatten()
                 .unwrap_or(0)
         };
-        // Children and descendants' device time by an explicit parent search.
+        // The tree: an event is the child of the innermost open one it starts in and
+        // does not outlast.
         let n = ops.len();
         let mut parent: Vec<Option<usize>> = vec![None; n];
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut own: Vec<i64> = ops.iter().map(device).collect();
         let mut open: Vec<usize> = Vec::new();
         for i in 0..n {
-            while open.last().is_some_and(|&t| ops[i].start >= ops[t].end) {
+            while open
+                .last()
+                .is_some_and(|&t| ops[i].start >= ops[t].end || ops[i].end > ops[t].end)
+            {
                 open.pop();
             }
-            parent[i] = open.last().copied();
+            if let Some(&p) = open.last() {
+                parent[i] = Some(p);
+                children[p].push(i);
+            }
             open.push(i);
         }
-        let mut child = vec![0i64; n];
-        let mut device_total: Vec<i64> = ops.iter().map(device).collect();
-        for i in (0..n).rev() {
-            if let Some(p) = parent[i] {
-                child[p] += ops[i].end - ops[i].start;
-                device_total[p] += device_total[i];
+        // Folding, as torch does it: repeat passes over the list until none folds.
+        let mut alive = vec![true; n];
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if !alive[i] {
+                    continue;
+                }
+                let Some(p) = parent[i] else { continue };
+                if ops[p].key.0 == ops[i].key.0 && children[p].len() == 1 {
+                    children[p] = std::mem::take(&mut children[i]);
+                    own[p] = own[i];
+                    for &c in &children[p] {
+                        parent[c] = Some(p);
+                    }
+                    alive[i] = false;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
             }
         }
+        let child: Vec<i64> = (0..n)
+            .map(|i| children[i].iter().map(|&c| ops[c].end - ops[c].start).sum())
+            .collect();
+        // A child comes after its parent in start order: totals from the end.
+        let mut device_total = own.clone();
+        for i in (0..n).rev() {
+            device_total[i] += children[i].iter().map(|&c| device_total[c]).sum::<i64>();
+        }
         for (i, o) in ops.iter().enumerate() {
-            if window.is_some_and(|(s, e)| o.start < s || o.start >= e) {
+            if !alive[i] || o.python || window.is_some_and(|(s, e)| o.start < s || o.start >= e) {
                 continue;
             }
             let by_name = (o.key.0.clone(), String::new());
@@ -123,7 +195,7 @@ fn reference(path: &Path, window: Option<(i64, i64)>) -> Option<[Lines; 2]> {
                 line.0 += 1;
                 line.1 += o.end - o.start;
                 line.2 += o.end - o.start - child[i];
-                line.3 += device(o);
+                line.3 += own[i];
                 line.4 += device_total[i];
             }
         }

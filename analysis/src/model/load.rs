@@ -590,6 +590,7 @@ impl RankSink {
                     input_dims,
                     thread: host.thread(c.pid.as_ref(), c.tid.as_ref()),
                     in_rows: keep,
+                    kind: c.kind,
                 };
                 host.ops.operators.push(op);
             } else if !keep {

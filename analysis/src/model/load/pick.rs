@@ -4,8 +4,8 @@
 
 use trace_format::{ArgValue, Category, Event, EventMapper, EventText, Ident, TextSpan};
 
-use super::super::{CollectiveArgs, MemoryEvent};
-use crate::classify::is_device_work_category;
+use super::super::{CollectiveArgs, HostOpKind, MemoryEvent};
+use crate::classify::{is_device_work_category, is_runtime_call_category};
 
 /// [`pick`] with what the header said, shared by a parallel read's worker threads.
 pub(super) struct Picker {
@@ -95,8 +95,11 @@ pub(super) struct Complete<'a> {
     pub(super) args: PickedArgs,
     /// Host operators only (when kept): whether the normalised category is device work.
     pub(super) device_work: bool,
-    /// Host operators only (when kept): `cpu_op` or `user_annotation`.
+    /// Host operators only (when kept): `cpu_op`, `user_annotation`, a runtime call or a
+    /// Python frame.
     pub(super) host_operator: bool,
+    /// Host operators only (when kept): which kind.
+    pub(super) kind: HostOpKind,
     /// Host operators only (when kept): the `Input Dims` array's JSON text.
     pub(super) input_dims: Option<Text<'a>>,
 }
@@ -125,6 +128,7 @@ impl Picked<'_> {
                 args: c.args,
                 device_work: c.device_work,
                 host_operator: c.host_operator,
+                kind: c.kind,
                 input_dims: c.input_dims.map(|dims| dims.into_owned(text)),
             }),
         }
@@ -159,11 +163,18 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
     if category.as_str() == "Trace" {
         return Picked::Other { fractional_ts };
     }
-    let (mut device_work, mut host_operator) = (false, false);
+    let (mut device_work, mut host_operator, mut kind) = (false, false, HostOpKind::Operator);
     if host_ops {
         let normalized = category.normalized();
         device_work = is_device_work_category(normalized.as_str());
-        host_operator = matches!(normalized.as_str(), "cpu_op" | "user_annotation");
+        let category = normalized.as_str();
+        if is_runtime_call_category(category) {
+            kind = HostOpKind::RuntimeCall;
+        } else if category == "python_function" {
+            kind = HostOpKind::PythonFunction;
+        }
+        host_operator =
+            kind != HostOpKind::Operator || matches!(category, "cpu_op" | "user_annotation");
     }
     let (args, input_dims) = PickedArgs::of(event);
     Picked::Complete(Complete {
@@ -177,6 +188,7 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
         args,
         device_work,
         host_operator,
+        kind,
         input_dims: input_dims.filter(|_| host_operator).map(Text::Borrowed),
     })
 }

@@ -1,5 +1,13 @@
 //! Insights: a ranked list of findings, each with its number, the threshold that
 //! triggered it and the time range it is about.
+//!
+//! The same finding on several ranks (or steps) is one line: the ranks, how many
+//! findings it stands for, and the median, smallest and largest value ("ranks [0, 1, 2,
+//! 3]: MFU median 1.4% (min 1.3%, max 1.6%)"), so a 64-rank run does not print 64 lines
+//! that say one thing. A launch delay is a finding only where the device sat idle
+//! waiting for the work ([`crate::analyses::launch_stats::LaunchStats`]'s
+//! `idle_launch_delay_outliers`): work that starts late behind other queued work on a
+//! busy device is the healthy, device-bound case.
 
 mod device_bound;
 
@@ -42,17 +50,79 @@ pub struct Finding {
     pub kind: FindingKind,
     /// The rank, when it is about one.
     pub rank: Option<i64>,
+    /// Every rank concerned (one for a single finding), sorted.
+    pub ranks: Vec<i64>,
+    /// How many findings this line stands for (1, or the ranks and steps merged).
+    pub count: usize,
     /// One line for people.
     pub summary: String,
-    /// The measured value.
+    /// The measured value (the median over the merged findings).
     pub value: f64,
+    /// The smallest value over the merged findings.
+    pub value_min: f64,
+    /// The largest value over the merged findings.
+    pub value_max: f64,
     /// The threshold it crossed.
     pub threshold: f64,
     /// The unit of `value` and `threshold` (`"%"`, `"fraction"`).
     pub unit: &'static str,
     /// The time range concerned, µs since the rank's first event, when narrower than the
-    /// whole trace.
+    /// whole trace (and the finding is about one rank and step).
     pub time_range_us: Option<(f64, f64)>,
+    /// What is measured, as the merged line names it ("MFU of 667 TFLOPS bf16"); equal
+    /// metrics of one kind merge.
+    #[serde(skip)]
+    metric: String,
+    /// The step, when the finding is about one.
+    #[serde(skip)]
+    step: Option<i64>,
+    /// A second number a merged line also gives the median of (name, value in %).
+    #[serde(skip)]
+    also: Option<(&'static str, f64)>,
+}
+
+impl Finding {
+    /// A finding about one rank (`rank: None` when about none).
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        score: f64,
+        kind: FindingKind,
+        rank: Option<i64>,
+        summary: String,
+        value: f64,
+        threshold: f64,
+        unit: &'static str,
+        time_range_us: Option<(f64, f64)>,
+        metric: String,
+    ) -> Self {
+        Finding {
+            score,
+            kind,
+            rank,
+            ranks: rank.into_iter().collect(),
+            count: 1,
+            summary,
+            value,
+            value_min: value,
+            value_max: value,
+            threshold,
+            unit,
+            time_range_us,
+            metric,
+            step: None,
+            also: None,
+        }
+    }
+
+    fn with_step(mut self, step: i64) -> Self {
+        self.step = Some(step);
+        self
+    }
+
+    fn with_also(mut self, name: &'static str, pct: f64) -> Self {
+        self.also = Some((name, pct));
+        self
+    }
 }
 
 /// Thresholds that turn numbers into findings.
@@ -115,19 +185,20 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             .iter()
             .filter(|r| r.idle_time_pctg >= t.device_idle_pct)
         {
-            out.push(Finding {
-                score: r.idle_time_pctg / 100.0,
-                kind: FindingKind::DeviceIdle,
-                rank: Some(r.rank),
-                summary: format!(
+            out.push(Finding::new(
+                r.idle_time_pctg / 100.0,
+                FindingKind::DeviceIdle,
+                Some(r.rank),
+                format!(
                     "rank {}: device idle {:.1}% of {:.0} us",
                     r.rank, r.idle_time_pctg, r.kernel_time_us
                 ),
-                value: r.idle_time_pctg,
-                threshold: t.device_idle_pct,
-                unit: "%",
-                time_range_us: None,
-            });
+                r.idle_time_pctg,
+                t.device_idle_pct,
+                "%",
+                None,
+                "device idle, % of the profiled span".to_owned(),
+            ));
         }
         for (r, o) in temporal.ranks.iter().zip(&report.comm_comp_overlap.ranks) {
             let share = if r.kernel_time_us > 0.0 {
@@ -137,19 +208,20 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             };
             match o.comp_comm_overlap_pctg {
                 Some(pct) if share >= t.communication_share && pct < t.overlap_pct => {
-                    out.push(Finding {
-                        score: share * (1.0 - pct / 100.0),
-                        kind: FindingKind::CommunicationNotOverlapped,
-                        rank: Some(r.rank),
-                        summary: format!(
+                    out.push(Finding::new(
+                        share * (1.0 - pct / 100.0),
+                        FindingKind::CommunicationNotOverlapped,
+                        Some(r.rank),
+                        format!(
                         "rank {}: only {pct:.1}% of {:.0} us of communication overlaps computation",
                         r.rank, o.comm_time_us
                     ),
-                        value: pct,
-                        threshold: t.overlap_pct,
-                        unit: "%",
-                        time_range_us: None,
-                    })
+                        pct,
+                        t.overlap_pct,
+                        "%",
+                        None,
+                        "communication overlapping computation".to_owned(),
+                    ))
                 }
                 _ => {}
             }
@@ -162,22 +234,26 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             0.0
         };
         if fraction >= t.host_bound_step_fraction {
-            out.push(Finding {
-                score: fraction,
-                kind: FindingKind::HostBoundStep,
-                rank: Some(s.rank),
-                summary: format!(
-                    "rank {} step {}: device waited {:.0} us ({:.0}%) for the host to launch",
-                    s.rank,
-                    s.step,
-                    s.host_bound_idle_us,
-                    fraction * 100.0
-                ),
-                value: fraction,
-                threshold: t.host_bound_step_fraction,
-                unit: "fraction",
-                time_range_us: Some((s.start_us, s.start_us + s.dur_us)),
-            });
+            out.push(
+                Finding::new(
+                    fraction,
+                    FindingKind::HostBoundStep,
+                    Some(s.rank),
+                    format!(
+                        "rank {} step {}: device waited {:.0} us ({:.0}%) for the host to launch",
+                        s.rank,
+                        s.step,
+                        s.host_bound_idle_us,
+                        fraction * 100.0
+                    ),
+                    fraction,
+                    t.host_bound_step_fraction,
+                    "fraction",
+                    Some((s.start_us, s.start_us + s.dur_us)),
+                    "device waiting for the host to launch, share of the step".to_owned(),
+                )
+                .with_step(s.step),
+            );
         }
     }
     out.extend(device_bound::device_bound_steps(report, t));
@@ -191,19 +267,20 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             .map_or(0.0, |r| r.others_waited_us);
         let fraction = if total > 0.0 { waited / total } else { 0.0 };
         if fraction >= t.bottleneck_wait_fraction {
-            out.push(Finding {
-                score: fraction,
-                kind: FindingKind::CollectiveBottleneck,
-                rank: Some(rank),
-                summary: format!(
+            out.push(Finding::new(
+                fraction,
+                FindingKind::CollectiveBottleneck,
+                Some(rank),
+                format!(
                     "rank {rank} arrived last: others waited {waited:.0} us for it ({:.0}% of collective time)",
                     fraction * 100.0
                 ),
-                value: fraction,
-                threshold: t.bottleneck_wait_fraction,
-                unit: "fraction",
-                time_range_us: None,
-            });
+                fraction,
+                t.bottleneck_wait_fraction,
+                "fraction",
+                None,
+                "arrived last in collectives".to_owned(),
+            ));
         }
     }
     for rank in &report.per_rank {
@@ -213,40 +290,51 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             };
             let fraction = d.peak_reserved_bytes as f64 / capacity as f64;
             if fraction >= t.memory_capacity_fraction {
-                out.push(Finding {
-                    score: fraction.min(1.0),
-                    kind: FindingKind::MemoryNearCapacity,
-                    rank: Some(rank.rank),
-                    summary: format!(
+                out.push(Finding::new(
+                    fraction.min(1.0),
+                    FindingKind::MemoryNearCapacity,
+                    Some(rank.rank),
+                    format!(
                         "rank {} {}: reserved memory peaked at {:.0}% of capacity",
                         rank.rank,
                         d.device,
                         fraction * 100.0
                     ),
-                    value: fraction,
-                    threshold: t.memory_capacity_fraction,
-                    unit: "fraction",
-                    time_range_us: Some((d.peak_reserved_at_us, d.peak_reserved_at_us)),
-                });
+                    fraction,
+                    t.memory_capacity_fraction,
+                    "fraction",
+                    Some((d.peak_reserved_at_us, d.peak_reserved_at_us)),
+                    format!(
+                        "reserved memory at its peak, share of {} capacity",
+                        d.device
+                    ),
+                ));
             }
         }
         let stats = &rank.launch_stats;
         if stats.launch_delay.count > 0 {
-            let fraction = stats.launch_delay_outliers as f64 / stats.launch_delay.count as f64;
+            // Only where the device idled: late behind queued work is device-bound.
+            let fraction =
+                stats.idle_launch_delay_outliers as f64 / stats.launch_delay.count as f64;
             if fraction >= t.launch_delay_fraction {
-                out.push(Finding {
-                    score: fraction,
-                    kind: FindingKind::LaunchDelays,
-                    rank: Some(rank.rank),
-                    summary: format!(
-                        "rank {}: {} of {} launches started on the device more than 100 us late",
-                        rank.rank, stats.launch_delay_outliers, stats.launch_delay.count
+                out.push(Finding::new(
+                    fraction,
+                    FindingKind::LaunchDelays,
+                    Some(rank.rank),
+                    format!(
+                        "rank {}: the device sat idle more than 100 us waiting for {} of {} \
+                         launches ({} started > 100 us late in all)",
+                        rank.rank,
+                        stats.idle_launch_delay_outliers,
+                        stats.launch_delay.count,
+                        stats.launch_delay_outliers
                     ),
-                    value: fraction,
-                    threshold: t.launch_delay_fraction,
-                    unit: "fraction",
-                    time_range_us: None,
-                });
+                    fraction,
+                    t.launch_delay_fraction,
+                    "fraction",
+                    None,
+                    "launches the device sat idle waiting for (> 100 us)".to_owned(),
+                ));
             }
         }
     }
@@ -257,44 +345,53 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             }
             let fraction = k.small_count as f64 / k.with_bytes as f64;
             if fraction >= t.small_transfer_fraction {
-                out.push(Finding {
-                    score: fraction * 0.5,
-                    kind: FindingKind::SmallTransfers,
-                    rank: Some(rank.rank),
-                    summary: format!(
+                out.push(Finding::new(
+                    fraction * 0.5,
+                    FindingKind::SmallTransfers,
+                    Some(rank.rank),
+                    format!(
                         "rank {} {}: {} of {} transfers under 64 KiB",
                         rank.rank, k.kind, k.small_count, k.with_bytes
                     ),
-                    value: fraction,
-                    threshold: t.small_transfer_fraction,
-                    unit: "fraction",
-                    time_range_us: None,
-                });
+                    fraction,
+                    t.small_transfer_fraction,
+                    "fraction",
+                    None,
+                    format!("{} transfers under 64 KiB", k.kind),
+                ));
             }
         }
     }
     for d in &report.utilization {
         let range = Some((d.window_start_us, d.window_start_us + d.window_us));
         if let Some(mfu) = d.mfu_pct.filter(|&m| d.model_flops > 0 && m < t.mfu_pct) {
-            out.push(Finding {
-                score: 0.5 * (1.0 - mfu / t.mfu_pct),
-                kind: FindingKind::LowMfu,
-                rank: Some(d.rank),
-                summary: format!(
-                    "rank {} device {}: MFU {} of {} TFLOPS {} (HFU {}), device busy {:.1}%",
-                    d.rank,
-                    d.device,
-                    pct_text(Some(mfu)),
-                    d.peak_tflops.unwrap_or(0.0),
-                    d.peak_dtype.as_deref().unwrap_or(""),
-                    pct_text(d.hfu_pct),
-                    d.device_busy_pct
-                ),
-                value: mfu,
-                threshold: t.mfu_pct,
-                unit: "%",
-                time_range_us: range,
-            });
+            out.push(
+                Finding::new(
+                    0.5 * (1.0 - mfu / t.mfu_pct),
+                    FindingKind::LowMfu,
+                    Some(d.rank),
+                    format!(
+                        "rank {} device {}: MFU {} of {} TFLOPS {} (HFU {}), device busy {:.1}%",
+                        d.rank,
+                        d.device,
+                        pct_text(Some(mfu)),
+                        d.peak_tflops.unwrap_or(0.0),
+                        d.peak_dtype.as_deref().unwrap_or(""),
+                        pct_text(d.hfu_pct),
+                        d.device_busy_pct
+                    ),
+                    mfu,
+                    t.mfu_pct,
+                    "%",
+                    range,
+                    format!(
+                        "MFU of {} TFLOPS {}",
+                        d.peak_tflops.unwrap_or(0.0),
+                        d.peak_dtype.as_deref().unwrap_or("")
+                    ),
+                )
+                .with_also("device busy", d.device_busy_pct),
+            );
         }
         let Some(dma) = &d.dma else { continue };
         if dma.transfers < t.small_transfer_min_count {
@@ -307,11 +404,11 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
             } else {
                 0.0
             };
-            out.push(Finding {
-                score: 0.5 * time_share,
-                kind: FindingKind::SmallDmas,
-                rank: Some(d.rank),
-                summary: format!(
+            out.push(Finding::new(
+                0.5 * time_share,
+                FindingKind::SmallDmas,
+                Some(d.rank),
+                format!(
                     "rank {} device {}: {} of {} DMA transfers under {} KiB ({:.0}% of DMA time), each paying ~1.3 us of fixed cost",
                     d.rank,
                     d.device,
@@ -320,15 +417,122 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
                     dma.small_limit_bytes >> 10,
                     time_share * 100.0
                 ),
-                value: fraction,
-                threshold: t.small_dma_fraction,
-                unit: "fraction",
-                time_range_us: range,
-            });
+                fraction,
+                t.small_dma_fraction,
+                "fraction",
+                range,
+                format!("DMA transfers under {} KiB", dma.small_limit_bytes >> 10),
+            )
+            .with_also("share of DMA time", time_share * 100.0));
         }
     }
+    if !report.device_activity {
+        // A CPU-only run: nothing about a device it does not have.
+        out.retain(|f| f.kind == FindingKind::MemoryNearCapacity);
+    }
+    let mut out = merge_alike(out);
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     out
+}
+
+/// Merges findings of one kind and metric (on several ranks, or several steps) into one
+/// line each: ranks, count, median, min and max; the score is the largest.
+fn merge_alike(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut groups: Vec<Vec<Finding>> = Vec::new();
+    for f in findings {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].kind == f.kind && g[0].metric == f.metric)
+        {
+            Some(group) => group.push(f),
+            None => groups.push(vec![f]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|group| {
+            if group.len() == 1 {
+                return group.into_iter().next().expect("one finding");
+            }
+            let mut values: Vec<f64> = group.iter().map(|f| f.value).collect();
+            values.sort_by(f64::total_cmp);
+            let median = crate::stats::quantile_sorted(&values, 0.5);
+            let (min, max) = (values[0], values[values.len() - 1]);
+            let mut ranks: Vec<i64> = group.iter().flat_map(|f| f.rank).collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            let mut steps: Vec<i64> = group.iter().flat_map(|f| f.step).collect();
+            steps.sort_unstable();
+            steps.dedup();
+            let first = &group[0];
+            let shown = |v: f64| match first.unit {
+                "fraction" => pct_text(Some(v * 100.0)),
+                "%" => pct_text(Some(v)),
+                unit => format!("{v} {unit}"),
+            };
+            let who = match ranks.as_slice() {
+                [rank] => format!("rank {rank}"),
+                ranks => format!("ranks {}", rank_list(ranks)),
+            };
+            let steps_text = if steps.is_empty() {
+                String::new()
+            } else {
+                format!(", {} steps ({})", group.len(), rank_list(&steps))
+            };
+            let mut summary = format!(
+                "{who}{steps_text}: {}: median {} (min {}, max {})",
+                first.metric,
+                shown(median),
+                shown(min),
+                shown(max)
+            );
+            let also: Vec<f64> = group.iter().filter_map(|f| f.also.map(|a| a.1)).collect();
+            if let (Some((name, _)), false) = (first.also, also.is_empty()) {
+                let mut also = also;
+                also.sort_by(f64::total_cmp);
+                let median = crate::stats::quantile_sorted(&also, 0.5);
+                summary.push_str(&format!("; {name} median {}", pct_text(Some(median))));
+            }
+            Finding {
+                score: group.iter().map(|f| f.score).fold(f64::MIN, f64::max),
+                kind: first.kind,
+                rank: (ranks.len() == 1).then(|| ranks[0]),
+                ranks,
+                count: group.len(),
+                summary,
+                value: median,
+                value_min: min,
+                value_max: max,
+                threshold: first.threshold,
+                unit: first.unit,
+                time_range_us: None,
+                metric: first.metric.clone(),
+                step: None,
+                also: None,
+            }
+        })
+        .collect()
+}
+
+/// `[0-3, 5, 7-9]`: sorted numbers with runs collapsed.
+fn rank_list(sorted: &[i64]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", sorted[i], sorted[j])
+        } else if j == i + 1 {
+            format!("{}, {}", sorted[i], sorted[j])
+        } else {
+            sorted[i].to_string()
+        });
+        i = j + 1;
+    }
+    format!("[{}]", parts.join(", "))
 }
 
 /// A percentage with enough digits to be non-zero when it is (`0.0042%`).

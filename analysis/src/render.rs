@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
+use crate::analyses::kernel_breakdown::KernelStats;
 use crate::analyses::utilization::{DeviceUtilization, EngineSource};
+use crate::classify::Mode;
 use crate::report::Report;
 use crate::stats::Describe;
 
@@ -119,14 +121,104 @@ fn with_describe(first: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// HTA's per-kernel table, as HTA prints it (compat mode).
+fn hta_kernel_table(kernels: &[KernelStats]) -> Table {
+    let mut t = Table::new(&[
+        "rank", "type", "name", "sum us", "max us", "min us", "std us", "mean us",
+    ]);
+    for k in kernels {
+        let name: String = k.name.chars().take(60).collect();
+        t.row(vec![
+            k.rank.to_string(),
+            k.kernel_type.as_str().to_owned(),
+            name,
+            num(k.sum_us),
+            num(k.max_us),
+            num(k.min_us),
+            num(k.stddev_us),
+            num(k.mean_us),
+        ]);
+    }
+    t
+}
+
+/// Kernels shown per (type, rank) in the default mode's table; the rest are summed on
+/// one line (JSON has every name).
+pub const TOP_KERNELS: usize = 10;
+
+/// The default mode's per-kernel table: per (type, rank) the [`TOP_KERNELS`] names with
+/// the largest total, with the statistics of their launches, then one line for the rest.
+fn kernel_stats_table(kernels: &[KernelStats]) -> Table {
+    let mut t = Table::new(&[
+        "rank", "type", "name", "count", "total us", "mean us", "min us", "p50 us", "p99 us",
+        "max us",
+    ]);
+    let mut groups: Vec<((&str, i64), Vec<&KernelStats>)> = Vec::new();
+    for k in kernels {
+        let key = (k.kernel_type.as_str(), k.rank);
+        match groups.iter_mut().find(|(g, _)| *g == key) {
+            Some((_, list)) => list.push(k),
+            None => groups.push((key, vec![k])),
+        }
+    }
+    for ((kernel_type, rank), mut list) in groups {
+        list.sort_by(|a, b| {
+            b.sum_us
+                .total_cmp(&a.sum_us)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        for k in list.iter().take(TOP_KERNELS) {
+            let name: String = k.name.chars().take(60).collect();
+            t.row(vec![
+                rank.to_string(),
+                kernel_type.to_owned(),
+                name,
+                k.count.to_string(),
+                num(k.sum_us),
+                num(k.mean_us),
+                num(k.min_us),
+                opt(k.p50_us),
+                opt(k.p99_us),
+                num(k.max_us),
+            ]);
+        }
+        let rest = &list[list.len().min(TOP_KERNELS)..];
+        if !rest.is_empty() {
+            t.row(vec![
+                rank.to_string(),
+                kernel_type.to_owned(),
+                format!("({} more names)", rest.len()),
+                rest.iter().map(|k| k.count).sum::<u64>().to_string(),
+                num(rest.iter().map(|k| k.sum_us).sum()),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+            ]);
+        }
+    }
+    t
+}
+
 /// Renders the whole report as text sections.
 pub fn render_report(report: &Report) -> String {
     let mut out = String::new();
+    let device = match (report.device_activity, report.mode) {
+        (true, _) => report.device_type.clone(),
+        (false, Mode::Default) => format!(
+            "{} (no device activity in the traces: host-side analyses only)",
+            report.device_type
+        ),
+        (false, Mode::HtaCompat) => format!(
+            "{} (HTA's label; the traces have no device activity)",
+            report.device_type
+        ),
+    };
     let _ = writeln!(
         out,
-        "ranks {:?}  device {}  mode {:?}{}",
+        "ranks {:?}  device {device}  mode {:?}{}",
         report.ranks,
-        report.device_type,
         report.mode,
         if report.last_step_filtered {
             "  (last ProfilerStep excluded, as HTA does)"
@@ -140,9 +232,11 @@ pub fn render_report(report: &Report) -> String {
             let _ = writeln!(out, "{:>2}. {}", i + 1, f.summary);
         }
     }
-    for error in &report.errors {
-        let _ = writeln!(out, "note: {error}");
+    for note in report.errors.iter().chain(&report.notes) {
+        let _ = writeln!(out, "note: {note}");
     }
+    // A CPU-only run (default mode): the host-side sections only.
+    let device_sections = report.device_activity || report.mode == Mode::HtaCompat;
     if let Some(temporal) = &report.temporal_breakdown {
         let mut t = Table::new(&[
             "rank",
@@ -168,6 +262,23 @@ pub fn render_report(report: &Report) -> String {
         }
         section(&mut out, "Temporal breakdown", &t);
     }
+    if device_sections {
+        render_device_totals(&mut out, report);
+    }
+    for rank in &report.per_rank {
+        if device_sections {
+            render_rank_device(&mut out, rank);
+        }
+        if let Some(table) = &rank.operators {
+            render_operators(&mut out, table, TOP_OPERATORS);
+        }
+    }
+    render_tail(&mut out, report);
+    out
+}
+
+/// Overlap, kernel types and kernels.
+fn render_device_totals(out: &mut String, report: &Report) {
     let mut t = Table::new(&["rank", "comm us", "overlap us", "overlap %"]);
     for r in &report.comm_comp_overlap.ranks {
         t.row(vec![
@@ -177,7 +288,7 @@ pub fn render_report(report: &Report) -> String {
             opt(r.comp_comm_overlap_pctg),
         ]);
     }
-    section(&mut out, "Communication-computation overlap", &t);
+    section(out, "Communication-computation overlap", &t);
     let mut t = Table::new(&["kernel type", "sum us", "%"]);
     for k in &report.kernel_breakdown.by_type {
         t.row(vec![
@@ -186,25 +297,17 @@ pub fn render_report(report: &Report) -> String {
             num(k.percentage),
         ]);
     }
-    section(&mut out, "Kernel types", &t);
-    let mut t = Table::new(&[
-        "rank", "type", "name", "sum us", "max us", "min us", "std us", "mean us",
-    ]);
-    for k in &report.kernel_breakdown.kernels {
-        let name: String = k.name.chars().take(60).collect();
-        t.row(vec![
-            k.rank.to_string(),
-            k.kernel_type.as_str().to_owned(),
-            name,
-            num(k.sum_us),
-            num(k.max_us),
-            num(k.min_us),
-            num(k.stddev_us),
-            num(k.mean_us),
-        ]);
-    }
-    section(&mut out, "Kernels", &t);
-    for rank in &report.per_rank {
+    section(out, "Kernel types", &t);
+    let t = match report.mode {
+        Mode::HtaCompat => hta_kernel_table(&report.kernel_breakdown.kernels),
+        Mode::Default => kernel_stats_table(&report.kernel_breakdown.kernels),
+    };
+    section(out, "Kernels", &t);
+}
+
+/// One rank's device sections: idle time, queue length, memory bandwidth, launches.
+fn render_rank_device(out: &mut String, rank: &crate::report::RankReport) {
+    {
         let mut t = Table::new(&with_describe(&["stream", "category", "idle us", "ratio"]));
         for e in &rank.idle_time.entries {
             let mut cells = vec![
@@ -216,25 +319,21 @@ pub fn render_report(report: &Report) -> String {
             cells.extend(describe_cells(&e.interval_stats));
             t.row(cells);
         }
-        section(&mut out, &format!("Idle time, rank {}", rank.rank), &t);
+        section(out, &format!("Idle time, rank {}", rank.rank), &t);
         let mut t = Table::new(&with_describe(&["stream"]));
         for q in &rank.queue_length {
             let mut cells = vec![q.stream.to_string()];
             cells.extend(describe_cells(&q.queue_length));
             t.row(cells);
         }
-        section(&mut out, &format!("Queue length, rank {}", rank.rank), &t);
+        section(out, &format!("Queue length, rank {}", rank.rank), &t);
         let mut t = Table::new(&with_describe(&["copy kind (GB/s)"]));
         for m in &rank.memory_bw {
             let mut cells = vec![m.name.clone()];
             cells.extend(describe_cells(&m.memory_bw_gbps));
             t.row(cells);
         }
-        section(
-            &mut out,
-            &format!("Memory bandwidth, rank {}", rank.rank),
-            &t,
-        );
+        section(out, &format!("Memory bandwidth, rank {}", rank.rank), &t);
         let s = &rank.launch_stats;
         let mut t = Table::new(&with_describe(&["us"]));
         for (label, d) in [
@@ -246,15 +345,12 @@ pub fn render_report(report: &Report) -> String {
             cells.extend(describe_cells(d));
             t.row(cells);
         }
-        section(
-            &mut out,
-            &format!("Launch statistics, rank {}", rank.rank),
-            &t,
-        );
-        if let Some(table) = &rank.operators {
-            render_operators(&mut out, table, TOP_OPERATORS);
-        }
+        section(out, &format!("Launch statistics, rank {}", rank.rank), &t);
     }
+}
+
+/// Steps, collectives, stragglers, neuron utilization.
+fn render_tail(out: &mut String, report: &Report) {
     let mut t = Table::new(&[
         "rank",
         "step",
@@ -282,7 +378,7 @@ pub fn render_report(report: &Report) -> String {
         ]);
     }
     if !report.steps.is_empty() {
-        section(&mut out, "Steps", &t);
+        section(out, "Steps", &t);
     }
     let c = &report.collectives;
     if !c.instances.is_empty() {
@@ -304,7 +400,7 @@ pub fn render_report(report: &Report) -> String {
                 num(r.others_waited_us),
             ]);
         }
-        section(&mut out, "Collectives", &t);
+        section(out, "Collectives", &t);
         if let Some(rank) = c.bottleneck_rank {
             let _ = writeln!(
                 out,
@@ -319,8 +415,7 @@ pub fn render_report(report: &Report) -> String {
             s.stragglers, s.kernel, s.stream
         );
     }
-    render_utilization(&mut out, &report.utilization);
-    out
+    render_utilization(out, &report.utilization);
 }
 
 fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {

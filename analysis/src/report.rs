@@ -17,6 +17,7 @@ use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
 use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
 use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOptions};
 use crate::classify::{HtaVersion, Mode};
+use crate::error::AnalysisError;
 use crate::frame::{Frame, Frames};
 use crate::model::{RankTrace, TraceSet};
 use crate::stats::NumpySort;
@@ -199,6 +200,11 @@ pub struct Report {
     pub device_type: String,
     /// Ranks analyzed.
     pub ranks: Vec<i64>,
+    /// Whether any rank has device activity (a kernel, copy, memset or MTIA
+    /// command-processor row). Without any (a CPU-only run), the default mode gives the
+    /// host-side analyses only: `device_type` is `"none"`, the temporal breakdown is
+    /// `null` and the step split empty, and no finding is about the device.
+    pub device_activity: bool,
     /// Whether HTA's last-step filter was applied.
     pub last_step_filtered: bool,
     /// The one step analyzed, when chosen.
@@ -224,6 +230,9 @@ pub struct Report {
     pub utilization: Vec<DeviceUtilization>,
     /// Analyses that could not run, with why, and damage found by a lenient read.
     pub errors: Vec<String>,
+    /// Where the numbers of this mode and of the other differ, and why (HTA's rounding
+    /// of sub-µs device rows to negative durations, for one).
+    pub notes: Vec<String>,
 }
 
 /// Runs every analysis. The analyses that need only the traces (memory timeline,
@@ -232,6 +241,12 @@ pub struct Report {
 /// their own threads too.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let mut errors = Vec::new();
+    let device_activity = set.ranks.iter().any(|t| {
+        t.rows
+            .iter()
+            .any(|r| crate::classify::is_device_work_category(t.category(r)))
+    });
+    let host_only = !device_activity && options.mode == Mode::Default;
     for trace in &set.ranks {
         if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {
             errors.push(format!(
@@ -347,9 +362,16 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         let (temporal, stragglers, overlap, kernels) = across;
         let (from_traces, devices, trace_errors) =
             from_traces.join().expect("trace analyses panicked");
-        let temporal = temporal.map_err(|e| errors.push(e.to_string())).ok();
+        // A CPU-only run: the device analyses do not apply, and saying why each does not
+        // would repeat the header.
+        let mut note = |e: AnalysisError| {
+            if !host_only {
+                errors.push(e.to_string());
+            }
+        };
+        let temporal = temporal.map_err(&mut note).ok();
+        let stragglers = stragglers.map_err(&mut note).ok();
         errors.extend(trace_errors);
-        let stragglers = stragglers.map_err(|e| errors.push(e.to_string())).ok();
         let per_rank: Vec<RankReport> = rank_frames
             .iter()
             .zip(queues)
@@ -386,25 +408,79 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
             device_type: match options.mode {
                 Mode::HtaCompat => frames.device_type.to_owned(),
+                Mode::Default if host_only => "none".to_owned(),
                 Mode::Default => set
                     .ranks
                     .first()
                     .map_or_else(|| frames.device_type.to_owned(), |r| r.device_label()),
             },
             ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
-            last_step_filtered: options.step.is_none() && frames.ranks.iter().any(|f| f.filtered),
+            device_activity,
+            last_step_filtered: !host_only
+                && options.step.is_none()
+                && frames.ranks.iter().any(|f| f.filtered),
             step: options.step,
-            temporal_breakdown: temporal,
+            temporal_breakdown: temporal.filter(|_| !host_only),
             comm_comp_overlap: overlap,
             kernel_breakdown: kernels,
             per_rank,
             stragglers,
-            steps,
+            steps: if host_only { Vec::new() } else { steps },
             collectives,
             utilization,
             errors,
+            notes: rounding_notes(set, options.mode),
         };
         report.insights = crate::insights::insights(&report, &options.thresholds);
         report
     })
+}
+
+/// Device rows whose duration HTA's rounding (`ts` up, `ts + dur` down, to whole µs)
+/// makes negative: sub-µs rows that do not contain a whole µs boundary. HTA sums them as
+/// they come (its `event_record` on the MTIA trace totals −198 µs); compat mode does the
+/// same, to keep its numbers equal to HTA's. A negative duration is damage, not time, so
+/// the default mode keeps every row's exact duration; the note says which rows differ.
+fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
+    let mut notes = Vec::new();
+    for trace in set.ranks.iter().filter(|t| t.ts_is_float) {
+        let mut by_name: std::collections::BTreeMap<&str, u64> = Default::default();
+        for row in &trace.rows {
+            if !crate::classify::is_device_work_category(trace.category(row)) {
+                continue;
+            }
+            let (start, end) = crate::frame::hta_round_us(row.ts_rel_ns, row.dur_ns);
+            if end < start {
+                *by_name.entry(trace.name(row)).or_default() += 1;
+            }
+        }
+        if by_name.is_empty() {
+            continue;
+        }
+        let total: u64 = by_name.values().sum();
+        let mut names: Vec<(&str, u64)> = by_name.into_iter().collect();
+        names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let listed: Vec<String> = names
+            .iter()
+            .take(3)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        let more = if names.len() > 3 { ", …" } else { "" };
+        notes.push(match mode {
+            Mode::HtaCompat => format!(
+                "rank {}: HTA's rounding to whole us gives {total} sub-us device rows a \
+                 duration of -1 us ({}{more}); counted so here, as HTA does (the default \
+                 mode keeps their exact durations)",
+                trace.rank,
+                listed.join(", ")
+            ),
+            Mode::Default => format!(
+                "rank {}: {total} sub-us device rows ({}{more}) keep their exact durations; \
+                 HTA (and --hta-compat) round them to -1 us",
+                trace.rank,
+                listed.join(", ")
+            ),
+        });
+    }
+    notes
 }

@@ -134,3 +134,60 @@ fn nccl1_queue_length_summary_matches_hta() {
     let case = nccl1();
     check_queue_length(case);
 }
+
+/// Where the default mode must differ from HTA on MTIA: HTA's rounding (`ts` up, the end
+/// down, to whole µs) gives 207 sub-µs `event_record` rows a duration of −1 µs, and HTA
+/// sums them: its table says `event_record` −198 µs in all, min −1 (compat mode prints
+/// the same, checked value by value above). A negative duration is damage, not time: the
+/// default mode keeps the exact durations (every one positive), and both modes' reports
+/// say so in a note.
+#[test]
+fn mtia_negative_durations_are_htas_rounding_and_the_default_mode_keeps_exact_ones() {
+    use analysis::analyses::kernel_breakdown::kernel_breakdown;
+    use analysis::{analyze, Frames, Mode, ReportOptions};
+    let case = mtia();
+    let compat = kernel_breakdown(&case.frames(), 5, 0.8);
+    let hta = compat
+        .kernels
+        .iter()
+        .find(|k| k.name == "event_record")
+        .expect("event_record in compat mode");
+    assert_eq!((hta.sum_us, hta.min_us), (-198.0, -1.0), "HTA's table");
+
+    let frames = Frames::build_for(&case.traces, Mode::Default, HtaVersion::V0_6, true);
+    let default = kernel_breakdown(&frames, 5, 0.8);
+    let exact = default
+        .kernels
+        .iter()
+        .find(|k| k.name == "event_record")
+        .expect("event_record in the default mode");
+    assert!(exact.min_us > 0.0, "exact durations: {exact:?}");
+    assert_eq!(exact.count, 291, "every event_record row, none folded");
+    let trace = &case.traces.ranks[0];
+    let exact_sum_ns: i64 = trace
+        .rows
+        .iter()
+        .filter(|r| trace.name(r) == "event_record")
+        .map(|r| r.dur_ns)
+        .sum();
+    assert!((exact.sum_us - exact_sum_ns as f64 / 1000.0).abs() < 1e-6);
+
+    for (options, says) in [
+        (
+            ReportOptions::hta_reference(),
+            "counted so here, as HTA does",
+        ),
+        (ReportOptions::default(), "keep their exact durations"),
+    ] {
+        let report = analyze(&case.traces, &options);
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("207 sub-us device rows") && n.contains(says)),
+            "{:?}: {:?}",
+            options.mode,
+            report.notes
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! Every real trace in `../shared/traces` goes through every analysis, in both modes,
+//! Every vendored real trace goes through every analysis, in both modes,
 //! renders as text and serializes as JSON, without panicking; traces with device
 //! activity get a temporal breakdown.
 
@@ -52,7 +52,14 @@ fn every_shared_trace_is_analyzed_in_both_modes() {
                 report.errors
             );
             let text = render::render_report(&report);
-            assert!(text.contains("Kernel types"), "{files:?}");
+            // Without device activity the default mode gives the host side only.
+            let device_sections = *has_device || mode == Mode::HtaCompat;
+            assert_eq!(text.contains("Kernel types"), device_sections, "{files:?}");
+            assert_eq!(
+                text.contains("host-side analyses only"),
+                !device_sections,
+                "{files:?}"
+            );
             let json = serde_json::to_string(&report).expect("report serializes");
             assert!(json.starts_with('{'), "{files:?}");
         }

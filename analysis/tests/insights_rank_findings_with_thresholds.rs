@@ -1,5 +1,6 @@
 //! Insights on the two-rank CUDA trace: the device idle more than half the time and
-//! communication barely overlapped are found, with their numbers and thresholds, ranked.
+//! communication barely overlapped are found, with their numbers and thresholds, ranked,
+//! each once for both ranks.
 
 mod support {
     pub mod traces;
@@ -18,22 +19,42 @@ fn two_rank_findings() {
     ];
     let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
     let report = analyze(&traces, &ReportOptions::hta_reference());
-    let idle: Vec<(Option<i64>, f64, f64)> = report
+    // The same finding on both ranks is one line: the ranks, the count, median, min, max.
+    let idle: Vec<_> = report
         .insights
         .iter()
         .filter(|f| f.kind == FindingKind::DeviceIdle)
-        .map(|f| (f.rank, f.value, f.threshold))
         .collect();
+    assert_eq!(idle.len(), 1, "one line for both ranks: {idle:?}");
+    let idle = idle[0];
     // temporal_breakdown of two_rank.txt: 53.56 and 54.72 % idle.
-    assert_eq!(idle, [(Some(1), 54.72, 50.0), (Some(0), 53.56, 50.0)]);
-    let overlap: Vec<(Option<i64>, f64)> = report
+    assert_eq!((idle.rank, &idle.ranks, idle.count), (None, &vec![0, 1], 2));
+    assert_eq!(
+        (idle.value_min, idle.value_max, idle.threshold),
+        (53.56, 54.72, 50.0)
+    );
+    assert!((idle.value - 54.14).abs() < 1e-9, "median {}", idle.value);
+    assert!(
+        idle.summary.starts_with("ranks [0, 1]: device idle")
+            && idle.summary.contains("median 54.1%")
+            && idle.summary.contains("min 53.6%, max 54.7%"),
+        "{}",
+        idle.summary
+    );
+    let overlap: Vec<_> = report
         .insights
         .iter()
         .filter(|f| f.kind == FindingKind::CommunicationNotOverlapped)
-        .map(|f| (f.rank, f.value))
         .collect();
-    assert_eq!(overlap.len(), 2, "{overlap:?}");
-    assert!(overlap.contains(&(Some(0), 11.81)) && overlap.contains(&(Some(1), 20.05)));
+    assert_eq!(overlap.len(), 1, "{overlap:?}");
+    assert_eq!(
+        (
+            &overlap[0].ranks,
+            overlap[0].value_min,
+            overlap[0].value_max
+        ),
+        (&vec![0, 1], 11.81, 20.05)
+    );
     assert!(report.insights.windows(2).all(|w| w[0].score >= w[1].score));
     let text = render::render_report(&report);
     let first_section = text.lines().nth(2).unwrap_or("");

@@ -9,6 +9,14 @@
 //! sum; with more than `num_kernels` names, those past the `duration_ratio` quantile of
 //! the cumulative sum or beyond the first `num_kernels` fold into `"others"`, and the
 //! table is regrouped over the per-name sums (so a kept name shows max = min = sum).
+//! That is HTA's table, kept exactly in [`Mode::HtaCompat`].
+//!
+//! In [`Mode::Default`] the per-kernel table is what each name's launches really did:
+//! every name (none folded), with its count, total, mean, min, median (p50), p99, max and
+//! standard deviation over its launches (percentiles interpolated linearly, as numpy's
+//! default), sorted by total, largest first. HTA's regrouping reports a kernel launched
+//! 82 times for 11 to 194 µs as sum = max = min with a standard deviation of 0; this
+//! table says 82, 11 and 194.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +24,7 @@ use serde::Serialize;
 
 use super::merge_intervals;
 use crate::classify::KernelType;
+use crate::classify::Mode;
 use crate::frame::{Frame, Frames};
 use crate::stats::{np_round, quantile_sorted, Describe};
 
@@ -31,14 +40,18 @@ pub struct KernelTypeTime {
     pub percentage: f64,
 }
 
-/// One line of a per-kernel table.
+/// One line of a per-kernel table. In compat mode HTA's numbers (after its regrouping,
+/// see the module docs); in the default mode the statistics of the name's launches.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelStats {
-    /// Kernel name, or `"others"`.
+    /// Kernel name, or `"others"` (compat mode only).
     pub name: String,
+    /// Launches of this name (default mode; in compat mode the number of values HTA's
+    /// regrouped table summarises: 1 for a kept name, the folded names for `others`).
+    pub count: u64,
     /// Σ duration, µs.
     pub sum_us: f64,
-    /// Largest duration (for `others`, the largest per-name sum), µs.
+    /// Largest duration (compat: the largest per-name sum), µs.
     pub max_us: f64,
     /// Smallest, µs.
     pub min_us: f64,
@@ -46,6 +59,10 @@ pub struct KernelStats {
     pub stddev_us: f64,
     /// Mean, µs.
     pub mean_us: f64,
+    /// Median duration, µs (default mode; `null` in compat mode).
+    pub p50_us: Option<f64>,
+    /// 99th percentile of the durations, µs (default mode; `null` in compat mode).
+    pub p99_us: Option<f64>,
     /// The kernel type.
     pub kernel_type: KernelType,
     /// The rank.
@@ -160,6 +177,28 @@ fn kernel_table(
         .map(|(name, d)| (name.to_owned(), d))
         .collect();
     groups.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
+    if frame.mode == Mode::Default {
+        return groups
+            .into_iter()
+            .map(|(name, mut values)| {
+                let d = Describe::of(&values);
+                values.sort_by(f64::total_cmp);
+                KernelStats {
+                    name,
+                    count: values.len() as u64,
+                    sum_us: sum(&values),
+                    max_us: d.max.unwrap_or(0.0),
+                    min_us: d.min.unwrap_or(0.0),
+                    stddev_us: d.std.unwrap_or(0.0),
+                    mean_us: d.mean.unwrap_or(0.0),
+                    p50_us: Some(quantile_sorted(&values, 0.5)),
+                    p99_us: Some(quantile_sorted(&values, 0.99)),
+                    kernel_type,
+                    rank: frame.rank(),
+                }
+            })
+            .collect();
+    }
     if groups.len() > num_kernels {
         let sums: Vec<f64> = groups.iter().map(|g| sum(&g.1)).collect();
         let cumsum: Vec<f64> = sums
@@ -190,11 +229,14 @@ fn kernel_table(
             let d = Describe::of(&values);
             KernelStats {
                 name,
+                count: values.len() as u64,
                 sum_us: sum(&values),
                 max_us: d.max.unwrap_or(0.0),
                 min_us: d.min.unwrap_or(0.0),
                 stddev_us: d.std.unwrap_or(0.0),
                 mean_us: d.mean.unwrap_or(0.0),
+                p50_us: None,
+                p99_us: None,
                 kernel_type,
                 rank: frame.rank(),
             }

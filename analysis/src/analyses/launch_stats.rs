@@ -4,10 +4,16 @@
 //! statistics"): pair launch calls (compat: `cudaLaunchKernel`, `cudaLaunchKernelExC`,
 //! MTIA's `runFunction…`, `cudaMemcpyAsync`, `cudaMemsetAsync`) with device rows by
 //! correlation; `launch_delay = max(0, device.start − launch.start − launch.dur)`.
+//!
+//! Beyond HTA: [`LaunchStats::idle_launch_delay_outliers`] counts the late launches
+//! during whose delay the device itself sat idle for longer than the cutoff. A late
+//! start behind other queued work (a busy, device-bound device: the healthy case) is a
+//! delay, not a cost; a device that waits with nothing to run is. The insight about
+//! launch delays uses this count.
 
 use serde::Serialize;
 
-use super::RowGroups;
+use super::{merge_intervals, ticks_per_us, RowGroups};
 use crate::classify::Mode;
 use crate::frame::{Frame, FrameRow};
 use crate::model::{FastSet, NameId};
@@ -39,6 +45,10 @@ pub struct LaunchStats {
     pub cpu_duration_outliers: u64,
     /// Pairs whose launch delay exceeded `launch_delay_cutoff_us`.
     pub launch_delay_outliers: u64,
+    /// Of those, the pairs whose device (the device row's `pid`) had no work at all for
+    /// more than `launch_delay_cutoff_us` of the delay (between the launch call's end
+    /// and the device row's start).
+    pub idle_launch_delay_outliers: u64,
 }
 
 /// Computes launch statistics of one rank (HTA cutoffs: 50 µs and 100 µs).
@@ -83,6 +93,9 @@ pub fn launch_stats(
     {
         device_by_corr.push(key_of(row), row);
     }
+    let busy = DeviceBusy::of(frame);
+    let cutoff_ticks = (launch_delay_cutoff_us * ticks_per_us(frame) as f64) as i64;
+    let mut idle_outliers = 0u64;
     let (mut corrs, mut cpu, mut gpu, mut delay) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for host in frame
         .rows
@@ -93,7 +106,15 @@ pub fn launch_stats(
             corrs.push(corr_of(host) as f64);
             cpu.push(frame.us(host.dur_ticks()));
             gpu.push(frame.us(device.dur_ticks()));
-            delay.push(frame.us((device.start_ticks - host.start_ticks - host.dur_ticks()).max(0)));
+            let delay_ticks = (device.start_ticks - host.start_ticks - host.dur_ticks()).max(0);
+            delay.push(frame.us(delay_ticks));
+            if delay_ticks > cutoff_ticks {
+                let from = host.start_ticks + host.dur_ticks();
+                let pid = frame.model_row(device).pid;
+                if busy.idle_ticks(pid, from, device.start_ticks) > cutoff_ticks {
+                    idle_outliers += 1;
+                }
+            }
         }
     }
     LaunchStats {
@@ -103,9 +124,91 @@ pub fn launch_stats(
             .iter()
             .filter(|&&d| d > launch_delay_cutoff_us)
             .count() as u64,
+        idle_launch_delay_outliers: idle_outliers,
         correlation: Describe::of(&corrs),
         cpu_duration: Describe::of(&cpu),
         gpu_duration: Describe::of(&gpu),
         launch_delay: Describe::of(&delay),
+    }
+}
+
+/// When each device of a rank had work: its device rows merged, per device (`pid`).
+struct DeviceBusy {
+    devices: Vec<BusyDevice>,
+}
+
+/// One device (`pid`): merged busy intervals (ticks), sorted, and the busy time before
+/// each.
+type BusyDevice = (Option<i64>, Vec<(i64, i64)>, Vec<i64>);
+
+impl DeviceBusy {
+    fn of(frame: &Frame<'_>) -> Self {
+        let mut pids: Vec<Option<i64>> = frame
+            .device_rows()
+            .map(|r| frame.model_row(r).pid)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let devices = pids
+            .into_iter()
+            .map(|pid| {
+                let merged = merge_intervals(
+                    frame
+                        .device_rows()
+                        .filter(|r| frame.model_row(r).pid == pid),
+                );
+                let mut before = Vec::with_capacity(merged.len());
+                let mut total = 0;
+                for (s, e) in &merged {
+                    before.push(total);
+                    total += e - s;
+                }
+                (pid, merged, before)
+            })
+            .collect();
+        DeviceBusy { devices }
+    }
+
+    /// Ticks of `[from, to)` during which device `pid` ran nothing.
+    fn idle_ticks(&self, pid: Option<i64>, from: i64, to: i64) -> i64 {
+        if to <= from {
+            return 0;
+        }
+        let Some((_, merged, before)) = self.devices.iter().find(|d| d.0 == pid) else {
+            return to - from;
+        };
+        let busy_until = |t: i64| -> i64 {
+            // Busy time in (-inf, t): whole intervals ending by t, plus the part of the
+            // one containing t.
+            let i = merged.partition_point(|&(s, _)| s < t);
+            if i == 0 {
+                return 0;
+            }
+            let (s, e) = merged[i - 1];
+            before[i - 1] + (e.min(t) - s)
+        };
+        (to - from) - (busy_until(to) - busy_until(from))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_ticks_subtract_busy_intervals_in_the_window() {
+        let busy = DeviceBusy {
+            devices: vec![(Some(0), vec![(10, 20), (30, 50)], vec![0, 10])],
+        };
+        assert_eq!(busy.idle_ticks(Some(0), 0, 10), 10);
+        assert_eq!(busy.idle_ticks(Some(0), 12, 18), 0);
+        assert_eq!(busy.idle_ticks(Some(0), 15, 35), 10);
+        assert_eq!(busy.idle_ticks(Some(0), 0, 60), 30);
+        assert_eq!(busy.idle_ticks(Some(0), 25, 25), 0);
+        assert_eq!(
+            busy.idle_ticks(Some(1), 0, 60),
+            60,
+            "a device with no rows is idle"
+        );
     }
 }

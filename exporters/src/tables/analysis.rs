@@ -11,7 +11,7 @@
 //! | table | one row per (report field) | columns |
 //! |---|---|---|
 //! | `analysis_temporal` | rank (`temporal_breakdown.ranks`) | `rank` i64, `idle_time_us, compute_time_us, non_compute_time_us, kernel_time_us, idle_time_pctg, compute_time_pctg, non_compute_time_pctg` f64 |
-//! | `analysis_kernels` | kernel name (or `others`) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `sum_us, max_us, min_us, stddev_us, mean_us` f64 |
+//! | `analysis_kernels` | kernel name (or `others`, compat mode) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `count` i64, `sum_us, max_us, min_us, stddev_us, mean_us, p50_us, p99_us` f64 (the percentiles empty in compat mode) |
 //! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective` text, `bytes` i64, `arrival_skew_us` f64, `waited_for_rank` i64, `transfer_us, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals as a JSON array) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
@@ -72,11 +72,14 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
         c("rank", I),
         c("kernel_type", T),
         c("name", T),
+        c("count", I),
         c("sum_us", F),
         c("max_us", F),
         c("min_us", F),
         c("stddev_us", F),
         c("mean_us", F),
+        c("p50_us", F),
+        c("p99_us", F),
     ],
     &[
         c("rank", I),

@@ -80,7 +80,7 @@ impl Default for PanelState {
         PanelState {
             tab: Tab::default(),
             // Most time first, as the analysis' own tables.
-            kernel_sort: (2, true),
+            kernel_sort: (3, true),
             operator_sort: (2, true),
             heatmap: None,
         }
@@ -684,10 +684,13 @@ fn kernels_ui(ui: &mut egui::Ui, a: &Analyses, state: &mut PanelState, jump: &mu
         let o = match col {
             0 => x.name.cmp(&y.name),
             1 => x.rank.cmp(&y.rank),
-            2 => x.sum_us.total_cmp(&y.sum_us),
-            3 => x.mean_us.total_cmp(&y.mean_us),
-            4 => x.min_us.total_cmp(&y.min_us),
-            5 => x.max_us.total_cmp(&y.max_us),
+            2 => x.count.cmp(&y.count),
+            3 => x.sum_us.total_cmp(&y.sum_us),
+            4 => x.mean_us.total_cmp(&y.mean_us),
+            5 => x.min_us.total_cmp(&y.min_us),
+            6 => x.p50_us.unwrap_or(0.0).total_cmp(&y.p50_us.unwrap_or(0.0)),
+            7 => x.p99_us.unwrap_or(0.0).total_cmp(&y.p99_us.unwrap_or(0.0)),
+            8 => x.max_us.total_cmp(&y.max_us),
             _ => x.stddev_us.total_cmp(&y.stddev_us),
         };
         if desc {
@@ -699,7 +702,9 @@ fn kernels_ui(ui: &mut egui::Ui, a: &Analyses, state: &mut PanelState, jump: &mu
     egui::Grid::new("kernels").striped(true).show(ui, |ui| {
         sort_header(
             ui,
-            &["name", "rank", "sum µs", "mean", "min", "max", "stddev"],
+            &[
+                "name", "rank", "count", "sum µs", "mean", "min", "p50", "p99", "max", "stddev",
+            ],
             &mut state.kernel_sort,
         );
         for k in rows {
@@ -707,8 +712,18 @@ fn kernels_ui(ui: &mut egui::Ui, a: &Analyses, state: &mut PanelState, jump: &mu
                 *jump = Some(Jump::Name(k.name.clone()));
             }
             ui.label(k.rank.to_string());
-            for v in [k.sum_us, k.mean_us, k.min_us, k.max_us, k.stddev_us] {
-                ui.label(us(v));
+            ui.label(k.count.to_string());
+            for v in [
+                Some(k.sum_us),
+                Some(k.mean_us),
+                Some(k.min_us),
+                k.p50_us,
+                k.p99_us,
+            ]
+            .into_iter()
+            .chain([Some(k.max_us), Some(k.stddev_us)])
+            {
+                ui.label(v.map_or_else(|| "-".to_owned(), us));
             }
             ui.end_row();
         }

@@ -16,6 +16,23 @@ pub enum AnalysisError {
         /// The reader's error, with its [`trace_format::Location`] (boxed: it is large).
         source: Box<ReadError>,
     },
+    /// A path given as input is unusable: missing, unreadable, a directory without a
+    /// trace.
+    Input {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The profiling window asked for does not exist for a rank.
+    NoSuchWindow {
+        /// The window asked for (from 1).
+        window: usize,
+        /// The rank.
+        rank: i64,
+        /// Its files, in time order.
+        files: Vec<PathBuf>,
+    },
     /// No trace was given, or none had analyzable events.
     NoTraces,
     /// Two trace files claim the same rank.
@@ -41,6 +58,20 @@ impl fmt::Display for AnalysisError {
             // index), so it is the whole message, and not also the `source()`: a
             // chain printer (`{:#}`) would repeat it.
             AnalysisError::Read { source, .. } => write!(f, "{source}"),
+            AnalysisError::NoSuchWindow {
+                window,
+                rank,
+                files,
+            } => {
+                let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+                write!(
+                    f,
+                    "--window {window}: rank {rank} has {} profiling window(s): {}",
+                    files.len(),
+                    names.join(", ")
+                )
+            }
+            AnalysisError::Input { path, reason } => write!(f, "{}: {reason}", path.display()),
             AnalysisError::NoTraces => f.write_str("no trace with analyzable events"),
             AnalysisError::DuplicateRank { rank, path } => {
                 write!(

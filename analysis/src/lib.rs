@@ -124,6 +124,7 @@ pub mod classify;
 pub mod critical_path;
 mod error;
 pub mod frame;
+pub mod inputs;
 pub mod insights;
 pub mod live;
 pub mod live_client;
@@ -135,5 +136,8 @@ pub mod stats;
 pub use classify::{HtaVersion, KernelType, Mode};
 pub use error::AnalysisError;
 pub use frame::{Frame, FrameRow, Frames};
-pub use model::{load_paths, load_ranks, LoadOptions, LoadProgress, RankTrace, TraceSet};
+pub use model::{
+    load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions, LoadProgress,
+    RankTrace, TraceSet,
+};
 pub use report::{analyze, RankReport, Report, ReportOptions};

@@ -20,7 +20,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 pub use load::{
-    load_paths, load_ranks, LoadOptions, LoadProgress, ProgressFn, PROGRESS_INTERVAL_BYTES,
+    load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions, LoadProgress,
+    ProgressFn, PROGRESS_INTERVAL_BYTES,
 };
 
 /// Interned event names and categories of one rank; a [`NameId`] indexes [`Names::get`].
@@ -560,6 +561,9 @@ fn chip_name(profile: &str) -> &str {
 pub struct TraceSet {
     /// Ranks, sorted.
     pub ranks: Vec<RankTrace>,
+    /// Ranks with several files (profiling windows) and the one loaded of each, when
+    /// the set was loaded with [`crate::load_inputs`]; empty otherwise.
+    pub windows: Vec<crate::inputs::RankWindows>,
 }
 
 impl TraceSet {

@@ -429,7 +429,10 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
             collectives,
             utilization,
             errors,
-            notes: rounding_notes(set, options.mode),
+            notes: window_notes(set)
+                .into_iter()
+                .chain(rounding_notes(set, options.mode))
+                .collect(),
         };
         report.insights = crate::insights::insights(&report, &options.thresholds);
         report
@@ -483,4 +486,32 @@ fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
         });
     }
     notes
+}
+
+/// One note per rank with several profiling windows: which file was analyzed.
+fn window_notes(set: &TraceSet) -> Vec<String> {
+    set.windows
+        .iter()
+        .map(|w| {
+            let name = |p: &std::path::PathBuf| {
+                p.file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+            };
+            let names: Vec<String> = w.files.iter().map(name).collect();
+            format!(
+                "rank {}: {} profiling windows ({}; {}); analyzed window {} of {}, {} \
+                 (--window N picks another)",
+                w.rank,
+                w.files.len(),
+                names.join(", "),
+                match w.grouped_by {
+                    crate::inputs::GroupedBy::DistributedInfo => "one distributedInfo rank",
+                    crate::inputs::GroupedBy::Process => "one process",
+                },
+                w.chosen + 1,
+                w.files.len(),
+                names[w.chosen]
+            )
+        })
+        .collect()
 }

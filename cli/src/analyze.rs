@@ -13,13 +13,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use analysis::analyses::trace_diff::{compare_traces, ops_summary, DiffOptions, TraceDiff};
+use analysis::inputs::Window;
 use analysis::stats::NumpySort;
 use analysis::{
-    analyze, load_paths, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
+    analyze, plan_inputs, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
 };
 use anyhow::Context as _;
 
-use crate::paths::collect_trace_files;
+use crate::paths::report_skipped;
 
 /// What `neuronprof analyze` was asked for.
 #[derive(Debug, Clone, Default)]
@@ -46,11 +47,16 @@ pub struct AnalyzeRequest {
     pub progress: bool,
     /// Split the operator table by input shapes (`--by-shape`).
     pub operators_by_shape: bool,
+    /// Which of a rank's profiling windows (files) to analyze (`--window N`; default
+    /// the latest).
+    pub window: Window,
 }
 
 /// Reads the traces and runs every analysis.
 pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
-    let files = collect_trace_files(&request.paths)?;
+    let plan = plan_inputs(&request.paths, request.window)?;
+    report_skipped(&plan.skipped);
+    let files = plan.paths();
     let mut load = LoadOptions::default().with_lenient(request.lenient);
     let progress = request
         .progress
@@ -60,7 +66,7 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
         let line = Arc::clone(line);
         load = load.with_progress(move |p| line.update(p));
     }
-    let set = load_paths(&files, &load).context("reading traces")?;
+    let set = plan.load(&load)?;
     if let Some(line) = &progress {
         line.finish();
     }
@@ -97,9 +103,9 @@ pub fn run_diff(
         Mode::Default
     };
     let summarize = |path: &PathBuf| -> anyhow::Result<_> {
-        let files = collect_trace_files(std::slice::from_ref(path))?;
-        let set = load_paths(&files, &LoadOptions::default())
-            .with_context(|| format!("reading {}", path.display()))?;
+        let plan = plan_inputs(std::slice::from_ref(path), Window::Latest)?;
+        report_skipped(&plan.skipped);
+        let set = plan.load(&LoadOptions::default())?;
         let mut options = DiffOptions::default().mode(mode);
         options.rank = rank;
         ops_summary(&set, &options).with_context(|| format!("summarising {}", path.display()))

@@ -2,7 +2,8 @@
 //! path (HTA's with `--hta-compat`, across ranks otherwise) and its re-timing with
 //! scaled durations.
 //!
-//! Paths are taken as `analyze` takes them ([`crate::paths::collect_trace_files`]).
+//! Paths are taken as `analyze` takes them ([`analysis::plan_inputs`]: non-trace files
+//! skipped, files grouped into ranks, the latest window of each).
 //! The window is an annotation's instance on each rank (`--annotation`, default
 //! `ProfilerStep#`, the first instance), as HTA's `critical_path_analysis`.
 
@@ -11,10 +12,7 @@ use std::path::PathBuf;
 
 use analysis::critical_path::what_if::{what_if, ScaleRule, WhatIf};
 use analysis::critical_path::{build_graph, CriticalPath, Options};
-use analysis::{load_paths, HtaVersion, LoadOptions, Mode};
-use anyhow::Context as _;
-
-use crate::paths::collect_trace_files;
+use analysis::{HtaVersion, LoadOptions, Mode};
 
 /// What `critical-path` and `what-if` were asked for.
 #[derive(Debug, Clone, Default)]
@@ -56,12 +54,12 @@ impl CriticalPathRequest {
 }
 
 fn load(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
-    let files = collect_trace_files(&request.paths)?;
+    let plan = analysis::plan_inputs(&request.paths, analysis::inputs::Window::Latest)?;
+    crate::paths::report_skipped(&plan.skipped);
     let load = LoadOptions::default()
         .with_host_ops(false)
         .with_timeline(true);
-    let set = load_paths(&files, &load).context("reading traces")?;
-    Ok(set)
+    Ok(plan.load(&load)?)
 }
 
 fn rank_for_compat(request: &CriticalPathRequest, set: &analysis::TraceSet) -> CriticalPathRequest {

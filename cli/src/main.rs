@@ -72,6 +72,11 @@ enum Command {
         /// key_averages(group_by_input_shape=True).
         #[arg(long)]
         by_shape: bool,
+        /// Which profiling window of each rank to analyze, counting from 1 in time order,
+        /// when a rank has several files (a profiler schedule with repeat writes one per
+        /// cycle) [default: the latest].
+        #[arg(long, value_name = "N")]
+        window: Option<usize>,
     },
     /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
     /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
@@ -390,6 +395,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             lenient,
             peak_dtype,
             by_shape,
+            window,
         } => {
             let request = neuronprof::analyze::AnalyzeRequest {
                 paths,
@@ -402,6 +408,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 peak_dtype,
                 progress: true,
                 operators_by_shape: by_shape,
+                window: window.map_or(
+                    analysis::inputs::Window::Latest,
+                    analysis::inputs::Window::Nth,
+                ),
             };
             let report = neuronprof::analyze::run_analyze(&request)?;
             print_report(json, &report, |report, out| {

@@ -1,38 +1,20 @@
 //! Turning the paths a user gives into the list of trace files to read.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context as _};
-
-/// Expands the given paths: files are kept as given; directories contribute their
-/// `.json` and `.json.gz` files (not recursing), sorted by name.
+/// Expands the given paths ([`analysis::inputs::find_traces`]): files are kept as given;
+/// directories contribute the trace files directly in them, sorted by name. Each entry
+/// of a directory that is not a trace (a `key_averages.json`, TensorBoard's event files,
+/// a subfolder) is reported on standard error, one line each, and skipped.
 pub fn collect_trace_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
-        if !meta.is_dir() {
-            files.push(path.clone());
-            continue;
-        }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("listing {}", path.display()))?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("listing {}", path.display()))?;
-        found.retain(|p| p.is_file() && is_trace_name(p));
-        if found.is_empty() {
-            bail!(
-                "{}: directory holds no .json or .json.gz trace",
-                path.display()
-            );
-        }
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
+    let found = analysis::inputs::find_traces(paths)?;
+    report_skipped(&found.skipped);
+    Ok(found.files)
 }
 
-fn is_trace_name(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.ends_with(".json") || name.ends_with(".json.gz")
+/// Prints one line per skipped directory entry on standard error.
+pub fn report_skipped(skipped: &[analysis::inputs::Skipped]) {
+    for entry in skipped {
+        eprintln!("neuronprof: {entry}");
+    }
 }

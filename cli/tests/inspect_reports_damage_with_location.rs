@@ -107,5 +107,5 @@ fn directory_without_traces_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)
         .unwrap()
-        .contains("no .json or .json.gz trace"));
+        .contains("the directory holds no trace"));
 }

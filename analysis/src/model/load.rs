@@ -166,6 +166,67 @@ pub fn load_paths<P: AsRef<Path> + Sync>(
     load_ranks(&ranked, options)
 }
 
+/// What to read of the paths a user named: the chosen window of each rank, and what
+/// was passed over ([`plan_inputs`]).
+#[derive(Clone, Debug)]
+pub struct InputPlan {
+    /// Each rank and the file of its chosen window, in rank order.
+    pub files: Vec<(i64, PathBuf)>,
+    /// Every rank's files and the window chosen.
+    pub windows: Vec<crate::inputs::RankWindows>,
+    /// Directory entries that are not traces.
+    pub skipped: Vec<crate::inputs::Skipped>,
+}
+
+/// Finds the traces among `paths` ([`crate::inputs::find_traces`]: non-trace files in a
+/// directory are skipped) and groups them into ranks by `distributedInfo`, else by
+/// process, one window per rank ([`crate::inputs::group_ranks`]).
+pub fn plan_inputs<P: AsRef<Path>>(
+    paths: &[P],
+    window: crate::inputs::Window,
+) -> Result<InputPlan, AnalysisError> {
+    let found = crate::inputs::find_traces(paths)?;
+    let (files, windows) = crate::inputs::group_ranks(&found.files, window)?;
+    Ok(InputPlan {
+        files,
+        windows,
+        skipped: found.skipped,
+    })
+}
+
+impl InputPlan {
+    /// The files to read, in rank order.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.files.iter().map(|(_, path)| path.clone()).collect()
+    }
+
+    /// Reads the chosen windows; [`TraceSet::windows`] lists the ranks with several.
+    pub fn load(&self, options: &LoadOptions) -> Result<TraceSet, AnalysisError> {
+        let ranked: Vec<(Option<i64>, &Path)> = self
+            .files
+            .iter()
+            .map(|(rank, path)| (Some(*rank), path.as_path()))
+            .collect();
+        let mut set = load_ranks(&ranked, options)?;
+        set.windows = self
+            .windows
+            .iter()
+            .filter(|w| w.files.len() > 1)
+            .cloned()
+            .collect();
+        Ok(set)
+    }
+}
+
+/// [`plan_inputs`] then [`InputPlan::load`]: what `neuronprof analyze PATH…` reads.
+pub fn load_inputs<P: AsRef<Path>>(
+    paths: &[P],
+    window: crate::inputs::Window,
+    options: &LoadOptions,
+) -> Result<TraceSet, AnalysisError> {
+    plan_inputs(paths, window)?.load(options)
+}
+
 /// Like [`load_paths`] with explicit ranks (`None`: from the file, else its position).
 pub fn load_ranks(
     paths: &[(Option<i64>, &Path)],
@@ -214,7 +275,10 @@ pub fn load_ranks(
         ranks.push(trace);
     }
     ranks.sort_by_key(|r| r.rank);
-    Ok(TraceSet { ranks })
+    Ok(TraceSet {
+        ranks,
+        windows: Vec::new(),
+    })
 }
 
 fn load_one(

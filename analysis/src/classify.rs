@@ -2,8 +2,7 @@
 //!
 //! Two rule sets, chosen by [`Mode`]:
 //! - [`Mode::HtaCompat`] uses HTA's *name* rules (`hta/common/types.py`,
-//!   `hta/utils/utils.py::get_kernel_type`, cited in
-//!   `../shared/reference/hta-analyses.md`): communication if the name starts with `nccl`,
+//!   `hta/utils/utils.py::get_kernel_type` in HTA's source): communication if the name starts with `nccl`,
 //!   `hip` or `hccl` or contains `ncclKernel`; memory if it starts with `Memcpy`, `Memset`,
 //!   `hipMemcpy`, `hipMemset` or `dma`; computation unless it matches a list of
 //!   runtime-like names; otherwise "other".
@@ -55,7 +54,7 @@ impl KernelType {
 /// Which HTA release's definitions [`Mode::HtaCompat`] follows where releases differ.
 ///
 /// HTA 0.5.0 is the newest release on PyPI (what `pip install HolisticTraceAnalysis`
-/// gives); 0.6 (tagged on GitHub, not on PyPI) printed `../shared/traces/hta-reference/`.
+/// gives); 0.6 (tagged on GitHub, not on PyPI) printed `tests/data/traces/hta-reference/`.
 /// Between them only the kernel-name rules changed for the analyses we reproduce
 /// (0.6's `CommunicateKernelGroupingPattern`, `MemoryKernelGroupingPattern` and
 /// `ComputeKernelGroupingPattern` replaced 0.5's three regular expressions, see

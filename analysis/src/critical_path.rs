@@ -2,7 +2,7 @@
 //! path across ranks and a what-if that re-times the graph.
 //!
 //! # HTA's definition ([`Mode::HtaCompat`])
-//! HTA (`CriticalPathAnalysis.critical_path_analysis`, `../shared/reference/hta-analyses.md`)
+//! HTA (`CriticalPathAnalysis.critical_path_analysis` in HTA's `hta/analyzers/`)
 //! clips one rank to the window of an annotation's instance(s) (host events that start
 //! in it and last > 0, device rows whose launch does), makes a start and an end node per
 //! host operator, runtime call and launched device row, and links them:

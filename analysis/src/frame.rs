@@ -1,7 +1,7 @@
 //! A rank's rows as an analysis sees them, after HTA's preprocessing.
 //!
 //! [`Frames::build`] reproduces what `hta.common.trace.Trace.load_traces` does between
-//! parsing and the analyses (`../shared/reference/hta-analyses.md`, "Conventions"):
+//! parsing and the analyses (HTA's source, `hta/analyzers/` of HolisticTraceAnalysis):
 //! 1. times: in [`Mode::HtaCompat`], HTA's rounding to integer µs (see `hta_time`);
 //!    in [`Mode::Default`], exact nanoseconds;
 //! 2. `index_correlation`: each host row with a `correlation` points at the device row

@@ -5,10 +5,10 @@
 //! [`Mode::HtaCompat`] every analysis reproduces HTA's numbers on the same traces, value
 //! by value — HTA 0.6's by default, HTA 0.5's (the release on PyPI) with
 //! [`HtaVersion::V0_5`]. Proven by `tests/analyses_match_hta_reference_outputs.rs`
-//! (what HTA 0.6 printed, `../shared/traces/hta-reference/`) and
+//! (what HTA 0.6 printed, `tests/data/traces/hta-reference/`) and
 //! `tests/analyses_match_hta_run_here.rs` (HTA 0.5 run in the test on every other shared
-//! trace and on our own neuron traces); definitions in
-//! `../shared/reference/hta-analyses.md`; known limits below.
+//! trace and on our own neuron traces); definitions from
+//! HTA's source (`hta/analyzers/` of HolisticTraceAnalysis); known limits below.
 //!
 //! # Pipeline
 //! 1. [`load_paths`] reads one trace per rank, in parallel (`std::thread::scope`), each in

@@ -1,7 +1,7 @@
 //! Live metrics in neuron-monitor's JSON layout: the typed document, its parser, a
 //! stream reader, and replay of recorded traces as the same documents.
 //!
-//! The wire format is AWS neuron-monitor's report (`../shared/reference/neuron-monitor.md`):
+//! The wire format is AWS neuron-monitor's report (AWS's neuron-monitor user guide):
 //! one JSON document per period with `neuron_runtime_data` (one entry per runtime, each
 //! with the groups `neuroncore_counters`, `execution_stats`, `memory_used`,
 //! `neuron_runtime_vcpu_usage`), `system_data`, `instance_info` and
@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn reference_example_parses() {
-        // The example of ../shared/reference/neuron-monitor.md, empty lists and all.
+        // The example of AWS's neuron-monitor user guide, empty lists and all.
         let doc = parse_document(
             r#"{"neuron_runtime_data": [{ "pid": 1234, "address": "", "neuron_runtime_tag": "1234", "error": "",
               "report": {"neuroncore_counters": {"period": 1.000113182, "neuroncores_in_use": {

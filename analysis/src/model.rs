@@ -175,7 +175,7 @@ impl Row {
 }
 
 /// The collective args PyTorch copies onto a collective's kernel
-/// (`../shared/reference/kineto-format.md`, "args").
+/// (Kineto's JSON as libkineto's `output_json.cpp` writes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CollectiveArgs {
     /// `Collective name` (`allreduce`, `allgather`, …).

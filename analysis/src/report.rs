@@ -87,7 +87,7 @@ impl Default for ReportOptions {
 }
 
 impl ReportOptions {
-    /// HTA-compatible settings as used for `../shared/traces/hta-reference/`
+    /// HTA-compatible settings as used for `tests/data/traces/hta-reference/`
     /// (`num_kernels = 5`, every rank).
     pub fn hta_reference() -> Self {
         ReportOptions {

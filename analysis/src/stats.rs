@@ -10,7 +10,7 @@
 //! against numpy 2.4.6 (`tests/argsort_matches_numpy.rs`); numpy 1.25–2.3 vendored older
 //! x86-simd-sort, whose tie order differs (`src/stats/x86_simd_argsort.rs`; the scalar
 //! introsort also matches numpy 2.2.6 and 1.26.4). HTA-compat mode uses the AVX-512 order:
-//! HTA's reference outputs (`shared/traces/hta-reference`) were printed on such a machine,
+//! HTA's reference outputs (`tests/data/traces/hta-reference/`) were printed on such a machine,
 //! and numpy 2.4 on an AVX-512 CPU reproduces them where the other orders do not (nccl1's
 //! queue length). HTA 0.5 run live (`tests/analyses_match_hta_run_here.rs`) agrees the
 //! same way: with numpy's AVX-512 kernel it equals compat mode on all 110 checks; forced

@@ -1,7 +1,7 @@
 //! Our analyses in HTA-compat mode, following HTA 0.5's rules
 //! ([`analysis::HtaVersion::V0_5`]), equal what HTA 0.5 — the release on PyPI — computes
 //! when run here, value by value at its printed precision, on every shared trace that
-//! has no printed reference (`../shared/traces/`: MTIA inference, CUDA with memory
+//! has no printed reference (`tests/data/traces/`: MTIA inference, CUDA with memory
 //! events, syncs, Triton, CPU-only, the diff pair, a 2021 legacy trace, PyTorch 2.15 gloo
 //! and PrivateUse1 traces) and on our own profiler's neuron traces
 //! (`tests/data/gpt-2ranks-4steps`). Where HTA raises or finds nothing, we must give no
@@ -11,7 +11,7 @@
 //! about 15 s), writing what it computed in the layout of the shared references; the
 //! checks are the ones the references are checked with (`support/hta_checks.rs`). The
 //! printer itself is proven by `scripts/hta_reference.py` reproducing the four shared
-//! references (`../shared/traces/hta-reference/`) line for line apart from the
+//! references (`tests/data/traces/hta-reference/`) line for line apart from the
 //! `device_type` HTA 0.5 does not infer.
 //!
 //! HTA sorts with pandas, whose order of equal timestamps is that of the argsort kernel

@@ -1,5 +1,5 @@
 //! `neuronprof analyze` and `neuronprof diff` through the binary, on the real traces in
-//! `../shared/traces/`, checked against what HTA 0.6 printed (`hta-reference/`).
+//! `tests/data/traces/`, checked against what HTA 0.6 printed (`hta-reference/`).
 
 mod common;
 

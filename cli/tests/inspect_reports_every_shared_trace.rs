@@ -1,4 +1,4 @@
-//! `neuronprof inspect` on the real traces in `../shared/traces/`: every file reads
+//! `neuronprof inspect` on the real traces in `tests/data/traces/`: every file reads
 //! cleanly and the figures match counts taken independently of our reader (Python's
 //! `json` module over the same files, noted next to each assertion).
 

@@ -1,4 +1,4 @@
-//! The dependency-arrow rules of `shared/DESIGN.md`, checked on `cargo metadata`.
+//! The dependency-arrow rules of `docs/ARCHITECTURE.md`, checked on `cargo metadata`.
 //!
 //! Every workspace crate has a fixed list of workspace crates it may depend on
 //! (normal and build dependencies; dev-dependencies of a crate's own tests and

@@ -5,8 +5,8 @@ use std::fmt;
 
 macro_rules! categories {
     ($( $(#[$doc:meta])* $variant:ident => $text:literal, )*) => {
-        /// The `cat` of an event: every category libkineto writes (see
-        /// `../shared/reference/kineto-format.md`, "Categories"), the legacy spellings of
+        /// The `cat` of an event: every category libkineto writes (its
+        /// `ActivityType` names, as `output_json.cpp` writes them), the legacy spellings of
         /// traces written before mid-2021, and [`Category::Other`] for anything else.
         ///
         /// The variant keeps the original spelling, so writing a category back reproduces

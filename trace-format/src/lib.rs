@@ -88,7 +88,7 @@
 //! # Wire format
 //!
 //! Facts from libkineto's `output_json.cpp` and real traces, summarised in the project's
-//! `shared/reference/kineto-format.md`.
+//! Kineto's JSON as libkineto's `output_json.cpp` writes it.
 //!
 //! **Envelope.** One JSON object. Kineto writes its keys in this order:
 //!

@@ -1,7 +1,7 @@
 //! Exact conversion between Kineto's microsecond numbers and integer nanoseconds.
 //!
 //! Kineto keeps int64 nanoseconds internally and writes `ts`/`dur` as microseconds with
-//! exactly three decimals (`../shared/reference/kineto-format.md`, "Time"). Going through
+//! exactly three decimals (Kineto's JSON as libkineto's `output_json.cpp` writes it). Going through
 //! `f64` would lose the last nanosecond on absolute timestamps (16+ significant digits),
 //! so the reader parses the number's decimal text exactly and the writer prints integers.
 

@@ -40,7 +40,7 @@ impl WriteOptions {
 
 /// Writes a Kineto trace to any `io::Write`, event by event, never holding the document.
 ///
-/// The layout is libkineto's (`../shared/reference/kineto-format.md`, "File layout"):
+/// The layout is libkineto's (Kineto's JSON as libkineto's `output_json.cpp` writes it):
 /// `schemaVersion`, `deviceProperties`, other metadata (`distributedInfo` …),
 /// `displayTimeUnit`, `baseTimeNanoseconds`, `traceEvents`, then keys that belong after
 /// the events (logs such as `INFO`) and `traceName`. Metadata values are re-spaced like

@@ -19,7 +19,7 @@
 //!   hook.
 //!
 //! # Panes
-//! AWS neuron-top's (`../shared/reference/neuron-monitor.md`): NeuronCore utilization
+//! AWS neuron-top's (AWS's neuron-monitor user guide): NeuronCore utilization
 //! (`F`: % or TFLOPS), vCPU, memory summary (host and device categories), memory details
 //! tree. Ours, from the `neuronprof` extension of the report: engine utilization per core
 //! with history, HBM history, collectives (in flight, latency percentiles, the rank

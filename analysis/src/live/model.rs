@@ -1,4 +1,4 @@
-//! The typed neuron-monitor document: AWS's groups (`../shared/reference/neuron-monitor.md`)
+//! The typed neuron-monitor document: AWS's groups (AWS's neuron-monitor user guide)
 //! plus our `neuronprof` extension (`docs/LIVE.md`).
 //!
 //! Every group is an `Option`: neuron-monitor leaves out the groups its configuration did

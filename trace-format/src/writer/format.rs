@@ -1,5 +1,5 @@
 //! Formatting one event the way libkineto's `output_json.cpp` does: its key order per
-//! phase (`../shared/reference/kineto-format.md`, "Event shapes") and `ts`/`dur` as
+//! phase (Kineto's JSON as libkineto's `output_json.cpp` writes it) and `ts`/`dur` as
 //! microseconds with three decimals.
 
 use crate::event::EventKey as Key;

@@ -30,17 +30,9 @@ struct Op {
     python: bool,
 }
 
-/// torch's `_filter_name`.
-const FILTERED: [&str; 8] = [
-    "[memory]",
-    "[OutOfMemory]",
-    "profiler::_record_function_enter",
-    "profiler::_record_function_enter_new",
-    "profiler::_record_function_exit",
-    "aten::is_leaf",
-    "aten::output_nr",
-    "aten::_version",
-];
+// torch's `_filter_name` (the names are facts of torch; the tree rules below are
+// written out independently of the table's).
+use analysis::analyses::operators::FILTERED_NAMES as FILTERED;
 
 #[derive(Default)]
 struct Reference {
@@ -76,16 +68,7 @@ impl TraceSink for Reference {
             }
             return ControlFlow::Continue(());
         }
-        let runtime = matches!(
-            category.as_str(),
-            "cuda_runtime"
-                | "cuda_driver"
-                | "privateuse1_runtime"
-                | "privateuse1_driver"
-                | "mtia_runtime"
-                | "xpu_runtime"
-                | "xpu_driver"
-        );
+        let runtime = analysis::classify::is_runtime_call_category(category.as_str());
         let python = category.as_str() == "python_function";
         if !(runtime || python || matches!(category.as_str(), "cpu_op" | "user_annotation")) {
             return ControlFlow::Continue(());

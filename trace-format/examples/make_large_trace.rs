@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p trace-format --example make_large_trace -- \
-//!     /work/shared/traces/hta/nccl_data.json.gz /tmp/big.json --size-mb 1024
+//!     tests/data/traces/hta/nccl_data.json.gz /tmp/big.json --size-mb 1024
 //! ```
 //! Add `--gzip` for a `.json.gz`. 1 MB = 10^6 bytes of JSON text (before compression).
 

@@ -177,26 +177,30 @@ fn kernel_table(
         .map(|(name, d)| (name.to_owned(), d))
         .collect();
     groups.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
+    let line = |name: String, mut values: Vec<f64>, percentiles: bool| {
+        // Summed (and described) in the order HTA sums them, then sorted for the
+        // percentiles.
+        let d = Describe::of(&values);
+        let sum_us = sum(&values);
+        values.sort_by(f64::total_cmp);
+        KernelStats {
+            name,
+            count: values.len() as u64,
+            sum_us,
+            max_us: d.max.unwrap_or(0.0),
+            min_us: d.min.unwrap_or(0.0),
+            stddev_us: d.std.unwrap_or(0.0),
+            mean_us: d.mean.unwrap_or(0.0),
+            p50_us: percentiles.then(|| quantile_sorted(&values, 0.5)),
+            p99_us: percentiles.then(|| quantile_sorted(&values, 0.99)),
+            kernel_type,
+            rank: frame.rank(),
+        }
+    };
     if frame.mode == Mode::Default {
         return groups
             .into_iter()
-            .map(|(name, mut values)| {
-                let d = Describe::of(&values);
-                values.sort_by(f64::total_cmp);
-                KernelStats {
-                    name,
-                    count: values.len() as u64,
-                    sum_us: sum(&values),
-                    max_us: d.max.unwrap_or(0.0),
-                    min_us: d.min.unwrap_or(0.0),
-                    stddev_us: d.std.unwrap_or(0.0),
-                    mean_us: d.mean.unwrap_or(0.0),
-                    p50_us: Some(quantile_sorted(&values, 0.5)),
-                    p99_us: Some(quantile_sorted(&values, 0.99)),
-                    kernel_type,
-                    rank: frame.rank(),
-                }
-            })
+            .map(|(name, values)| line(name, values, true))
             .collect();
     }
     if groups.len() > num_kernels {
@@ -225,22 +229,7 @@ fn kernel_table(
     }
     groups
         .into_iter()
-        .map(|(name, values)| {
-            let d = Describe::of(&values);
-            KernelStats {
-                name,
-                count: values.len() as u64,
-                sum_us: sum(&values),
-                max_us: d.max.unwrap_or(0.0),
-                min_us: d.min.unwrap_or(0.0),
-                stddev_us: d.std.unwrap_or(0.0),
-                mean_us: d.mean.unwrap_or(0.0),
-                p50_us: None,
-                p99_us: None,
-                kernel_type,
-                rank: frame.rank(),
-            }
-        })
+        .map(|(name, values)| line(name, values, false))
         .collect()
 }
 

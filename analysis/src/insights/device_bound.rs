@@ -29,25 +29,29 @@ pub(crate) fn device_bound_steps(report: &Report, t: &Thresholds) -> Vec<Finding
         let queue = depth.map_or(String::new(), |d| {
             format!("; up to {d} kernels queued on a stream")
         });
-        out.push(Finding {
-            score: fraction * 0.5,
-            kind: FindingKind::DeviceBoundStep,
-            rank: Some(s.rank),
-            summary: format!(
-                "rank {} step {}: device-bound: device busy {:.0} of {:.0} us ({:.0}%), \
-                 waiting for the host {:.0} us{queue}",
-                s.rank,
-                s.step,
-                busy_us,
-                s.dur_us,
-                fraction * 100.0,
-                s.host_bound_idle_us,
-            ),
-            value: fraction,
-            threshold: t.device_bound_busy_fraction,
-            unit: "fraction",
-            time_range_us: Some((s.start_us, s.start_us + s.dur_us)),
-        });
+        out.push(
+            Finding::new(
+                fraction * 0.5,
+                FindingKind::DeviceBoundStep,
+                Some(s.rank),
+                format!(
+                    "rank {} step {}: device-bound: device busy {:.0} of {:.0} us ({:.0}%), \
+                     waiting for the host {:.0} us{queue}",
+                    s.rank,
+                    s.step,
+                    busy_us,
+                    s.dur_us,
+                    fraction * 100.0,
+                    s.host_bound_idle_us,
+                ),
+                fraction,
+                t.device_bound_busy_fraction,
+                "fraction",
+                Some((s.start_us, s.start_us + s.dur_us)),
+                "device-bound: device busy, share of the step".to_owned(),
+            )
+            .with_step(s.step),
+        );
     }
     out
 }

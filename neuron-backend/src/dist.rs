@@ -114,18 +114,23 @@ impl WorldConfig {
 }
 
 /// `profile` with every rate divided by `factor`.
-fn slowed(profile: &DeviceProfile, factor: f64) -> DeviceProfile {
-    let f = factor.max(1e-3);
-    DeviceProfile {
-        name: format!("{}-slowed-{factor}", profile.name),
-        tensor_clock_ghz: profile.tensor_clock_ghz / f,
-        tensor_bf16_tflops: profile.tensor_bf16_tflops / f,
-        vector_clock_ghz: profile.vector_clock_ghz / f,
-        scalar_clock_ghz: profile.scalar_clock_ghz / f,
-        gpsimd_clock_ghz: profile.gpsimd_clock_ghz / f,
-        dma_engine_bytes_per_ns: profile.dma_engine_bytes_per_ns / f,
-        hbm_bytes_per_sec: profile.hbm_bytes_per_sec / f,
-        ..profile.clone()
+impl DeviceProfile {
+    /// This profile with every engine clock and bandwidth divided by `factor` (a
+    /// straggler's device: `--straggler`, `NEURONPROF_STRAGGLER`); named
+    /// `<name>-slowed-<factor>`.
+    pub fn slowed(&self, factor: f64) -> DeviceProfile {
+        let f = factor.max(1e-3);
+        DeviceProfile {
+            name: format!("{}-slowed-{factor}", self.name),
+            tensor_clock_ghz: self.tensor_clock_ghz / f,
+            tensor_bf16_tflops: self.tensor_bf16_tflops / f,
+            vector_clock_ghz: self.vector_clock_ghz / f,
+            scalar_clock_ghz: self.scalar_clock_ghz / f,
+            gpsimd_clock_ghz: self.gpsimd_clock_ghz / f,
+            dma_engine_bytes_per_ns: self.dma_engine_bytes_per_ns / f,
+            hbm_bytes_per_sec: self.hbm_bytes_per_sec / f,
+            ..self.clone()
+        }
     }
 }
 
@@ -212,7 +217,7 @@ impl World {
         let devices = (0..config.world_size)
             .map(|rank| {
                 let profile = match config.straggler {
-                    Some((slow, factor)) if slow == rank => Arc::new(slowed(&profile, factor)),
+                    Some((slow, factor)) if slow == rank => Arc::new(profile.slowed(factor)),
                     _ => Arc::clone(&profile),
                 };
                 let device = Device::new(profile, topology.local_device_of(rank) as u16);

@@ -26,8 +26,11 @@
 //!   [`crate::Tensor::to_device`]. ([`ExternalKernel`] also takes a matmul or
 //!   elementwise shape directly.)
 
+mod collective;
 mod describe;
 mod streams;
+
+pub use collective::{ExternalCollective, ExternalCollectiveSpan};
 
 pub use describe::{
     describe, Description, ExternalLowering, ExternalOp, ExternalTensor, ScalarType, TypeClass,

@@ -120,8 +120,9 @@ pub use device::{host_wait_ns, Device, Event, QueueKind, Runtime, Stream, USER_S
 pub use dtype::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, round_bf16, DType};
 pub use error::{BackendError, Result};
 pub use external::{
-    describe, Description, ExternalEvent, ExternalKernel, ExternalLaunch, ExternalLowering,
-    ExternalOp, ExternalTensor, ScalarType, TypeClass,
+    describe, Description, ExternalCollective, ExternalCollectiveSpan, ExternalEvent,
+    ExternalKernel, ExternalLaunch, ExternalLowering, ExternalOp, ExternalTensor, ScalarType,
+    TypeClass,
 };
 pub use host_cost::{set_thread_host_cost, thread_host_cost, HostCost};
 pub use ops::{BinaryOp, UnaryOp};

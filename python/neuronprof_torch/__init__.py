@@ -32,6 +32,19 @@ if torch._C._get_privateuse1_backend_name() != "neuron":
 _profiler.install()
 _profiler.quiet_kineto_device_probe()
 
+if torch.distributed.is_available():
+    from . import distributed as _distributed  # noqa: E402
+
+    _distributed.register()
+    # One process per rank: LOCAL_RANK (torchrun's) is the process's device.
+    # (An out-of-range LOCAL_RANK is refused by init_process_group, not by the import.)
+    try:
+        _local = _distributed.local_device_index()
+    except RuntimeError:
+        _local = None
+    if _local is not None:
+        torch.neuron.set_device(_local)
+
 
 def _autoload():
     """Entry point of PyTorch's backend autoloading (importing is all it takes)."""

@@ -62,7 +62,10 @@ def load(verbose: bool = False):
         name="neuronprof_torch_C",
         sources=[
             str(csrc / f)
-            for f in ("device.cpp", "ops.cpp", "aliased.cpp", "errors.cpp", "kineto.cpp", "module.cpp")
+            for f in (
+                "device.cpp", "ops.cpp", "aliased.cpp", "errors.cpp", "kineto.cpp",
+                "distributed.cpp", "module.cpp",
+            )
         ],
         # shared/reference/torch-privateuse1.md: the kineto headers need C++20, the
         # PrivateUse1 profiler registry needs USE_KINETO, and cpp_extension does not add

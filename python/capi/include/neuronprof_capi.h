@@ -8,7 +8,7 @@
  * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
  * Unix epoch (what Kineto activities carry). Types end in _t; the Rust names are
  * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow, NpcTensor, NpcOp,
- * NpcEvent, NpcWarpStats.
+ * NpcEvent, NpcWarpStats, NpcCollective, NpcCollectiveSpan.
  */
 #ifndef NEURONPROF_CAPI_H
 #define NEURONPROF_CAPI_H
@@ -156,6 +156,47 @@ typedef struct npc_warp_stats {
     uint64_t cut_ns;  /* cut time between the first and last instant warped */
 } npc_warp_stats_t;
 
+/* npc_collective.op (runtime_hooks::CollectiveOp) */
+#define NPC_COLL_ALL_REDUCE 1
+#define NPC_COLL_ALL_GATHER 2
+#define NPC_COLL_REDUCE_SCATTER 3
+#define NPC_COLL_BROADCAST 4
+#define NPC_COLL_REDUCE 5
+#define NPC_COLL_ALL_TO_ALL 6
+#define NPC_COLL_SEND 7
+#define NPC_COLL_RECV 8
+#define NPC_COLL_BARRIER 9
+
+typedef struct npc_collective {
+    const char *kernel_stem;  /* "AllReduce", ... */
+    const char *reduce;       /* "Sum", ...; NULL: no reduction */
+    const char *dtype_name;   /* "f32", ... */
+    const char *group_name;   /* the process group's name */
+    const uint64_t *ranks;    /* global ranks of the group, group order (n_ranks) */
+    uint64_t corr_id;         /* nph_next_corr_id() */
+    uint64_t message_bytes;   /* the message the algorithm and cost are chosen by */
+    uint64_t input_bytes;     /* this rank's input */
+    uint32_t n_ranks;
+    uint32_t me;              /* this rank's index in ranks */
+    uint16_t op;              /* NPC_COLL_* */
+    uint16_t device;
+    uint16_t queue;           /* npc_collective_queue */
+    uint16_t inputs_queue;    /* the current stream: its queued work produces the input */
+    uint16_t dtype;           /* c10::ScalarType code */
+    uint16_t reserved[3];
+} npc_collective_t;
+
+typedef struct npc_collective_span {
+    uint64_t corr_id;
+    uint64_t start_ns;          /* the kernel's start: this core was ready */
+    uint64_t transfer_start_ns; /* the last rank was ready */
+    uint64_t end_ns;            /* the same instant on every rank */
+    uint64_t waited_ns;         /* this rank waited for the others */
+    uint32_t last;              /* group index of the last rank to be ready */
+    uint16_t algorithm;         /* runtime_hooks::CollectiveAlgorithm */
+    uint16_t queue;
+} npc_collective_span_t;
+
 typedef struct npc_window npc_window_t;
 
 /* Runtime: profile NULL = "trn2". Returns the device count, 0 on error. */
@@ -192,6 +233,16 @@ int32_t npc_event_record(uint16_t device, uint16_t queue, npc_event_t *out);
 int32_t npc_event_wait(uint16_t device, uint16_t queue, const npc_event_t *event);
 int32_t npc_event_query(const npc_event_t *event); /* 1 complete (or never recorded) */
 uint64_t npc_event_synchronize(const npc_event_t *event);
+
+/* Collectives of a process group with one process per rank (the c10d backend): the
+ * backend moves the data itself; npc_collective_issue records the launch and gives this
+ * core's ready instant, which the backend exchanges with the other ranks;
+ * npc_collective_place puts the collective from there to the last arrival plus the
+ * topology model's cost (NEURONPROF_TOPOLOGY, else the profile's default). */
+int32_t npc_collective_queue(uint16_t device, uint32_t slot); /* -1: no such device */
+int32_t npc_collective_issue(const npc_collective_t *c, uint64_t *ready_ns);
+int32_t npc_collective_place(const npc_collective_t *c, const uint64_t *ready_ns,
+                             npc_collective_span_t *out);
 
 /* The warp: PyTorch's host times (ns since the epoch, real clock) onto the cut timeline.
  * npc_warp_trace_file rewrites a trace in place: ts/dur of every event outside the

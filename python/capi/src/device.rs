@@ -122,12 +122,50 @@ static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
 fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
     let name = profile.unwrap_or("trn2");
-    let profile = DeviceProfile::builtin(name)
+    let mut profile = DeviceProfile::builtin(name)
         .ok_or_else(|| format!("unknown device profile {name:?} (trn2, trn2-lnc1, trn3, ...)"))?;
+    if let Some(factor) = straggler_factor(
+        std::env::var("NEURONPROF_STRAGGLER").ok().as_deref(),
+        std::env::var("RANK").ok().as_deref(),
+    )? {
+        profile = profile.slowed(factor);
+    }
     let runtime = Runtime::new(profile).map_err(|e| e.to_string())?;
     // The Kineto plugin shows kernels and copies; instructions would only cost time.
     runtime.set_detail(RecordDetail::Kernels);
     Ok(runtime)
+}
+
+/// `NEURONPROF_STRAGGLER=RANK:FACTOR` (as `neuronprof run --straggler`): the factor
+/// this process's device is slowed by when its `RANK` (PyTorch's global rank, as
+/// `torchrun` sets it) is the one named; `None` for every other rank or when unset.
+pub(crate) fn straggler_factor(
+    setting: Option<&str>,
+    rank: Option<&str>,
+) -> Result<Option<f64>, String> {
+    let Some(setting) = setting.filter(|s| !s.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let bad = |why: &str| {
+        format!("NEURONPROF_STRAGGLER={setting:?}: {why} (expected RANK:FACTOR, e.g. 2:1.5)")
+    };
+    let (slow, factor) = setting
+        .trim()
+        .split_once(':')
+        .ok_or_else(|| bad("no ':'"))?;
+    let slow: u64 = slow.trim().parse().map_err(|_| bad("bad rank"))?;
+    let factor: f64 = factor.trim().parse().map_err(|_| bad("bad factor"))?;
+    if !(factor >= 1.0 && factor.is_finite()) {
+        return Err(bad("the factor must be a number >= 1"));
+    }
+    let me = match rank {
+        Some(r) => r
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| format!("RANK={r:?} is not a number (NEURONPROF_STRAGGLER needs it)"))?,
+        None => 0,
+    };
+    Ok((me == slow).then_some(factor))
 }
 
 /// The process's runtime (started with `trn2` if `npc_init` was not called).
@@ -462,6 +500,25 @@ pub extern "C" fn npc_synchronize(device_index: i32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_straggler_setting_slows_only_the_rank_it_names() {
+        assert_eq!(straggler_factor(None, Some("2")), Ok(None));
+        assert_eq!(straggler_factor(Some("2:2"), Some("2")), Ok(Some(2.0)));
+        assert_eq!(straggler_factor(Some("2:2"), Some("1")), Ok(None));
+        assert_eq!(straggler_factor(Some("0:1.5"), None), Ok(Some(1.5)));
+        let err = straggler_factor(Some("2:0.5"), Some("2")).unwrap_err();
+        assert!(
+            err.contains("NEURONPROF_STRAGGLER=\"2:0.5\"") && err.contains(">= 1"),
+            "{err}"
+        );
+        assert!(straggler_factor(Some("x"), Some("2"))
+            .unwrap_err()
+            .contains("no ':'"));
+        assert!(straggler_factor(Some("2:2"), Some("two"))
+            .unwrap_err()
+            .contains("RANK=\"two\""));
+    }
 
     #[test]
     fn a_bad_launch_is_an_argument_error_with_a_message() {

@@ -26,6 +26,12 @@
 //!   streams after the hardware queues), [`npc_stream_query`], [`npc_stream_synchronize`],
 //!   [`npc_event_record`], [`npc_event_wait`], [`npc_event_query`],
 //!   [`npc_event_synchronize`] ([`NpcEvent`]: the modeled instant it completes).
+//! - Collectives of the c10d backend `neuron` (one process per rank):
+//!   [`npc_collective_queue`], [`npc_collective_issue`] (the launch; this core's ready
+//!   instant, which the backend sends to the other ranks with the data),
+//!   [`npc_collective_place`] (the last arrival plus the topology model's cost: the same
+//!   end on every rank). `NEURONPROF_STRAGGLER=RANK:FACTOR` slows the device of that
+//!   global rank (`RANK`) by `FACTOR`, as `neuronprof run --straggler` does.
 //! - The warp: [`npc_warp_trace_file`] (a trace PyTorch wrote, onto the cut timeline, in
 //!   place), [`npc_warp_unix_ns`] (PyTorch's instants for `key_averages`),
 //!   [`npc_cut_total_ns`]; the cut itself is `runtime-hooks`' `nph_cut_begin` /
@@ -81,6 +87,7 @@
 #![warn(missing_docs)]
 
 mod activity;
+mod collective;
 mod collector;
 mod describe;
 mod device;
@@ -95,6 +102,10 @@ pub use activity::{
     NPC_ACTIVITY_EVENT_RECORD, NPC_ACTIVITY_KERNEL, NPC_ACTIVITY_MEMCPY, NPC_ACTIVITY_MEMSET,
     NPC_ACTIVITY_RUNTIME, NPC_ACTIVITY_RUNTIME_LAUNCH, NPC_ACTIVITY_STREAM_WAIT, NPC_FLOW_END,
     NPC_FLOW_NONE, NPC_FLOW_START,
+};
+pub use collective::{
+    npc_collective_issue, npc_collective_place, npc_collective_queue, NpcCollective,
+    NpcCollectiveSpan,
 };
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{

@@ -10,6 +10,9 @@
 // from each launch to its kernel.
 #include "neuron.h"
 
+#include <atomic>
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <mutex>
@@ -31,6 +34,10 @@ thread_local std::vector<uint64_t> t_torch_corr;
 
 std::mutex g_links_mutex;
 std::unordered_map<uint64_t, uint64_t> g_links;  // our corr id -> PyTorch's
+// Set by an exit handler: the process is exiting (see ~NeuronSession).
+std::atomic<bool> g_exiting{false};
+// our corr id -> extra kernel args (key, JSON value)
+std::unordered_map<uint64_t, std::vector<KernelArg>> g_kernel_args;
 
 }  // namespace
 
@@ -40,6 +47,11 @@ void link_correlation(uint64_t corr_id, uint64_t torch_corr_id) {
   if (torch_corr_id == 0) return;
   std::lock_guard<std::mutex> lock(g_links_mutex);
   g_links[corr_id] = torch_corr_id;
+}
+
+void note_kernel_args(uint64_t corr_id, std::vector<KernelArg> args) {
+  std::lock_guard<std::mutex> lock(g_links_mutex);
+  g_kernel_args[corr_id] = std::move(args);
 }
 
 namespace {
@@ -68,20 +80,30 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
 
   ~NeuronSession() override {
     if (recording_) {
-      // Dropped without stop(): end the window (and its drain thread) all the same.
+      // Dropped without stop(): end the window (and its drain thread) all the same —
+      // unless the process is exiting (a script that died while profiling): the runtime's
+      // thread-local state is being torn down then, and the drain thread ends with it.
       nph_set_enabled(0);
-      npc_window_free(npc_collect());
+      if (!g_exiting.load()) npc_window_free(npc_collect());
     }
-    npc_window_free(window_);
+    if (!g_exiting.load()) npc_window_free(window_);
   }
 
   void start() override {
     if (!tracing_) return;
+    // Registered after Kineto's profiler exists, so it runs before Kineto's exit-time
+    // destruction of this session.
+    static const bool registered = [] {
+      std::atexit([] { g_exiting.store(true); });
+      return true;
+    }();
+    (void)registered;
     // Drops earlier records and keeps the rings drained while the window records.
     npc_window_begin(kDrainIntervalUs);
     {
       std::lock_guard<std::mutex> lock(g_links_mutex);
       g_links.clear();
+      g_kernel_args.clear();
     }
     nph_set_enabled(1);
     recording_ = true;
@@ -102,6 +124,7 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
     {
       std::lock_guard<std::mutex> lock(g_links_mutex);
       links_.swap(g_links);
+      kernel_args_.swap(g_kernel_args);
     }
     status_ = libkineto::TraceStatus::PROCESSING;
   }
@@ -182,6 +205,14 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
           // (an op its table does not know): `neuronprof analyze` counts those.
           if (a->lowering != nullptr) act.addMetadataQuoted("lowering", a->lowering);
           if (a->costed_by_default != 0) act.addMetadataQuoted("costed_by", "default");
+          auto extra = kernel_args_.find(a->corr_id);
+          if (extra != kernel_args_.end())
+            for (const KernelArg& x : extra->second) {
+              if (x.is_number)
+                act.addTypedMetadata(x.key, x.number);
+              else
+                act.addMetadataQuoted(x.key, x.text);
+            }
           ++buffer_->gpuOpCount;
         }
         act.addTypedMetadata("correlation", static_cast<int64_t>(a->corr_id));
@@ -250,6 +281,7 @@ class NeuronSession final : public libkineto::IActivityProfilerSession {
   bool recording_ = false;
   npc_window_t* window_ = nullptr;
   std::unordered_map<uint64_t, uint64_t> links_;
+  std::unordered_map<uint64_t, std::vector<KernelArg>> kernel_args_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
   std::vector<std::string> errors_;
   std::set<int64_t> devices_;

@@ -70,6 +70,10 @@ std::string capi_text(F f, int device) {
 
 }  // namespace
 
+namespace neuronprof {
+void register_distributed(py::module& m);  // distributed.cpp
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "The emulated neuron device (neuronprof) for PyTorch";
   m.def("_init", &init, "Starts the runtime with a built-in device profile; returns the device count");
@@ -102,5 +106,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "PyTorch's host instants (ns since the epoch) on the cut timeline");
   m.def("_cut_total_ns", [] { return npc_cut_total_ns(); },
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
+  neuronprof::register_distributed(m);
 
 }

@@ -5,6 +5,8 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -35,6 +37,20 @@ uint64_t torch_correlation_id();
 // Notes that our launch `corr_id` ran inside PyTorch's operator `torch_corr_id` (only
 // while a profiling session records).
 void link_correlation(uint64_t corr_id, uint64_t torch_corr_id);
+
+// An extra arg of a device kernel: a number, or else a string.
+struct KernelArg {
+  std::string key;
+  std::string text;
+  int64_t number = 0;
+  bool is_number = false;
+};
+inline KernelArg arg(std::string key, std::string text) { return {std::move(key), std::move(text)}; }
+inline KernelArg arg(std::string key, int64_t number) { return {std::move(key), {}, number, true}; }
+
+// Extra args of a device kernel, written into its trace event by the Kineto plugin: the
+// collective's NCCL-style args (only while a profiling session records).
+void note_kernel_args(uint64_t corr_id, std::vector<KernelArg> args);
 
 // Launches a kernel on launch.queue (recorded launch + kernel placed by the timing
 // model) and links it to PyTorch's current operator. Throws on a runtime error.

@@ -192,6 +192,18 @@ impl Device {
             bytes: cost.wire_bytes,
         };
         let span = {
+            // This rank's bytes move through its DMA engines over the modeled span, issued
+            // when the last rank is ready (one step: the other ranks' engines are in
+            // their own processes).
+            let schedule = crate::timing::CollectiveSchedule {
+                issue_ns: if cost.wire_bytes > 0 {
+                    vec![start_ns]
+                } else {
+                    Vec::new()
+                },
+                chunk_bytes: cost.wire_bytes,
+                bytes_per_ns: cost.wire_bytes as f64 / cost.dur_ns.max(1) as f64,
+            };
             let mut timeline = self.timeline();
             let span = timeline.run_collective(
                 c.queue,
@@ -199,7 +211,7 @@ impl Device {
                 start_ns,
                 start_ns + cost.dur_ns,
                 kernel,
-                cost.wire_bytes,
+                &schedule,
                 self.detail(),
                 c.op,
                 c.payload(cost.algorithm, self.shared.index),

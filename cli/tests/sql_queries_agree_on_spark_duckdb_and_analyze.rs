@@ -147,6 +147,11 @@ fn sql_queries_agree_on_spark_duckdb_and_analyze() {
         "off",
         "--straggler",
         "5:3",
+        // The demo's widths: with host time modeled per op, the tiny shape's steps are
+        // host-bound on every rank, a 3x slower device never holds a collective up and
+        // the stragglers query (HTA's rule) has no collective long enough to rank.
+        "--shape",
+        "demo",
         "--out",
         traces_arg,
     ]);

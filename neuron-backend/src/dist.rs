@@ -56,6 +56,8 @@
 //! ```
 
 mod collective;
+
+pub(crate) use collective::algorithm_name;
 mod group;
 pub(crate) mod links;
 mod topology;

@@ -17,6 +17,8 @@
 
 mod launch;
 
+pub(crate) use launch::algorithm_name;
+
 use runtime_hooks::{CollectiveOp, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
 use super::group::{Contribution, SlotKey};

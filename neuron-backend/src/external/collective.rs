@@ -92,7 +92,7 @@ impl ExternalCollective {
     /// whose names start with `ncclKernel`, and every tool files `nccl*` kernels as
     /// communication (`analysis::classify`).
     pub fn kernel_name(&self, algorithm: CollectiveAlgorithm) -> String {
-        let algo = algorithm_name(algorithm);
+        let algo = crate::dist::algorithm_name(algorithm);
         match &self.reduce {
             Some(r) => format!(
                 "ncclKernel_{}_{algo}_{r}_{}",
@@ -100,19 +100,6 @@ impl ExternalCollective {
             ),
             None => format!("ncclKernel_{}_{algo}_{}", self.kernel_stem, self.dtype_name),
         }
-    }
-}
-
-fn algorithm_name(algorithm: CollectiveAlgorithm) -> &'static str {
-    use CollectiveAlgorithm as A;
-    match algorithm {
-        A::Mesh => "MESH",
-        A::RecursiveDoubling => "RDH",
-        A::KangaRing => "KANGARING",
-        A::Ring => "RING",
-        A::Tree => "TREE",
-        A::Hierarchical => "HIER",
-        A::Unspecified => "P2P",
     }
 }
 

@@ -332,7 +332,8 @@ fn resolve(
     })
 }
 
-fn algorithm_name(algorithm: runtime_hooks::CollectiveAlgorithm) -> &'static str {
+/// The algorithm's spelling in NCCL-style kernel names (`ncclDevKernel_…_RING`).
+pub(crate) fn algorithm_name(algorithm: runtime_hooks::CollectiveAlgorithm) -> &'static str {
     use runtime_hooks::CollectiveAlgorithm as A;
     match algorithm {
         A::Mesh => "MESH",

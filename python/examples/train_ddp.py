@@ -16,6 +16,7 @@ are equal.
 import argparse
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -24,6 +25,15 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.profiler import ProfilerActivity
 
 import neuronprof_torch  # noqa: F401  (the `neuron` device and its c10d backend)
+
+
+def emit(line: dict) -> None:
+    """Prints one JSON line with a single write. Under ``PYTHONUNBUFFERED=1`` (set on
+    many CI machines, ours included) ``print`` writes the text and its newline in two
+    calls, and four ranks sharing torchrun's stdout then interleave (``{...}{...}`` and
+    an empty line). One write of a few hundred bytes to a pipe is atomic (POSIX: up to
+    ``PIPE_BUF`` bytes)."""
+    os.write(sys.stdout.fileno(), (json.dumps(line) + "\n").encode())
 
 
 def make_data(samples: int, features: int, classes: int, seed: int):
@@ -92,7 +102,7 @@ def main():
         line = {"rank": rank, "step": step, "loss": loss.item()}
         if rank == 0:
             line["mean"] = mean.item()
-        print(json.dumps(line), flush=True)
+        emit(line)
         if profiler is not None:
             profiler.step()
     if profiler is not None:

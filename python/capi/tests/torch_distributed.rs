@@ -268,8 +268,9 @@ fn ddp_on_neuron_matches_gloo_and_the_straggler_is_named() {
     );
     let cpu = torchrun(&python, &script, &["--device", "cpu"], &[]);
     let (on_neuron, on_cpu) = (losses(&neuron), losses(&cpu));
-    assert_eq!(on_neuron.len(), 4 * 8, "{on_neuron:?}");
-    assert_eq!(on_neuron.len(), on_cpu.len());
+    let printed = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(on_neuron.len(), 4 * 8, "printed:\n{}", printed(&neuron));
+    assert_eq!(on_cpu.len(), 4 * 8, "printed:\n{}", printed(&cpu));
     for (a, b) in on_neuron.iter().zip(&on_cpu) {
         assert_eq!((a.0, a.1), (b.0, b.1));
         assert!(

@@ -28,12 +28,16 @@
 
 mod collective;
 mod describe;
+mod program;
 mod streams;
 
 pub use collective::{ExternalCollective, ExternalCollectiveSpan};
 
 pub use describe::{
     describe, Description, ExternalLowering, ExternalOp, ExternalTensor, ScalarType, TypeClass,
+};
+pub use program::{
+    ExternalProgram, ProgramNode, ProgramNodeInfo, ProgramSegment, ProgramStats, SegmentKind,
 };
 pub use streams::ExternalEvent;
 
@@ -160,6 +164,26 @@ impl Device {
         queue: usize,
         launch: &ExternalLaunch,
     ) -> Result<KernelSpan, BackendError> {
+        self.external_launch_with(
+            queue,
+            launch.name_id,
+            launch.corr_id,
+            launch.flops,
+            launch.bytes,
+            |run| launch.kernel.lower(run),
+        )
+    }
+
+    /// [`external_launch`](Self::external_launch) of a kernel that `lower` places.
+    pub(crate) fn external_launch_with(
+        &self,
+        queue: usize,
+        name_id: NameId,
+        corr_id: u64,
+        flops: u64,
+        bytes: u64,
+        lower: impl FnOnce(&mut KernelRun<'_>),
+    ) -> Result<KernelSpan, BackendError> {
         self.check_queue("external launch", queue)?;
         if self.timeline().queues[queue].released {
             return Err(BackendError::StreamReleased {
@@ -171,17 +195,17 @@ impl Device {
             name_id: runtime_hooks::name!("nrt_execute"),
             device: self.shared.index,
             queue: queue as u16,
-            corr_id: launch.corr_id,
-            bytes: launch.bytes,
+            corr_id,
+            bytes,
             ..Default::default()
         };
         let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, payload);
         let launch_ns = crate::dispatch::submit_waiting(self, queue, payload, sleep_until);
         let kernel = KernelInfo {
-            name_id: launch.name_id,
-            corr_id: launch.corr_id,
-            flops: launch.flops,
-            bytes: launch.bytes,
+            name_id,
+            corr_id,
+            flops,
+            bytes,
         };
         let detail = self.detail();
         // Placing the kernel is the emulator's work, not the host's: cut from the
@@ -189,12 +213,10 @@ impl Device {
         let (start_ns, end_ns) = {
             let _cut = runtime_hooks::clock::cut_scope();
             self.timeline()
-                .run_kernel(queue, launch_ns, kernel, detail, |run| {
-                    launch.kernel.lower(run)
-                })
+                .run_kernel(queue, launch_ns, kernel, detail, lower)
         };
         Ok(KernelSpan {
-            corr_id: launch.corr_id,
+            corr_id,
             queue,
             start_ns,
             end_ns,

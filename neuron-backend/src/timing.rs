@@ -342,6 +342,19 @@ impl KernelRun<'_> {
         self.start_ns = self.end_ns;
     }
 
+    /// Places what `place` places from `start_ns` on (it may overlap what was placed
+    /// before, as far as the engines are free); returns when its last instruction or
+    /// transfer ends (a compiled program's groups: `external/program.rs`).
+    pub(crate) fn place_from(&mut self, start_ns: u64, place: impl FnOnce(&mut Self)) -> u64 {
+        let before = self.end_ns;
+        self.start_ns = start_ns;
+        self.end_ns = start_ns;
+        place(self);
+        let end = self.end_ns;
+        self.end_ns = before.max(end);
+        end
+    }
+
     pub(crate) fn profile(&self) -> &DeviceProfile {
         &self.timeline.profile
     }

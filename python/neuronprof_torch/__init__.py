@@ -46,6 +46,12 @@ if torch.distributed.is_available():
         torch.neuron.set_device(_local)
 
 
+# torch.compile(backend="neuron") (compile.py); Inductor's device hook.
+from . import compile as _compile  # noqa: E402
+
+_compile.install()
+
+
 def _autoload():
     """Entry point of PyTorch's backend autoloading (importing is all it takes)."""
 

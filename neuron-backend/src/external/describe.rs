@@ -28,6 +28,12 @@
 mod dtype;
 mod table;
 
+/// Whether `name` is an op of the table's elementwise class (the ops a compiled graph
+/// fuses into their producer's pass: `external/program.rs`).
+pub(crate) fn is_elementwise(name: &str) -> bool {
+    matches!(class_of(name), Some(OpClass::Elementwise(_)))
+}
+
 pub use dtype::{ScalarType, TypeClass};
 
 use runtime_hooks::DmaDirection;
@@ -95,11 +101,11 @@ pub struct ExternalOp<'a> {
 /// How an op is lowered: one or more plans run one after another in one kernel.
 #[derive(Debug, Clone)]
 pub struct ExternalLowering {
-    pieces: Vec<Piece>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 #[derive(Debug, Clone)]
-enum Piece {
+pub(crate) enum Piece {
     Rows(RowPlan),
     Matmul(MatmulPlan),
 }

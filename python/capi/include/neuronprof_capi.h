@@ -8,7 +8,7 @@
  * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
  * Unix epoch (what Kineto activities carry). Types end in _t; the Rust names are
  * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow, NpcTensor, NpcOp,
- * NpcEvent, NpcWarpStats, NpcCollective, NpcCollectiveSpan.
+ * NpcEvent, NpcWarpStats, NpcCollective, NpcCollectiveSpan, NpcGraphNode, NpcProgram.
  */
 #ifndef NEURONPROF_CAPI_H
 #define NEURONPROF_CAPI_H
@@ -220,6 +220,36 @@ int32_t npc_launch(const npc_launch_t *launch, npc_kernel_span_t *span);
  * kernel named <op>_<dtype>. */
 int32_t npc_launch_op(const npc_op_t *op, npc_kernel_span_t *span);
 uint64_t npc_read_wait(uint16_t device, const npc_kernel_span_t *span, uint64_t bytes);
+
+/* Compiled graphs (torch.compile(backend="neuron")): npc_program_build lowers a graph's
+ * nodes (execution order; equal ids are the same tensor) with the eager lowerings and
+ * schedules them into one device program (elementwise chains fused into their
+ * producer's pass); each call launches its kernels with npc_program_launch: one named
+ * after the graph, plus one eager kernel per node the lowerings do not know. */
+typedef struct npc_graph_node {
+    const char *name; /* ATen name, name_len bytes */
+    size_t name_len;
+    const npc_tensor_t *inputs;
+    const uint64_t *input_ids;
+    size_t n_inputs;
+    const npc_tensor_t *outputs;
+    const uint64_t *output_ids;
+    size_t n_outputs;
+} npc_graph_node_t;
+
+typedef struct npc_program npc_program_t;
+
+npc_program_t *npc_program_build(const npc_graph_node_t *nodes, size_t n_nodes,
+                                 const uint64_t *output_ids, size_t n_outputs); /* NULL: error */
+void npc_program_free(npc_program_t *program);
+size_t npc_program_segments(const npc_program_t *program); /* kernels per call */
+/* JSON: nodes, segments (kind "program"/"eager", groups of node indices), fused_nodes,
+ * groups, hbm_bytes_saved, eager_fallbacks; returns the full length. */
+size_t npc_program_describe(const npc_program_t *program, char *buf, size_t buf_len);
+/* group_spans: (start_ns, end_ns) of each of the kernel's groups, up to max_groups. */
+int32_t npc_program_launch(const npc_program_t *program, size_t segment, const char *graph_name,
+                           uint64_t corr_id, uint16_t device, uint16_t queue,
+                           npc_kernel_span_t *span, uint64_t *group_spans, size_t max_groups);
 uint64_t npc_synchronize(int32_t device); /* negative: every device */
 
 /* Streams are queue indices: 0 the default stream, then the hardware queues, then a

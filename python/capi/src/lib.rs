@@ -22,6 +22,12 @@
 //!   emulator's lowering of its kind: `neuron_backend::describe`), [`npc_launch`] (a
 //!   kernel of an explicit shape, [`NpcLaunch`]: copies), [`npc_read_wait`],
 //!   [`npc_synchronize`]. Every launch names its queue (the stream).
+//! - Compiled graphs (`torch.compile(backend="neuron")`): [`npc_program_build`] lowers
+//!   and schedules a graph's nodes into one device program
+//!   (`neuron_backend::ExternalProgram`), [`npc_program_launch`] launches one of its
+//!   kernels (one per call unless a node falls back to eager), [`npc_program_describe`]
+//!   (JSON: the groups, what fusion saved, the fallbacks), [`npc_program_segments`],
+//!   [`npc_program_free`].
 //! - Streams and events: [`npc_queue_count`], [`npc_stream_pool`] (a pool of user
 //!   streams after the hardware queues), [`npc_stream_query`], [`npc_stream_synchronize`],
 //!   [`npc_event_record`], [`npc_event_wait`], [`npc_event_query`],
@@ -93,6 +99,7 @@ mod describe;
 mod device;
 mod error;
 mod ops;
+mod program;
 mod streams;
 mod warp;
 
@@ -121,6 +128,10 @@ pub use error::{
     NPC_OK,
 };
 pub use ops::{npc_launch_op, NpcOp, NpcTensor};
+pub use program::{
+    npc_program_build, npc_program_describe, npc_program_free, npc_program_launch,
+    npc_program_segments, NpcGraphNode, NpcProgram,
+};
 pub use streams::{
     npc_event_query, npc_event_record, npc_event_synchronize, npc_event_wait, npc_queue_count,
     npc_stream_pool, npc_stream_query, npc_stream_synchronize, NpcEvent,

@@ -87,7 +87,7 @@ pub(crate) fn take_notes() -> HashMap<u64, KernelNote> {
 ///
 /// `ptr` must be null with `len == 0` or point to `len` valid `NpcTensor`s whose arrays
 /// hold `ndim` values each and outlive the result.
-unsafe fn tensors<'a>(ptr: *const NpcTensor, len: usize) -> Vec<ExternalTensor<'a>> {
+pub(crate) unsafe fn tensors<'a>(ptr: *const NpcTensor, len: usize) -> Vec<ExternalTensor<'a>> {
     if ptr.is_null() || len == 0 {
         return Vec::new();
     }
@@ -116,11 +116,23 @@ unsafe fn tensors<'a>(ptr: *const NpcTensor, len: usize) -> Vec<ExternalTensor<'
 
 /// The kernel name of an op: ATen's name without `aten::`, the overload or an in-place
 /// `_`, then the element type: `addmm_bf16`.
-fn kernel_name(op: &str, dtype: ScalarType) -> String {
+fn kernel_name_of(op: &str, dtype: ScalarType) -> String {
+    kernel_name(op, dtype.tag())
+}
+
+/// The kernel name of an op with the element-type tag `tag`: `addmm_bf16`.
+pub(crate) fn kernel_name(op: &str, tag: &str) -> String {
     let op = op.strip_prefix("aten::").unwrap_or(op);
     let op = op.split('.').next().unwrap_or(op);
     let op = op.strip_suffix('_').unwrap_or(op);
-    format!("{op}_{}", dtype.tag())
+    format!("{op}_{tag}")
+}
+
+/// Notes a kernel's lowering for the plugin (while recording).
+pub(crate) fn note_kernel(corr_id: u64, note: KernelNote) {
+    notes()
+        .get_or_insert_with(HashMap::new)
+        .insert(corr_id, note);
 }
 
 /// Launches the op `op` describes on its device and queue: the runtime call on this
@@ -162,15 +174,13 @@ pub unsafe extern "C" fn npc_launch_op(op: *const NpcOp, span: *mut NpcKernelSpa
             inputs: &inputs,
             outputs: &outputs,
         });
-        let name_id = runtime_hooks::intern(&kernel_name(&name, described.dtype));
+        let name_id = runtime_hooks::intern(&kernel_name_of(&name, described.dtype));
         if runtime_hooks::is_enabled() {
             let note = KernelNote {
                 lowering: runtime_hooks::intern(&described.lowering),
                 costed_by_default: described.costed_by_default,
             };
-            notes()
-                .get_or_insert_with(HashMap::new)
-                .insert(op.corr_id, note);
+            note_kernel(op.corr_id, note);
         }
         let launch = ExternalLaunch {
             name_id,
@@ -239,6 +249,9 @@ mod tests {
             Some("matmul bf16")
         );
         assert!(!note.costed_by_default);
-        assert_eq!(kernel_name("aten::add_.Tensor", ScalarType(6)), "add_f32");
+        assert_eq!(
+            kernel_name_of("aten::add_.Tensor", ScalarType(6)),
+            "add_f32"
+        );
     }
 }

@@ -72,6 +72,7 @@ std::string capi_text(F f, int device) {
 
 namespace neuronprof {
 void register_distributed(py::module& m);  // distributed.cpp
+void register_compile(py::module& m);      // compile.cpp
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -107,5 +108,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_cut_total_ns", [] { return npc_cut_total_ns(); },
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
   neuronprof::register_distributed(m);
+  neuronprof::register_compile(m);
 
 }

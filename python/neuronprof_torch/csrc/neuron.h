@@ -96,6 +96,14 @@ bool launch_blocking();
 // row in the profiler under the op that copies).
 void cpu_copy(at::Tensor& dst, const at::Tensor& src);
 
+// Compiled graphs (compile.cpp): while a graph runs on this thread, the fallback notes
+// each op here (its tensors, and their descriptions for the capi) instead of launching
+// it; false when no graph runs.
+bool graph_note(const std::string& name, const std::vector<at::Tensor>& inputs,
+                const std::vector<npc_tensor_t>& in, const std::vector<at::Tensor>& outputs,
+                const std::vector<npc_tensor_t>& out);
+bool in_graph();
+
 // Interns a name once per thread.
 uint32_t intern(const std::string& name);
 

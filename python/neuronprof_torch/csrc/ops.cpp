@@ -98,6 +98,9 @@ npc_launch_t copy_launch(uint16_t kind, c10::DeviceIndex device, const at::Tenso
   return l;
 }
 
+// A copy inside a compiled graph: a node of the graph's program (compile.cpp).
+at::Tensor graph_copy(const at::Tensor& self, const at::Tensor& dst);
+
 // A copy is a launch on the current stream of the device side; the bytes move on the
 // host inside a cut. A copy to the host makes the host wait for the modeled end of the
 // copy (and so of the work queued before it on that stream), as a blocking device-to-host
@@ -111,6 +114,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   const bool recorded = t_depth == 0;
   npc_kernel_span_t span{};
   uint64_t bytes = dst.nbytes();
+  if (recorded && in_graph()) return graph_copy(self, dst);
   if (recorded && bytes > 0) {
     npc_launch_t l = copy_launch(kind, device, dst);
     span = launch(l);
@@ -231,6 +235,20 @@ struct OpTensors {
   }
 };
 
+at::Tensor graph_copy(const at::Tensor& self, const at::Tensor& dst) {
+  {
+    Nested nested;
+    Cut cut;
+    at::Tensor out = cpu_alias(dst);
+    cpu_copy(out, cpu_alias(self));
+  }
+  OpTensors in, out;
+  in.add(self, 0);
+  out.add(dst, 0);
+  graph_note("aten::copy_", in.tensors, in.describe(), out.tensors, out.describe());
+  return dst;
+}
+
 // The op's tensor arguments (out= arguments excluded) from the stack, before it runs.
 OpTensors input_tensors(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   OpTensors out;
@@ -320,6 +338,7 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   o.corr_id = nph_next_corr_id();
   o.device = static_cast<uint16_t>(device->device().index());
   o.queue = current_queue(device->device().index());
+  if (graph_note(name, inputs.tensors, in, outputs.tensors, out)) return;
   launch_op(o);
 }
 

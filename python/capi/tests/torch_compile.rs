@@ -1,0 +1,250 @@
+//! `torch.compile(backend="neuron")` on real PyTorch (issue 18): two Python processes
+//! (`tests/torch_compile_driver.py`) share one compile cache.
+//!
+//! - A 2-layer transformer block trains 20 steps eagerly and compiled from the same
+//!   weights and data: the losses agree within 1e-4 (the compiled graphs run the same
+//!   ATen CPU kernels) and fall.
+//! - Compiled, each profiled step has one `graph_*_forward` and one `graph_*_backward`
+//!   kernel (one `nrt_execute` each), whose args say what the program fused (the
+//!   gelu → scale → shift chain of each block's MLP), what that saved in HBM traffic, the
+//!   aten ops it came from and each pass's modeled time; no per-op kernel of the model
+//!   remains. The modeled device time of the profiled steps is less than eager's, with
+//!   fewer kernels.
+//! - An op the lowerings do not know inside a graph (`renorm`) is an eager kernel of its
+//!   own (`renorm_f32`, costed by the default rule, its lowering naming the graph), with
+//!   eager's values; the fallback is counted.
+//! - A data-dependent branch is a graph break Dynamo counts with its reason.
+//! - Default `torch.compile` (Inductor) on a neuron model fails with a message naming
+//!   `backend="neuron"`.
+//! - A second process compiling the same block hits the compile cache (no misses) and
+//!   its trace has no `neuron_compile` range; the first process's trace of a fresh
+//!   compile has one.
+//!
+//! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
+//! recorded (`tests/support/skip.rs`), and under CI it fails.
+
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
+#[path = "support/torch.rs"]
+mod torch;
+
+use std::path::Path;
+
+use serde_json::Value;
+use torch::{arg_i64, cat, events, read_trace, traces_in};
+
+fn only_trace(dir: &Path) -> Value {
+    let traces = traces_in(dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    read_trace(&traces[0])
+}
+
+fn losses(result: &Value, key: &str) -> Vec<f64> {
+    result[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {result}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
+fn count(stats: &Value, key: &str) -> i64 {
+    stats[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no count {key:?} in {stats}"))
+}
+
+fn kernel_time_us(trace: &Value) -> f64 {
+    cat(trace, "kernel")
+        .iter()
+        .map(|k| k["dur"].as_f64().unwrap())
+        .sum()
+}
+
+fn check_losses(result: &Value) {
+    let eager = losses(result, "eager_losses");
+    let compiled = losses(result, "compiled_losses");
+    assert_eq!(eager.len(), 20);
+    assert_eq!(compiled.len(), 20);
+    for (step, (e, c)) in eager.iter().zip(&compiled).enumerate() {
+        assert!((e - c).abs() <= 1e-4, "step {step}: eager {e} compiled {c}");
+    }
+    assert!(
+        compiled[19] < compiled[0],
+        "training lowers the loss: {compiled:?}"
+    );
+}
+
+fn check_compiled(eager: &Value, compiled: &Value) {
+    let kernels = cat(compiled, "kernel");
+    let graphs: Vec<&&Value> = kernels
+        .iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
+        .collect();
+    let forward = graphs
+        .iter()
+        .filter(|k| k["name"].as_str().unwrap().ends_with("_forward"))
+        .count();
+    let backward = graphs
+        .iter()
+        .filter(|k| k["name"].as_str().unwrap().ends_with("_backward"))
+        .count();
+    assert_eq!(
+        (forward, backward),
+        (2, 2),
+        "one kernel per graph call, 2 steps"
+    );
+    let launches: Vec<&Value> = cat(compiled, "privateuse1_runtime")
+        .into_iter()
+        .filter(|r| r["name"] == "nrt_execute")
+        .collect();
+    for graph in &graphs {
+        let corr = arg_i64(graph, "correlation");
+        let launched = launches
+            .iter()
+            .filter(|l| l["args"]["correlation"].as_i64() == Some(corr))
+            .count();
+        assert_eq!(launched, 1, "one runtime call per graph kernel: {graph}");
+        let args = &graph["args"];
+        let lowering = args["lowering"].as_str().unwrap();
+        assert!(lowering.starts_with("compiled graph: "), "{graph}");
+        assert!(arg_i64(graph, "graph_nodes") >= 20, "{graph}");
+        let ops = args["aten_ops"].as_str().unwrap();
+        assert!(
+            ops.contains("aten::addmm") || ops.contains("aten::mm"),
+            "{ops}"
+        );
+        assert!(args["passes"].as_str().unwrap().contains(" ns"), "{graph}");
+    }
+    // The forward graph fuses each block's gelu → * 0.5 → + 0.1 into one pass.
+    let fwd = graphs
+        .iter()
+        .find(|k| k["name"].as_str().unwrap().ends_with("_forward"))
+        .unwrap();
+    assert!(arg_i64(fwd, "fused_nodes") >= 4, "{fwd}");
+    assert!(arg_i64(fwd, "hbm_bytes_saved") > 0, "{fwd}");
+    assert!(
+        fwd["args"]["passes"]
+            .as_str()
+            .unwrap()
+            .contains("gelu+mul+add"),
+        "{fwd}"
+    );
+    // No per-op kernel of the model is left: the model's matmuls are in the graphs
+    // (what is left is the optimizer's update and the loss's seed gradient, which run
+    // outside the compiled region).
+    for k in &kernels {
+        let name = k["name"].as_str().unwrap();
+        assert!(
+            !(name.starts_with("addmm_") || name.starts_with("bmm_") || name.starts_with("mm_")),
+            "a matmul outside the graphs: {k}"
+        );
+    }
+    let eager_kernels = cat(eager, "kernel").len();
+    assert!(
+        kernels.len() * 2 < eager_kernels,
+        "compiled {} kernels vs eager {eager_kernels}",
+        kernels.len()
+    );
+    let (eager_us, compiled_us) = (kernel_time_us(eager), kernel_time_us(compiled));
+    assert!(
+        compiled_us < eager_us,
+        "modeled device time: compiled {compiled_us} µs vs eager {eager_us} µs"
+    );
+}
+
+fn check_fallback(result: &Value, unknown: &Value) {
+    assert!(
+        result["unknown_max_error"].as_f64().unwrap() <= 1e-6,
+        "{result}"
+    );
+    assert_eq!(result["stats"]["eager_fallback_ops"]["aten::renorm"], 1);
+    let renorm: Vec<&Value> = cat(unknown, "kernel")
+        .into_iter()
+        .filter(|k| k["name"] == "renorm_f32")
+        .collect();
+    assert_eq!(renorm.len(), 1, "the unknown op is an eager kernel");
+    let args = &renorm[0]["args"];
+    assert_eq!(args["costed_by"], "default", "{args}");
+    assert!(
+        args["lowering"]
+            .as_str()
+            .unwrap()
+            .contains("eager fallback in graph_"),
+        "{args}"
+    );
+    assert_eq!(args["eager_fallback"], "aten::renorm", "{args}");
+    let graphs = cat(unknown, "kernel")
+        .into_iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
+        .count();
+    assert_eq!(graphs, 2, "the graph's parts before and after the fallback");
+    let compiles = events(unknown)
+        .iter()
+        .filter(|e| e["name"] == "neuron_compile")
+        .count();
+    assert_eq!(compiles, 1, "a fresh compile is a host range");
+}
+
+#[test]
+fn torch_compile_runs_graphs_as_device_programs() {
+    let Some(python) = torch::torch_python() else {
+        skip::skipped(
+            "neuronprof-capi: torch_compile_runs_graphs_as_device_programs",
+            torch::NO_TORCH,
+        );
+        return;
+    };
+    let work = torch::work_dir("torch-compile");
+    let cache = work.join("compile-cache");
+    let cache_env = cache.to_str().unwrap();
+    let env = [("NEURONPROF_COMPILE_CACHE", cache_env)];
+    let (result, _) = torch::run_driver(
+        &python,
+        "torch_compile_driver.py",
+        &[Path::new("train"), &work],
+        &env,
+    );
+    check_losses(&result);
+    let eager = only_trace(&work.join("eager"));
+    let compiled = only_trace(&work.join("compiled"));
+    check_compiled(&eager, &compiled);
+    check_fallback(&result, &only_trace(&work.join("unknown")));
+    let stats = &result["stats"];
+    assert!(
+        count(&result["stats_after_train"], "cache_misses") >= 2,
+        "{stats}"
+    );
+    let breaks = stats["graph_breaks"].as_object().unwrap();
+    assert!(
+        breaks.keys().any(|reason| reason.contains("item()")),
+        "the data-dependent branch is a graph break: {stats}"
+    );
+    let default_error = result["default_error"].as_str().unwrap_or_default();
+    assert!(
+        default_error.contains("backend=\"neuron\""),
+        "Inductor's error names the backend: {default_error:?}"
+    );
+
+    // A second process: every graph from the cache.
+    let (again, _) = torch::run_driver(
+        &python,
+        "torch_compile_driver.py",
+        &[Path::new("again"), &work],
+        &env,
+    );
+    let stats = &again["stats"];
+    assert!(count(stats, "cache_hits") >= 2, "{stats}");
+    assert_eq!(count(stats, "cache_misses"), 0, "{stats}");
+    let trace = only_trace(&work.join("again"));
+    assert!(
+        !events(&trace).iter().any(|e| e["name"] == "neuron_compile"),
+        "a cache hit shows no compile range"
+    );
+    let graphs = cat(&trace, "kernel")
+        .into_iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
+        .count();
+    assert_eq!(graphs, 4, "2 steps, forward and backward");
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -1,0 +1,150 @@
+"""Driver of the torch.compile test (torch_compile.rs): prints one `RESULT {json}` line.
+
+argv: scenario, output folder.
+- `train`: a 2-layer transformer block (d 64, 4 heads, sequence 32, batch 4) trains 20
+  steps with SGD on `neuron`, eagerly and then compiled with `backend="neuron"`, from
+  the same initial weights and data; the last 2 steps of each are profiled
+  (`<out>/eager/`, `<out>/compiled/`). Also a model with a data-dependent branch (a
+  graph break), an op the lowerings do not know inside a graph, and the default
+  `torch.compile` (Inductor) on a neuron model.
+- `again`: a second process compiles the same block (the compile cache of the first
+  run must serve it: `NEURONPROF_COMPILE_CACHE` names the same folder) and profiles its
+  first compiled steps (`<out>/again/`).
+"""
+
+import json
+import math
+import os
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+import neuronprof_torch
+import neuronprof_torch.compile as ncompile
+
+scenario, out_dir = sys.argv[1], sys.argv[2]
+ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+D, HEADS, SEQ, BATCH, STEPS = 64, 4, 32, 4, 20
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(D)
+        self.qkv = torch.nn.Linear(D, 3 * D)
+        self.proj = torch.nn.Linear(D, D)
+        self.ln2 = torch.nn.LayerNorm(D)
+        self.fc1 = torch.nn.Linear(D, 4 * D)
+        self.fc2 = torch.nn.Linear(4 * D, D)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(D, dim=-1)
+        q = q.view(b, s, HEADS, D // HEADS).transpose(1, 2)
+        k = k.view(b, s, HEADS, D // HEADS).transpose(1, 2)
+        v = v.view(b, s, HEADS, D // HEADS).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // HEADS))
+        att = att.softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, D)
+        x = x + self.proj(y)
+        h = self.ln2(x)
+        # An elementwise chain after the matmul: gelu, scale, bias-free residual add.
+        h = torch.nn.functional.gelu(self.fc1(h)) * 0.5 + 0.1
+        return x + self.fc2(h)
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(Block(), Block())
+
+    def forward(self, x, target):
+        return (self.blocks(x) - target).square().mean()
+
+
+def data():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(BATCH, SEQ, D, generator=g)
+    t = torch.randn(BATCH, SEQ, D, generator=g)
+    return x.to("neuron"), t.to("neuron")
+
+
+def train(model, step_fn, trace_dir, steps=STEPS, active=2):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, t = data()
+    losses = []
+    warmup = 1 if steps > active else 0
+    with profile(
+        activities=ACTIVITIES,
+        schedule=schedule(wait=steps - active - warmup, warmup=warmup, active=active, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(trace_dir),
+    ) as prof:
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            loss = step_fn(x, t)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            prof.step()
+    torch.neuron.synchronize()
+    return losses
+
+
+def fresh_model():
+    torch.manual_seed(0)
+    return Model().to("neuron")
+
+
+result = {}
+if scenario == "train":
+    eager = fresh_model()
+    result["eager_losses"] = train(eager, eager, os.path.join(out_dir, "eager"))
+    model = fresh_model()
+    compiled = torch.compile(model, backend="neuron")
+    result["compiled_losses"] = train(model, compiled, os.path.join(out_dir, "compiled"))
+    result["stats_after_train"] = ncompile.stats()
+
+    # A data-dependent branch: Dynamo breaks the graph at the .item() in the condition.
+    def branchy(x):
+        y = x * 2
+        if y.sum().item() > 0:
+            return y + 1
+        return y - 1
+
+    torch._dynamo.reset()
+    xb = torch.ones(8, device="neuron")
+    cb = torch.compile(branchy, backend="neuron")
+    result["branch_value"] = cb(xb).cpu().tolist()
+
+    # An op the lowerings do not know, inside a graph: an eager kernel of its own.
+    def unknown(x):
+        return torch.renorm(x * 0.5, p=2, dim=0, maxnorm=1.0) + 1
+
+    xu = torch.linspace(-1, 1, 16, device="neuron").reshape(4, 4)
+    with profile(
+        activities=ACTIVITIES, on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "unknown"))
+    ):
+        yu = torch.compile(unknown, backend="neuron")(xu)
+        torch.neuron.synchronize()
+    result["unknown_max_error"] = (yu.cpu() - unknown(xu.cpu())).abs().max().item()
+    result["stats"] = ncompile.stats()
+
+    # Inductor (the default backend) on a neuron model: a clear error.
+    torch._dynamo.reset()
+    try:
+        torch.compile(torch.nn.Linear(4, 4).to("neuron"))(torch.ones(2, 4, device="neuron"))
+        result["default_error"] = None
+    except Exception as e:  # noqa: BLE001 - the message is what is checked
+        result["default_error"] = str(e)
+elif scenario == "again":
+    model = fresh_model()
+    compiled = torch.compile(model, backend="neuron")
+    result["compiled_losses"] = train(
+        model, compiled, os.path.join(out_dir, "again"), steps=2, active=2
+    )
+    result["stats"] = ncompile.stats()
+else:
+    raise SystemExit(f"unknown scenario {scenario}")
+print("RESULT " + json.dumps(result), flush=True)

@@ -409,7 +409,7 @@ pub(crate) fn submit_waiting(
     let now_ns = clock::sync();
     let ready_ns = device.timeline().submit_ready_ns(queue, now_ns);
     let submitted_ns = wait(ready_ns);
-    device.shared.live.note_host();
+    device.shared.live.note_host(submitted_ns);
     if runtime_hooks::is_enabled() {
         runtime_hooks::flow_start(FlowKind::LaunchToKernel, launch.corr_id);
     }

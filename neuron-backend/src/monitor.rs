@@ -49,7 +49,15 @@
 //!   drives the device, `runtime_hooks::clock`): the emulator's own CPU work takes no
 //!   time there and host waits jump to the modeled completion, so a window of one
 //!   wall-clock period covers however much device time passed in it. Utilization is
-//!   busy device time in that window divided by its length.
+//!   busy device time in that window divided by its length. A rank's clock (it follows
+//!   its thread's CPU time) is read at its last submission: while the rank waits for a
+//!   peer, is preempted or the emulator computes, it stands still. Wall-clock
+//!   stretches in which no core's timeline moved are skipped: a report's window goes
+//!   back until `period_s` of wall time *with* progress is covered (at most the
+//!   [`MAX_PERIOD_S`] of history), so a rank that waits reads its last busy period
+//!   rather than 0 % and nothing done; the `period` fields give the wall time the
+//!   window then spans. A rank that makes no progress in the whole history reads
+//!   idle over all of it.
 //! - `neuroncore_utilization`: the share of the window in which a kernel ran on the
 //!   logical core's engines. Collectives are left out: the CC-cores run them, and a
 //!   collective kernel spinning while it waits for a slow peer would otherwise read
@@ -70,8 +78,13 @@
 //!   executions: `total_latency` from the host's launch to the kernel's end,
 //!   `device_latency` the kernel's own span. `null` when nothing ran.
 //! - `memory_used`: per core, `tensors` = bytes allocated, `runtime_memory` = bytes the
-//!   caching allocator holds beyond them; `neuron_device` = bytes reserved. The host
-//!   side is 0: the emulator models no host-side runtime buffers. The extension adds
+//!   caching allocator holds beyond them; `neuron_device` = bytes reserved. `host` is
+//!   the process's resident memory (`/proc/self/statm`), all of it
+//!   `application_memory`: the emulated runtime keeps no host-side constants, DMA
+//!   buffers or host tensors apart from the process's memory (device tensors' values,
+//!   when numerics are on, are in it too). Every entry of a process reports the same
+//!   figure (a reader sums it once per pid); when `/proc` cannot be read it is 0 and
+//!   `memory_used.error` says so. The extension adds
 //!   `hbm` (allocated, peak allocated, capacity) and `memory_categories` (parameters,
 //!   activations, gradients, optimizer state, other).
 //! - `neuron_runtime_vcpu_usage`: CPU time of the rank's thread (of the whole process

@@ -1,5 +1,6 @@
 //! The live endpoint over its socket: a 4-rank workload is published as four entries
-//! with their own utilization and memory, values move between requests, and a bad
+//! with their own utilization and memory (host memory: the process's resident memory),
+//! values move between requests, and a bad
 //! request gets an error document instead of a report.
 
 #[path = "../../tests/support/skip.rs"]
@@ -150,6 +151,20 @@ fn four_ranks_are_published_separately_and_change_between_requests() {
             .as_u64()
             .unwrap();
         assert!(device_mem >= used);
+        // Host memory is the process's resident memory (this test binary holds tens
+        // of MiB at least), all of it the application's, the same for every rank.
+        let host_used = &x["report"]["memory_used"]["neuron_runtime_used_bytes"];
+        let host = host_used["host"].as_u64().unwrap();
+        assert!(host > 8 << 20, "rank {rank}: host memory {host} bytes");
+        assert_eq!(
+            host_used["usage_breakdown"]["host"]["application_memory"].as_u64(),
+            Some(host)
+        );
+        assert_eq!(
+            a[0]["report"]["memory_used"]["neuron_runtime_used_bytes"]["host"].as_u64(),
+            Some(host),
+            "one process, one resident figure"
+        );
         let completed = x["report"]["execution_stats"]["execution_summary"]["completed"]
             .as_u64()
             .unwrap();

@@ -220,6 +220,11 @@ pub(crate) struct DeviceLive {
     /// `monotonic - host clock` of the thread that last submitted work here, so a
     /// reader can tell that thread's host clock now; `i64::MIN` before any submission.
     host_offset_ns: AtomicI64,
+    /// That thread's host clock at its last submission, ns.
+    host_at_submit_ns: AtomicU64,
+    /// Whether that thread's host clock follows its CPU time
+    /// (`runtime_hooks::clock::follow_cpu_time`).
+    host_follows_cpu: AtomicBool,
     /// Last completed step + 1 (0: none yet).
     step_plus_one: AtomicU64,
     /// The rank's thread has left its body.
@@ -236,6 +241,8 @@ impl Default for DeviceLive {
     fn default() -> Self {
         DeviceLive {
             host_offset_ns: AtomicI64::new(i64::MIN),
+            host_at_submit_ns: AtomicU64::new(0),
+            host_follows_cpu: AtomicBool::new(false),
             step_plus_one: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             os_tid: AtomicI64::new(0),
@@ -252,23 +259,40 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl DeviceLive {
-    /// The submitting thread's clock offset (one relaxed store; the emulation offset
-    /// is a thread-local read, no clock read).
+    /// The submitting thread submitted at its host instant `host_ns` (relaxed stores
+    /// of thread-local values; no clock read).
     #[inline]
-    pub(crate) fn note_host(&self) {
+    pub(crate) fn note_host(&self, host_ns: u64) {
+        self.host_at_submit_ns.store(host_ns, Ordering::Relaxed);
+        self.host_follows_cpu
+            .store(runtime_hooks::clock::follows_cpu_time(), Ordering::Relaxed);
         self.host_offset_ns.store(
             runtime_hooks::clock::emulation_offset_ns(),
             Ordering::Relaxed,
         );
     }
 
-    /// The host clock of the thread that last submitted here, estimated at monotonic
-    /// instant `mono_ns` (exact while that thread is outside emulation and waits).
-    pub(crate) fn host_now_ns(&self, mono_ns: u64) -> Option<u64> {
-        match self.host_offset_ns.load(Ordering::Relaxed) {
-            i64::MIN => None,
-            offset => Some((mono_ns as i64).wrapping_sub(offset).max(0) as u64),
+    /// The host clock of the thread that last submitted here, as another thread can
+    /// tell it at instant `process_ns` of the process timeline
+    /// (`runtime_hooks::clock::process_ns`); `None` before any submission.
+    ///
+    /// A thread whose clock follows its CPU time (a rank thread) is read at its last
+    /// submission: off the CPU (waiting for a peer in a collective, preempted) or
+    /// inside an emulation span its clock stands still, which no other thread can see,
+    /// so an estimate from the wall clock would run ahead and fall back at its next
+    /// submission. Any other thread's clock is `process_ns` minus its emulation offset
+    /// (exact outside its emulation spans, ahead of it inside one), never before its
+    /// last submission. Readers keep their samples monotone.
+    pub(crate) fn host_now_ns(&self, process_ns: u64) -> Option<u64> {
+        let offset = self.host_offset_ns.load(Ordering::Relaxed);
+        if offset == i64::MIN {
+            return None;
         }
+        let at_submit = self.host_at_submit_ns.load(Ordering::Relaxed);
+        if self.host_follows_cpu.load(Ordering::Relaxed) {
+            return Some(at_submit);
+        }
+        Some(((process_ns as i64).wrapping_sub(offset).max(0) as u64).max(at_submit))
     }
 
     /// A step finished.

@@ -1,4 +1,5 @@
-//! CPU time of this process and of its threads, for `neuron_runtime_vcpu_usage`.
+//! CPU time of this process and of its threads, for `neuron_runtime_vcpu_usage`, and
+//! the process's resident host memory, for `memory_used`.
 
 /// User and system CPU time of the whole process so far, ns (`getrusage`).
 pub(crate) fn process_cpu_ns() -> Option<(u64, u64)> {
@@ -44,6 +45,21 @@ fn clock_ticks_per_sec() -> u64 {
     }
 }
 
+/// Resident host memory of this process, bytes: field 2 of `/proc/self/statm` (resident
+/// pages) times the page size; `None` where `/proc` cannot be read.
+pub(crate) fn process_rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    parse_statm_rss_bytes(&statm, u64::try_from(page).ok().filter(|&p| p > 0)?)
+}
+
+/// Resident bytes from a `statm` line (size, resident, shared, ... in pages).
+pub(crate) fn parse_statm_rss_bytes(statm: &str, page_bytes: u64) -> Option<u64> {
+    let resident: u64 = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(resident * page_bytes)
+}
+
 /// Online CPUs (the denominator of a usage percentage).
 pub(crate) fn online_cpus() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
@@ -67,6 +83,15 @@ mod tests {
             Some((2_500_000_000, 500_000_000))
         );
         assert_eq!(parse_stat_cpu_ns("garbage", 100), None);
+    }
+
+    #[test]
+    fn resident_pages_are_the_second_statm_field() {
+        assert_eq!(
+            parse_statm_rss_bytes("1000 250 40 3 0 200 0\n", 4096),
+            Some(250 * 4096)
+        );
+        assert_eq!(parse_statm_rss_bytes("1000", 4096), None);
     }
 
     #[test]

@@ -114,7 +114,10 @@ impl Entry {
     /// Takes a sample of every core now.
     pub(crate) fn sample(&self) -> Sample {
         let mono_ns = monotonic_ns();
-        let cores = self
+        // Host clocks run on the cut timeline (monotonic minus the process-wide cuts
+        // of a host program computing numerics itself): estimate them on it too.
+        let process_ns = runtime_hooks::clock::process_ns();
+        let mut cores: Vec<CoreSample> = self
             .devices
             .iter()
             .map(|device| {
@@ -144,7 +147,7 @@ impl Entry {
                         ..Default::default()
                     }
                 };
-                core.timeline_ns = live.host_now_ns(mono_ns).unwrap_or(0);
+                core.timeline_ns = live.host_now_ns(process_ns).unwrap_or(0);
                 core.errors = live.errors();
                 let collectives = live.lock_collectives();
                 core.collectives_completed = collectives.completed;
@@ -152,6 +155,14 @@ impl Entry {
                 core
             })
             .collect();
+        if let Some(last) = self
+            .history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .back()
+        {
+            keep_timelines_monotone(&mut cores, last);
+        }
         let cpu_ns = match self.kind {
             EntryKind::Rank { .. } => {
                 let tid = self
@@ -199,15 +210,11 @@ impl Entry {
         }
     }
 
-    /// The newest sample taken at or before `mono_ns`, else the oldest one.
-    pub(crate) fn sample_at_or_before(&self, mono_ns: u64) -> Option<Sample> {
+    /// The start of the window of a report that ends at `now` and covers at least
+    /// `period_ns` of wall time: see [`window_start`].
+    pub(crate) fn window_start(&self, now: &Sample, period_ns: u64) -> Option<Sample> {
         let history = self.history.lock().unwrap_or_else(|p| p.into_inner());
-        history
-            .iter()
-            .rev()
-            .find(|s| s.mono_ns <= mono_ns)
-            .or_else(|| history.front())
-            .cloned()
+        window_start(history.iter(), now, period_ns).cloned()
     }
 
     /// Forgets the history (when no client has been attached for a while, old samples
@@ -218,6 +225,60 @@ impl Entry {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
     }
+}
+
+/// The timelines of `cores` never go back behind those of the `last` sample.
+///
+/// A sample reads a core's timeline as `monotonic − the emulation offset the submitting
+/// thread had at its last submission`: while that thread is inside an emulation span
+/// (numerics, placement) its host clock stands still but the estimate runs on, and at
+/// its next submission the estimate falls back. Without the clamp such a sample made the
+/// next window negative, read as empty: 0 % utilization between two busy ones.
+fn keep_timelines_monotone(cores: &mut [CoreSample], last: &Sample) {
+    for (core, before) in cores.iter_mut().zip(&last.cores) {
+        core.timeline_ns = core.timeline_ns.max(before.timeline_ns);
+    }
+}
+
+/// Whether some core's timeline moved from `earlier` to `later`.
+fn progressed(earlier: &Sample, later: &Sample) -> bool {
+    earlier
+        .cores
+        .iter()
+        .zip(&later.cores)
+        .any(|(a, b)| a.timeline_ns < b.timeline_ns)
+}
+
+/// Where the window of a report ending at `now` starts, in `history` (oldest first):
+/// the newest sample such that the stretches between it and `now` in which the
+/// emulated timeline moved add up to `period_ns` of wall time; else the oldest.
+///
+/// The emulated timeline moves in steps: a rank's host clock stands still while it
+/// waits for a peer, is preempted or the emulator computes, and moves at its next
+/// submission. A plain wall-clock period could therefore hold no emulated time at all
+/// and read 0 % utilization and nothing done between two busy periods. Stretches
+/// without progress are skipped over instead, so every report covers `period_ns` of
+/// activity (its `period` says how much wall time that took); with no progress in the
+/// whole history the window is the whole history and reads idle.
+fn window_start<'a>(
+    history: impl DoubleEndedIterator<Item = &'a Sample>,
+    now: &Sample,
+    period_ns: u64,
+) -> Option<&'a Sample> {
+    let mut later = now;
+    let mut active_ns = 0u64;
+    let mut start = None;
+    for sample in history.rev().filter(|s| s.mono_ns <= now.mono_ns) {
+        if progressed(sample, later) {
+            active_ns += later.mono_ns - sample.mono_ns;
+        }
+        start = Some(sample);
+        if active_ns >= period_ns {
+            break;
+        }
+        later = sample;
+    }
+    start
 }
 
 #[derive(Debug, Default)]
@@ -305,6 +366,57 @@ pub(crate) fn entries() -> Vec<Arc<Entry>> {
 mod tests {
     use super::*;
     use crate::Runtime;
+
+    fn at(mono_ms: u64, timeline_ms: u64) -> Sample {
+        Sample {
+            mono_ns: mono_ms * 1_000_000,
+            cores: vec![CoreSample {
+                timeline_ns: timeline_ms * 1_000_000,
+                ..CoreSample::default()
+            }],
+            cpu_ns: None,
+        }
+    }
+
+    /// A rank's samples every 100 ms: busy until 1.0 s, then 1.5 s waiting for a peer
+    /// (its timeline stands still), then busy again. A 1 s report during and right
+    /// after the wait covers the last second of progress, not an empty second.
+    #[test]
+    fn a_window_skips_the_stretches_without_progress() {
+        let mut history: Vec<Sample> = (0..=10).map(|i| at(i * 100, i * 100)).collect();
+        history.extend((11..=25).map(|i| at(i * 100, 1000)));
+        let window = |history: &[Sample], now: &Sample| {
+            let start = window_start(history.iter(), now, 1_000_000_000).unwrap();
+            (
+                start.mono_ns / 1_000_000,
+                start.cores[0].timeline_ns / 1_000_000,
+            )
+        };
+        // In the wait: the window goes back to the last second with progress.
+        let now = at(2500, 1000);
+        assert_eq!(window(&history, &now), (0, 0));
+        // Progress again (0.1 s of it): 0.9 s from before the wait plus that.
+        history.push(at(2600, 1100));
+        let now = at(2600, 1100);
+        assert_eq!(window(&history, &now), (100, 100));
+        // Steady progress: the plain period.
+        let history: Vec<Sample> = (0..=30).map(|i| at(i * 100, i * 50)).collect();
+        assert_eq!(window(&history, &at(3000, 1500)), (2000, 1000));
+        // No progress in the whole history: all of it.
+        let history: Vec<Sample> = (0..=30).map(|i| at(i * 100, 7)).collect();
+        assert_eq!(window(&history, &at(3000, 7)), (0, 7));
+    }
+
+    #[test]
+    fn sampled_timelines_never_go_back() {
+        let last = at(100, 500);
+        let mut cores = at(200, 400).cores;
+        keep_timelines_monotone(&mut cores, &last);
+        assert_eq!(cores[0].timeline_ns, 500_000_000);
+        let mut cores = at(200, 600).cores;
+        keep_timelines_monotone(&mut cores, &last);
+        assert_eq!(cores[0].timeline_ns, 600_000_000);
+    }
 
     #[test]
     fn finished_runtimes_linger_but_only_the_latest_few() {

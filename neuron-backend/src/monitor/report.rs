@@ -302,6 +302,8 @@ pub(crate) struct ReportContext<'a> {
     pub(crate) thread_dropped: &'a [(u32, u64)],
     pub(crate) dropped_total: u64,
     pub(crate) online_cpus: u64,
+    /// Resident host memory of the process, bytes (`None`: `/proc` unreadable).
+    pub(crate) host_rss_bytes: Option<u64>,
 }
 
 /// The report of `entry` over the window from `before` to `now`.
@@ -569,11 +571,15 @@ pub(crate) fn build(
             memory_used: MemoryUsed {
                 period,
                 neuron_runtime_used_bytes: RuntimeUsedBytes {
-                    host: 0,
+                    host: ctx.host_rss_bytes.unwrap_or(0),
                     neuron_device: reserved_total,
                     usage_breakdown: UsageBreakdown {
+                        // The process's resident memory is the application's: the
+                        // emulated runtime keeps no host-side constants, DMA buffers or
+                        // host tensors of its own (device tensors' values live in this
+                        // resident memory too, and count as device memory above).
                         host: BTreeMap::from([
-                            ("application_memory", 0),
+                            ("application_memory", ctx.host_rss_bytes.unwrap_or(0)),
                             ("constants", 0),
                             ("dma_buffers", 0),
                             ("tensors", 0),
@@ -582,7 +588,11 @@ pub(crate) fn build(
                     },
                 },
                 loaded_models: Vec::new(),
-                error: String::new(),
+                error: if ctx.host_rss_bytes.is_some() {
+                    String::new()
+                } else {
+                    "host memory unknown: /proc/self/statm could not be read".to_string()
+                },
             },
             neuron_runtime_vcpu_usage: VcpuUsage {
                 period,

@@ -259,6 +259,7 @@ pub(crate) fn report_json(period_s: f64) -> String {
         .collect();
     let dropped_total = runtime_hooks::dropped_total();
     let online_cpus = cpu::online_cpus();
+    let host_rss_bytes = cpu::process_rss_bytes();
     let period_ns = (period_s.min(MAX_PERIOD_S) * 1e9) as u64;
     let neuron_runtime_data = entries
         .iter()
@@ -269,8 +270,7 @@ pub(crate) fn report_json(period_s: f64) -> String {
                 entry.offer_sample(&now);
             }
             let before = entry
-                .sample_at_or_before(now.mono_ns.saturating_sub(period_ns))
-                .filter(|s| s.mono_ns <= now.mono_ns)
+                .window_start(&now, period_ns)
                 .unwrap_or_else(|| now.clone());
             let ctx = ReportContext {
                 pid,
@@ -281,6 +281,7 @@ pub(crate) fn report_json(period_s: f64) -> String {
                 thread_dropped: &thread_dropped,
                 dropped_total,
                 online_cpus,
+                host_rss_bytes,
             };
             report::build(entry, &before, &now, &ctx)
         })

@@ -63,6 +63,44 @@ fn finished_workload_is_labelled_finished() {
     assert_eq!(app.tab_labels()[1], "9001/rank0 (finished)");
 }
 
+/// "all" shows the runtimes still running: an exited or finished one would only add
+/// 0 % core rows and "0 done" latency rows beside them. The utilization pane counts
+/// what it left out; the runtime's own tab keeps its figures.
+#[test]
+fn all_leaves_out_the_activity_of_runtimes_that_stopped() {
+    let two = ours();
+    let mut one = ours();
+    one.neuron_runtime_data.truncate(1);
+    let mut app = app_with(&[two.clone(), one]);
+    let view = app.tab_view(10);
+    assert_eq!(view.not_running, 1);
+    assert!(
+        view.cores.iter().all(|c| !c.label.contains("NC2")),
+        "{:?}",
+        view.cores
+    );
+    assert_eq!(view.latencies.len(), 1, "{:?}", view.latencies);
+    assert!(view.engines.iter().all(|e| !e.label.starts_with("NC2")));
+    let s = text(&screen(&app, 120, 40));
+    assert!(s.contains("1 exited/finished not shown"), "{s}");
+    ratatui_key(&mut app, '3');
+    let view = app.tab_view(10);
+    assert_eq!((view.not_running, view.latencies.len()), (0, 1));
+    assert!(view.cores.iter().any(|c| c.label.contains("NC2")));
+
+    // Finished: left out of "all" too; when nothing runs, the pane says so.
+    let mut finished = two;
+    for e in &mut finished.neuron_runtime_data {
+        e.report.neuronprof.as_mut().unwrap().state = "finished".into();
+    }
+    let app = app_with(&[finished]);
+    let view = app.tab_view(10);
+    assert_eq!((view.not_running, view.cores.len()), (2, 0));
+    assert!(view.latencies.is_empty() && view.operators.is_empty());
+    let s = text(&screen(&app, 120, 40));
+    assert!(s.contains("no runtime running"), "{s}");
+}
+
 fn ratatui_key(app: &mut tui::App, c: char) {
     key(app, ratatui::crossterm::event::KeyCode::Char(c));
 }

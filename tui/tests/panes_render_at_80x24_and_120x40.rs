@@ -144,6 +144,25 @@ fn single_rank_tab_shows_that_ranks_figures() {
     assert!(s.contains("dropped records: 17"), "{s}");
 }
 
+/// The HBM pane says what its capacity is: the HBM of the tab's logical cores (each rank
+/// of the fixture reports 2 cores and 96 GiB), so "all" and a rank tab do not seem to
+/// disagree about one device.
+#[test]
+fn hbm_capacity_says_whose_it_is() {
+    let mut app = app_with(&[ours()]);
+    let all = text(&screen(&app, 120, 40));
+    assert!(
+        all.contains("HBM Usage, 4 logical cores") && all.contains("of 192 GiB"),
+        "{all}"
+    );
+    key(&mut app, KeyCode::Char('3'));
+    let rank = text(&screen(&app, 120, 40));
+    assert!(
+        rank.contains("HBM Usage, 2 logical cores") && rank.contains("of 96.0 GiB"),
+        "{rank}"
+    );
+}
+
 #[test]
 fn tiny_and_odd_sizes_do_not_panic() {
     let app = app_with(&[ours()]);

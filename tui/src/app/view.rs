@@ -2,9 +2,16 @@
 //! aggregates every runtime).
 //!
 //! Aggregation in "all": core rows of every runtime (labelled `tag:NC<i>` when two
-//! runtimes report the same core index); memory summed; runtime vCPU summed once per
-//! process (ranks of one process report the same process's CPU use); operators merged by
+//! runtimes report the same core index); device memory summed; host memory and runtime
+//! vCPU summed once per process (ranks of one process report the same process's
+//! resident memory and CPU use); operators merged by
 //! name; latency percentiles cannot be merged, so each runtime keeps its own row.
+//!
+//! A runtime that has exited or finished does no more work: "all" leaves its core,
+//! engine, operator, collective and latency rows out (they would read 0 % and "0 done"
+//! beside the running ones) and counts it in [`TabView::not_running`]; its own tab
+//! keeps its last figures. An exited runtime's memory is left out too (a finished one
+//! may still hold its device memory until its process frees it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -90,8 +97,13 @@ pub struct TabView {
     pub has_memory: bool,
     /// Engine rows (our extension).
     pub engines: Vec<EngineRow>,
-    /// HBM used, peak, capacity (bytes).
+    /// HBM used, peak, capacity (bytes), summed over the tab's runtimes: each reports
+    /// the HBM of its logical NeuronCores (at LNC=2 a logical core owns its two physical
+    /// cores' share of the chip's HBM), so a rank tab shows one logical core's HBM and
+    /// "all" the sum over the ranks' cores.
     pub hbm: Option<(u64, u64, u64)>,
+    /// Logical NeuronCores whose HBM `hbm` sums.
+    pub hbm_cores: usize,
     /// Recent device bytes in use.
     pub hbm_history: Vec<f64>,
     /// Collectives in flight: (runtime tag, collective).
@@ -109,13 +121,23 @@ pub struct TabView {
     pub dropped_records: u64,
     /// Whether any runtime carries our extension.
     pub has_extension: bool,
+    /// Runtimes of "all" left out of the activity rows because they exited or
+    /// finished.
+    pub not_running: usize,
 }
 
 impl App {
     /// The panes' data for the selected tab, with histories of at most `history_len`.
     pub fn tab_view(&self, history_len: usize) -> TabView {
-        let runtimes = self.selected_runtimes();
+        let selected = self.selected_runtimes();
         let mut v = TabView::default();
+        // Runtimes whose activity rows are shown: on "all" the running ones.
+        let runtimes: Vec<&super::Runtime> = selected
+            .iter()
+            .copied()
+            .filter(|rt| self.selected != 0 || (rt.exited.is_none() && !rt.finished()))
+            .collect();
+        v.not_running = selected.len() - runtimes.len();
         let hist = |h: &crate::history::History| h.tail(history_len).collect::<Vec<f64>>();
 
         // Cores.
@@ -160,7 +182,7 @@ impl App {
             .map(|h| h.neuroncore_version.clone())
             .filter(|s| !s.is_empty())
             .or_else(|| {
-                runtimes.iter().find_map(|rt| {
+                selected.iter().find_map(|rt| {
                     let ext = rt.entry.report.neuronprof.as_ref()?;
                     Some(match (ext.device.as_str(), ext.lnc) {
                         ("trn2", 2) => "v3d".to_string(),
@@ -187,8 +209,10 @@ impl App {
             .and_then(|s| s.vcpu_usage.as_ref())
             .map(|u| u.average_usage.clone());
 
-        // Memory.
-        for rt in &runtimes {
+        // Memory. Host memory is the process's (every rank of a process reports the
+        // same resident figure): summed once per pid, like the runtime vCPU.
+        let mut host_pids = BTreeSet::new();
+        for rt in &selected {
             if rt.exited.is_some() && self.selected == 0 {
                 continue; // an exited process holds no memory
             }
@@ -197,13 +221,15 @@ impl App {
             };
             v.has_memory = true;
             let used = &mem.neuron_runtime_used_bytes;
-            v.host_total += used.host;
             v.device_total += used.neuron_device;
-            let h = &used.usage_breakdown.host;
-            v.host.application_memory += h.application_memory;
-            v.host.constants += h.constants;
-            v.host.dma_buffers += h.dma_buffers;
-            v.host.tensors += h.tensors;
+            if host_pids.insert(rt.entry.pid) {
+                v.host_total += used.host;
+                let h = &used.usage_breakdown.host;
+                v.host.application_memory += h.application_memory;
+                v.host.constants += h.constants;
+                v.host.dma_buffers += h.dma_buffers;
+                v.host.tensors += h.tensors;
+            }
             for m in used.usage_breakdown.neuroncore_memory_usage.values() {
                 v.device.add(m);
             }
@@ -214,11 +240,27 @@ impl App {
         let mut waiting = BTreeMap::<u32, usize>::new();
         let mut slowest = BTreeMap::<u32, usize>::new();
         let mut hbm: Option<(u64, u64, u64)> = None;
-        for rt in &runtimes {
+        for rt in &selected {
             let Some(ext) = &rt.entry.report.neuronprof else {
                 continue;
             };
             v.has_extension = true;
+            v.dropped_records += ext.dropped_records;
+            if let Some(h) = &ext.hbm {
+                if rt.exited.is_none() || self.selected != 0 {
+                    let (u, p, c) = hbm.unwrap_or((0, 0, 0));
+                    hbm = Some((u + h.used_bytes, p + h.peak_bytes, c + h.capacity_bytes));
+                    v.hbm_cores += rt
+                        .entry
+                        .report
+                        .neuroncore_counters
+                        .as_ref()
+                        .map_or(1, |c| c.neuroncores_in_use.len().max(1));
+                }
+            }
+            if !runtimes.iter().any(|r| std::ptr::eq(*r, *rt)) {
+                continue; // exited or finished, on "all"
+            }
             for (core, engines) in &ext.engine_utilization {
                 let mut engines: Vec<(&String, &f64)> = engines.iter().collect();
                 engines.sort_by_key(|(name, _)| (engine_rank(name), name.as_str()));
@@ -237,12 +279,6 @@ impl App {
                             .map(hist)
                             .unwrap_or_default(),
                     });
-                }
-            }
-            if let Some(h) = &ext.hbm {
-                if rt.exited.is_none() || self.selected != 0 {
-                    let (u, p, c) = hbm.unwrap_or((0, 0, 0));
-                    hbm = Some((u + h.used_bytes, p + h.peak_bytes, c + h.capacity_bytes));
                 }
             }
             if let Some(c) = &ext.collectives {
@@ -271,7 +307,6 @@ impl App {
                 e.calls += op.calls;
                 e.device_time_s += op.device_time_s;
             }
-            v.dropped_records += ext.dropped_records;
         }
         v.hbm = hbm;
         v.waited_for_rank = mode(&waiting).or_else(|| mode(&slowest));

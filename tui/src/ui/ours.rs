@@ -56,7 +56,17 @@ pub(super) fn engines_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
 }
 
 pub(super) fn hbm_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
-    let outer = block(" HBM Usage ".into());
+    // What the capacity is (the title says): the HBM of the tab's logical cores, one
+    // rank's on a rank tab and every rank's on "all", not the chip's.
+    let title = match view.hbm {
+        Some(_) => format!(
+            " HBM Usage, {} logical core{} ",
+            view.hbm_cores,
+            if view.hbm_cores == 1 { "" } else { "s" }
+        ),
+        None => " HBM Usage ".to_string(),
+    };
+    let outer = block(title);
     let inner = outer.inner(area);
     frame.render_widget(outer, area);
     if inner.height == 0 {

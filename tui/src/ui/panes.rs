@@ -45,7 +45,11 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
         .unwrap_or(3);
     let mut lines = Vec::new();
     if view.cores.is_empty() {
-        lines.push(Line::from("no NeuronCore counters in the reports"));
+        lines.push(Line::from(if view.not_running > 0 {
+            "no runtime running: each tab keeps its last figures"
+        } else {
+            "no NeuronCore counters in the reports"
+        }));
     }
     let shown = if view.cores.len() > inner_h {
         inner_h.saturating_sub(1)
@@ -105,6 +109,13 @@ pub(super) fn utilization_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view:
             "… {} more cores",
             view.cores.len() - shown
         )));
+    }
+    // On "all", runtimes that exited or finished are left out; the last line says so.
+    if view.not_running > 0 && !view.cores.is_empty() && lines.len() < inner_h {
+        lines.push(Line::styled(
+            format!("{} exited/finished not shown", view.not_running),
+            Style::default().fg(Color::DarkGray),
+        ));
     }
     frame.render_widget(Paragraph::new(lines).block(block(title)), area);
 }

@@ -105,8 +105,11 @@ fn monitor_lists_the_four_ranks_of_a_run_with_their_own_values() {
             assert_eq!(entry.neuron_runtime_tag, format!("{pid}/rank{r}"));
             assert!(entry.error.is_empty(), "{}", entry.error);
             let counters = entry.report.neuroncore_counters.as_ref().unwrap();
+            // At least the period; more when the rank made no progress for a while
+            // (the window then skips back over that stretch), at most the history.
             assert!(
-                counters.period > 0.2 && counters.period < 3.0,
+                counters.period > 0.2
+                    && counters.period <= neuron_backend::monitor::MAX_PERIOD_S + 1.0,
                 "period {}",
                 counters.period
             );

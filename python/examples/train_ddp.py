@@ -3,14 +3,30 @@ per rank, run by torchrun:
 
     torchrun --nproc_per_node 4 python/examples/train_ddp.py --trace-dir traces/ddp
     torchrun --nproc_per_node 4 python/examples/train_ddp.py --device cpu   # gloo
+    NEURONPROF_STRAGGLER=2:2 NEURONPROF_DEVICE_PROFILE=trn2-lnc1 torchrun \
+        --nproc_per_node 4 python/examples/train_ddp.py --trace-dir traces/slow \
+        --width 2048 --batch 4096 --steps 5 --bucket-mb 1000   # device-bound: a straggler
 
 Plain PyTorch plus ``import neuronprof_torch``: on ``neuron`` the process group is
 ``init_process_group("neuron")`` and each rank trains on ``neuron:<LOCAL_RANK>``; on
-the CPU it is gloo. Every rank prints one JSON line per step (``{"rank", "step",
-"loss"}``: its local loss, and ``"mean"``, the all-reduced mean over the ranks, on rank
+the CPU it is gloo. After the loop every rank prints one JSON line per step (``{"rank",
+"step", "loss"}``: its local loss, and ``"mean"``, the all-reduced mean over the ranks, on rank
 0), and with ``--trace-dir`` the trace handler writes one trace per rank
 (``rank<r>.<time>.pt.trace.json``). Same seeds and data on both devices, so the losses
 are equal.
+
+The default shape is small and *host-bound*: each step's device work (~0.2 ms) is far
+below the host's Python and launch time per step (several ms), so the collectives start
+when the slowest *host* issues them, and a slower device (``NEURONPROF_STRAGGLER``)
+changes no arrival. A straggler shows only when the device is the bottleneck: with
+``--width 2048 --batch 4096`` a step is ~620 GFLOP of FP32 matmuls, about 35 ms of
+TensorE time on one trn2 physical core (``trn2-lnc1``), and the loop never waits for
+the device (the losses are read after it), so the big layers' gradient buckets are
+ready when the device has produced them rather than when the host issued them, and
+rank 2 at half speed arrives last: ``neuronprof analyze`` names it and the time the
+others waited. Its cost is the numerics on the CPU: about 7 CPU seconds per rank and
+step, so use few steps (the profiler waits one
+step when there are 5 or more, warms up one, and records the rest).
 """
 
 import argparse
@@ -73,25 +89,34 @@ def main():
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     x_all, y_all = make_data(args.batch * args.steps * world, features, classes, seed=1)
+    # This rank's batches go to the device before the loop (a resident data set): a copy
+    # from pageable host memory inside the loop would make the host wait for the device.
+    batches = []
+    for step in range(args.steps):
+        lo = (step * world + rank) * args.batch
+        batches.append((x_all[lo:lo + args.batch].to(device), y_all[lo:lo + args.batch].to(device)))
 
     profiler = None
     if args.trace_dir:
+        if args.steps < 2:
+            parser.error("--trace-dir needs --steps >= 2 (one warm-up step, then recorded)")
+        wait = 1 if args.steps >= 5 else 0
         activities = [ProfilerActivity.CPU]
         if args.device == "neuron":
             activities.append(ProfilerActivity.PrivateUse1)
         profiler = torch.profiler.profile(
             activities=activities,
-            schedule=torch.profiler.schedule(wait=1, warmup=1, active=args.steps - 2, repeat=1),
+            schedule=torch.profiler.schedule(wait=wait, warmup=1, active=args.steps - 1 - wait,
+                                             repeat=1),
             on_trace_ready=torch.profiler.tensorboard_trace_handler(
                 args.trace_dir, worker_name=f"rank{rank}"
             ),
             record_shapes=True,
         )
         profiler.start()
+    losses = []
     for step in range(args.steps):
-        lo = (step * world + rank) * args.batch
-        x = x_all[lo:lo + args.batch].to(device)
-        y = y_all[lo:lo + args.batch].to(device)
+        x, y = batches[step]
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(ddp(x), y)
         loss.backward()
@@ -99,14 +124,17 @@ def main():
         mean = loss.detach().clone()
         dist.all_reduce(mean)  # a sum (gloo has no AVG)
         mean /= world
-        line = {"rank": rank, "step": step, "loss": loss.item()}
-        if rank == 0:
-            line["mean"] = mean.item()
-        emit(line)
+        # No `.item()` in the loop: the host does not wait for the device each step.
+        losses.append((loss.detach(), mean))
         if profiler is not None:
             profiler.step()
     if profiler is not None:
         profiler.stop()
+    for step, (loss, mean) in enumerate(losses):
+        line = {"rank": rank, "step": step, "loss": loss.item()}
+        if rank == 0:
+            line["mean"] = mean.item()
+        emit(line)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -177,19 +177,11 @@ impl<'t> Frames<'t> {
     /// Whether HTA's last-step filter applies to `set`: ≥ 2 distinct `ProfilerStep#N`
     /// names across ranks.
     fn filters(set: &TraceSet, hta_version: HtaVersion) -> bool {
-        let mut step_names: Vec<&str> = set
-            .ranks
-            .iter()
-            .flat_map(|r| r.names.iter())
-            .filter(|n| step_number(n, false).is_some())
-            .collect();
-        step_names.sort_unstable();
-        step_names.dedup();
-        // HTA 0.6 filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`);
-        // that path is not reproduced, such traces are left unfiltered. HTA 0.5 has no
-        // MTIA path: its one filter applies to every device.
-        let mtia_06 = device_type_of(set) == "MTIA" && hta_version == HtaVersion::V0_6;
-        step_names.len() >= 2 && !mtia_06
+        last_step_filter_applies(
+            set.ranks.iter().flat_map(step_names),
+            device_type_of(set),
+            hta_version,
+        )
     }
 
     /// Every rank's frame (with the filter when `filter`), and when `unfiltered_too` also
@@ -213,10 +205,7 @@ impl<'t> Frames<'t> {
                         traces
                             .iter()
                             .map(|trace| {
-                                let prepared = Prepared::new(trace, mode, hta_version);
-                                let unfiltered =
-                                    (unfiltered_too && filter).then(|| prepared.frame(false));
-                                (prepared.frame(filter), unfiltered)
+                                rank_frames(trace, mode, hta_version, filter, unfiltered_too)
                             })
                             .collect::<Vec<_>>()
                     })
@@ -259,6 +248,45 @@ impl<'t> Frames<'t> {
     pub fn rank(&self, rank: i64) -> Option<&Frame<'t>> {
         self.ranks.iter().find(|f| f.rank() == rank)
     }
+}
+
+/// One rank's frame (with HTA's last-step filter when `filter`), and when
+/// `unfiltered_too` and `filter` also the frame without it, from one preprocessing.
+pub(crate) fn rank_frames<'t>(
+    trace: &'t RankTrace,
+    mode: Mode,
+    hta_version: HtaVersion,
+    filter: bool,
+    unfiltered_too: bool,
+) -> (Frame<'t>, Option<Frame<'t>>) {
+    let prepared = Prepared::new(trace, mode, hta_version);
+    let unfiltered = (unfiltered_too && filter).then(|| prepared.frame(false));
+    (prepared.frame(filter), unfiltered)
+}
+
+/// The distinct `ProfilerStep#N` names of a rank (HTA's symbol pattern).
+pub(crate) fn step_names(trace: &RankTrace) -> impl Iterator<Item = &str> {
+    trace
+        .names
+        .iter()
+        .filter(|n| step_number(n, false).is_some())
+}
+
+/// Whether HTA's last-step filter applies: ≥ 2 distinct `ProfilerStep#N` names over
+/// every rank (`step_names`), unless the first rank is an MTIA device under HTA 0.6.
+pub(crate) fn last_step_filter_applies<'a>(
+    step_names: impl Iterator<Item = &'a str>,
+    first_device_type: &str,
+    hta_version: HtaVersion,
+) -> bool {
+    let mut step_names: Vec<&str> = step_names.collect();
+    step_names.sort_unstable();
+    step_names.dedup();
+    // HTA 0.6 filters MTIA traces differently (`filter_mtia_kernels_for_one_rank`);
+    // that path is not reproduced, such traces are left unfiltered. HTA 0.5 has no
+    // MTIA path: its one filter applies to every device.
+    let mtia_06 = first_device_type == "MTIA" && hta_version == HtaVersion::V0_6;
+    step_names.len() >= 2 && !mtia_06
 }
 
 /// `ProfilerStep#N` → N. Without `lenient_spaces` this is HTA's symbol pattern

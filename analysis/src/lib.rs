@@ -31,6 +31,20 @@
 //!    [`insights`] first, and [`render::render_report`] prints aligned tables (per rank,
 //!    the top 10 operators by self device time, then self host time).
 //!
+//! # Many ranks
+//! [`analyze`] reduces each rank on its own to a summary (its rows of the per-rank
+//! tables, its kernel tables, straggler candidates, steps, copies of collectives and
+//! utilization; the per-rank analyses only for the ranks asked for) and combines the
+//! cross-rank analyses from the summaries. [`analyze_paths`] does the same straight from
+//! the files with [`load_each`] ([`analyze_plan`]: the chosen windows of
+//! [`plan_inputs`]): a rank is summarized as soon as it is read and its trace
+//! dropped, so at most one trace per core is in memory however many ranks there are,
+//! and the report is the one [`analyze`] gives on the loaded set (tested on real traces,
+//! `tests/analyzing_ranks_a_few_at_a_time_equals_the_loaded_set.rs`). What still grows
+//! with the ranks is the summaries and the report itself: per rank a few kernel-table
+//! rows, one entry per step, per collective and per communication kernel of each
+//! iteration. `neuronprof analyze` and the Parquet export's analysis tables use it.
+//!
 //! # Analyses
 //! HTA's, equal to HTA in compat mode: [`analyses::temporal`],
 //! [`analyses::kernel_breakdown`], [`analyses::idle_time`], [`analyses::overlap`],
@@ -137,7 +151,7 @@ pub use classify::{HtaVersion, KernelType, Mode};
 pub use error::AnalysisError;
 pub use frame::{Frame, FrameRow, Frames};
 pub use model::{
-    load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions, LoadProgress,
-    RankTrace, TraceSet,
+    load_each, load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions,
+    LoadProgress, RankTrace, TraceSet,
 };
-pub use report::{analyze, RankReport, Report, ReportOptions};
+pub use report::{analyze, analyze_paths, analyze_plan, RankReport, Report, ReportOptions};

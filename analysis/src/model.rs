@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 pub use load::{
-    load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions, LoadProgress,
-    ProgressFn, PROGRESS_INTERVAL_BYTES,
+    load_each, load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions,
+    LoadProgress, ProgressFn, PROGRESS_INTERVAL_BYTES,
 };
 
 /// Interned event names and categories of one rank; a [`NameId`] indexes [`Names::get`].

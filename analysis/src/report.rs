@@ -2,24 +2,34 @@
 
 use serde::Serialize;
 
-use crate::analyses::collectives::{collectives, Collectives};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+use crate::analyses::collectives::{self, collective_parts, collectives_from, Collectives};
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
-use crate::analyses::kernel_breakdown::{kernel_breakdown, KernelBreakdown};
+use crate::analyses::kernel_breakdown::{
+    kernel_breakdown_from, kernel_part, KernelBreakdown, KernelPart,
+};
 use crate::analyses::launch_stats::{launch_stats, LaunchStats};
 use crate::analyses::memory::{memory_timeline, MemoryTimeline};
 use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
 use crate::analyses::operators::{operator_table_with, OperatorOptions, OperatorTable};
-use crate::analyses::overlap::{comm_comp_overlap, CommCompOverlap};
+use crate::analyses::overlap::{overlap_rank, CommCompOverlap, OverlapRank};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
-use crate::analyses::steps::{step_splits, Bound, StepSplit};
-use crate::analyses::stragglers::{potential_stragglers, Stragglers};
-use crate::analyses::temporal::{temporal_breakdown, TemporalBreakdown};
+use crate::analyses::steps::{rank_steps, Bound, StepSplit};
+use crate::analyses::stragglers::{
+    potential_stragglers_from, straggler_part, StragglerPart, Stragglers,
+};
+use crate::analyses::temporal::{
+    temporal_breakdown_from, temporal_rank, TemporalBreakdown, TemporalRank,
+};
 use crate::analyses::transfers::{transfers, TransferKind, SMALL_TRANSFER_BYTES};
 use crate::analyses::utilization::{utilization, DeviceUtilization, UtilizationOptions};
 use crate::classify::{HtaVersion, Mode};
 use crate::error::AnalysisError;
-use crate::frame::{Frame, Frames};
-use crate::model::{RankTrace, TraceSet};
+use crate::frame::{last_step_filter_applies, rank_frames, step_names, Frame};
+use crate::inputs::RankWindows;
+use crate::model::{load_each, InputPlan, LoadOptions, RankTrace, TraceSet};
 use crate::stats::NumpySort;
 
 /// Settings of [`analyze`], with HTA's defaults as used for the shared references.
@@ -235,208 +245,492 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// Runs every analysis. The analyses that need only the traces (memory timeline,
-/// operators, utilization) start at once on their own threads; the frames are built
-/// once (both views) meanwhile; then the frame analyses, which are independent, run on
-/// their own threads too.
+/// Runs every analysis over the loaded ranks. Each rank is reduced on its own to what
+/// the cross-rank analyses need of it (a rank summary: its rows of the temporal
+/// breakdown and overlap, its kernel tables, its straggler candidates, steps and copies
+/// of collectives, its utilization, and for the ranks of the per-rank analyses their
+/// results), ranks on all cores and each rank's independent analyses on their own
+/// threads; the cross-rank results are then combined from the summaries. [`analyze_paths`]
+/// does the same from files, a few ranks in memory at a time, with the same results.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
-    let mut errors = Vec::new();
-    let device_activity = set.ranks.iter().any(|t| {
-        t.rows
-            .iter()
-            .any(|r| crate::classify::is_device_work_category(t.category(r)))
-    });
-    let host_only = !device_activity && options.mode == Mode::Default;
-    for trace in &set.ranks {
-        if trace.counts.events_skipped > 0 || !trace.damage.is_empty() {
-            errors.push(format!(
-                "rank {}: {} damaged events skipped; {}",
-                trace.rank,
-                trace.counts.events_skipped,
-                trace.damage.join("; ")
-            ));
-        }
-    }
-    // Ranks are sorted in the set and frames are built one per rank in its order.
-    let wanted: Vec<i64> = options
+    let filter = last_step_filter_applies(
+        set.ranks.iter().flat_map(step_names),
+        set.ranks.first().map_or("UNKNOWN GPU", |r| r.device_type()),
+        options.hta_version,
+    );
+    // HTA's default for the per-rank analyses: the first rank.
+    let wanted = options
         .ranks
         .clone()
         .unwrap_or_else(|| set.ranks.iter().take(1).map(|t| t.rank).collect());
-    let operator_options = OperatorOptions::default()
-        .with_by_shape(options.operators_by_shape)
-        .with_step(options.step);
-    let utilization_options = UtilizationOptions::default()
-        .with_peak_dtype(&options.peak_dtype)
-        .with_step(options.step);
-    let wanted_traces: Vec<&RankTrace> = set
-        .ranks
-        .iter()
-        .filter(|t| wanted.contains(&t.rank))
-        .collect();
-    std::thread::scope(|scope| {
-        let from_traces = scope.spawn(|| {
-            let mut errors = Vec::new();
-            let per_rank: Vec<_> = wanted_traces
-                .iter()
-                .map(|trace| {
-                    (
-                        memory_timeline(trace),
-                        operator_table_with(trace, &operator_options)
-                            .map_err(|e| errors.push(e.to_string()))
-                            .ok(),
-                    )
+    let context = Context::new(options, Some(filter), Some(wanted));
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(set.ranks.len());
+    let next = AtomicUsize::new(0);
+    let summaries: Vec<(usize, RankSummary)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(trace) = set.ranks.get(i) else {
+                            break;
+                        };
+                        done.push((i, summarize(trace, &context)));
+                    }
+                    done
                 })
-                .collect();
-            let devices: Vec<DeviceUtilization> = set
-                .ranks
-                .iter()
-                .flat_map(|trace| utilization(trace, &utilization_options))
-                .collect();
-            (per_rank, devices, errors)
-        });
-        let (frames, unfiltered) = match options.step {
-            None => Frames::build_both(set, options.mode, options.hta_version),
-            Some(step) => {
-                let mut frames = Frames::build_for(set, options.mode, options.hta_version, false);
-                frames.retain_step(step);
-                (frames.clone(), frames)
-            }
-        };
-        let frames = frames.with_numpy_sort(options.numpy_sort);
-        let unfiltered = unfiltered.with_numpy_sort(options.numpy_sort);
-        let rank_frames: Vec<&Frame<'_>> = frames
-            .ranks
-            .iter()
-            .filter(|f| wanted.contains(&f.rank()))
+            })
             .collect();
-        let (frames, unfiltered) = (&frames, &unfiltered);
-        let rank_frames = &rank_frames;
-        // The frame analyses: the per-rank ones in two halves of about equal cost, the
-        // cross-rank ones, the step split.
-        let (across, queues, launches, steps, collectives) = std::thread::scope(|scope| {
-            let queues = scope.spawn(|| {
-                rank_frames
-                    .iter()
-                    .map(|frame| {
-                        (
-                            idle_time_breakdown(frame, options.consecutive_kernel_delay_us),
-                            queue_length_summary(frame),
-                            memory_bw_summary(frame),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            });
-            let launches = scope.spawn(|| {
-                rank_frames
-                    .iter()
-                    .map(|frame| {
-                        (
-                            launch_stats(
-                                frame,
-                                options.runtime_cutoff_us,
-                                options.launch_delay_cutoff_us,
-                            ),
-                            transfers(frame, SMALL_TRANSFER_BYTES),
-                        )
-                    })
-                    .collect::<Vec<_>>()
-            });
-            let across = scope.spawn(|| {
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("rank analysis thread panicked"))
+            .collect()
+    });
+    let mut summaries = summaries;
+    summaries.sort_by_key(|(i, _)| *i);
+    combine(
+        summaries.into_iter().map(|(_, s)| s).collect(),
+        &context,
+        window_notes(&set.windows),
+    )
+    .expect("the ranks of a trace set are distinct and its filter is known")
+}
+
+/// [`analyze`] over rank trace files, reading them a few at a time: each rank is
+/// summarized as soon as it is read and its trace dropped ([`load_each`]), so memory
+/// holds at most one trace per core (plus the small summaries) however many ranks there
+/// are; the report equals `analyze(&load_ranks(paths)?, options)`. Ranks come from the
+/// files, else their position. Errors: a file that cannot be read (file, byte offset,
+/// event index), two files of one rank, no files. HTA's last-step filter depends on
+/// every rank's `ProfilerStep` names; a rank that cannot tell on its own (fewer than two
+/// step names) is analyzed both ways and the right one kept.
+pub fn analyze_paths(
+    paths: &[(Option<i64>, &Path)],
+    load: &LoadOptions,
+    options: &ReportOptions,
+) -> Result<Report, AnalysisError> {
+    let context = Context::new(options, None, options.ranks.clone());
+    let summaries = load_each(paths, load, |trace| summarize(&trace, &context))?;
+    combine(summaries, &context, Vec::new())
+}
+
+/// [`analyze_paths`] over the chosen window of each rank of `plan` ([`plan_inputs`]),
+/// with its ranks, and a note per rank with several windows: what
+/// `analyze(&plan.load(load)?, options)` gives, a few ranks in memory at a time.
+pub fn analyze_plan(
+    plan: &InputPlan,
+    load: &LoadOptions,
+    options: &ReportOptions,
+) -> Result<Report, AnalysisError> {
+    let ranked: Vec<(Option<i64>, &Path)> = plan
+        .files
+        .iter()
+        .map(|(rank, path)| (Some(*rank), path.as_path()))
+        .collect();
+    let context = Context::new(options, None, options.ranks.clone());
+    let summaries = load_each(&ranked, load, |trace| summarize(&trace, &context))?;
+    let windows: Vec<RankWindows> = plan
+        .windows
+        .iter()
+        .filter(|w| w.files.len() > 1)
+        .cloned()
+        .collect();
+    combine(summaries, &context, window_notes(&windows))
+}
+
+/// What every rank's summary is made with.
+struct Context<'o> {
+    options: &'o ReportOptions,
+    /// Whether HTA's last-step filter applies, when known before the ranks are read.
+    filter: Option<bool>,
+    /// The ranks of the per-rank analyses; `None`: the lowest rank, not known until every
+    /// rank is read, so each rank lower than any seen before is analyzed.
+    wanted: Option<Vec<i64>>,
+    lowest_seen: AtomicI64,
+    operator_options: OperatorOptions,
+    utilization_options: UtilizationOptions,
+}
+
+impl<'o> Context<'o> {
+    fn new(options: &'o ReportOptions, filter: Option<bool>, wanted: Option<Vec<i64>>) -> Self {
+        Context {
+            options,
+            filter,
+            wanted,
+            lowest_seen: AtomicI64::new(i64::MAX),
+            operator_options: OperatorOptions::default()
+                .with_by_shape(options.operators_by_shape)
+                .with_step(options.step),
+            utilization_options: UtilizationOptions::default()
+                .with_peak_dtype(&options.peak_dtype)
+                .with_step(options.step),
+        }
+    }
+
+    /// Whether `rank` gets the per-rank analyses.
+    fn wants(&self, rank: i64) -> bool {
+        match &self.wanted {
+            Some(ranks) => ranks.contains(&rank),
+            None => self.lowest_seen.fetch_min(rank, Ordering::Relaxed) >= rank,
+        }
+    }
+}
+
+/// One rank reduced to what the report needs of it.
+struct RankSummary {
+    rank: i64,
+    path: PathBuf,
+    /// HTA's device type, and our label of it.
+    device_type: &'static str,
+    device_label: String,
+    /// Its `ProfilerStep#N` names (for HTA's last-step filter).
+    step_names: Vec<String>,
+    /// Damage a lenient read skipped, as a report error.
+    damage: Option<String>,
+    /// Whether it has device activity (a kernel, copy, memset or MTIA
+    /// command-processor row).
+    device_activity: bool,
+    /// Its sub-µs device rows that HTA's rounding makes negative ([`rounding_note`]).
+    rounding_note: Option<String>,
+    /// The analyses of the frame with HTA's last-step filter, when it applies.
+    views: Views,
+    steps: Vec<StepSplit>,
+    collectives: Vec<collectives::Part>,
+    utilization: Vec<DeviceUtilization>,
+    /// For a rank of the per-rank analyses: its memory timeline and operator table.
+    from_trace: Option<(MemoryTimeline, Option<OperatorTable>)>,
+    /// Why its operator table could not be made.
+    errors: Vec<String>,
+}
+
+/// The frame analyses of a rank: one set when whether HTA's last-step filter applies
+/// was known while it was summarized, else with and without the filter.
+enum Views {
+    Known(Box<View>),
+    Either {
+        filtered: Box<View>,
+        unfiltered: Box<View>,
+    },
+}
+
+/// A rank's part of the analyses of the (filtered) frames.
+struct View {
+    /// Whether the last-step filter was applied to the frame.
+    filtered: bool,
+    temporal: Result<TemporalRank, AnalysisError>,
+    overlap: OverlapRank,
+    kernels: KernelPart,
+    stragglers: StragglerPart,
+    /// For a rank of the per-rank analyses.
+    per_rank: Option<FrameRankParts>,
+}
+
+struct FrameRankParts {
+    idle_time: IdleTimeBreakdown,
+    queue_length: Vec<QueueLengthStream>,
+    memory_bw: Vec<MemoryBwEntry>,
+    launch_stats: LaunchStats,
+    transfers: Vec<TransferKind>,
+}
+
+/// Summarizes one rank: the analyses that need only the trace (memory timeline,
+/// operators, utilization) on one thread while the frames are built, then the frame
+/// analyses, which are independent, on their own threads.
+fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
+    let options = context.options;
+    let wanted = context.wants(trace.rank);
+    let step_names: Vec<String> = step_names(trace).map(str::to_owned).collect();
+    // Whether the last-step filter applies, if this rank can tell: known beforehand, or
+    // this rank alone has two step names (an MTIA rank under HTA 0.6 is not filtered).
+    let filter = context.filter.or_else(|| {
+        let mtia_06 = trace.device_type() == "MTIA" && options.hta_version == HtaVersion::V0_6;
+        (step_names.len() >= 2 && !mtia_06).then_some(true)
+    });
+    std::thread::scope(|scope| {
+        let from_trace = scope.spawn(|| {
+            let mut errors = Vec::new();
+            let from_trace = wanted.then(|| {
                 (
-                    temporal_breakdown(frames),
-                    potential_stragglers(frames, options.num_candidates),
-                    comm_comp_overlap(frames),
-                    kernel_breakdown(frames, options.num_kernels, options.duration_ratio),
+                    memory_timeline(trace),
+                    operator_table_with(trace, &context.operator_options)
+                        .map_err(|e| errors.push(e.to_string()))
+                        .ok(),
                 )
             });
-            let steps = scope.spawn(|| step_splits(unfiltered));
-            let collectives = collectives(unfiltered, options.peak_bus_gbps);
+            let devices = utilization(trace, &context.utilization_options);
+            (from_trace, devices, errors)
+        });
+        let (mode, version) = (options.mode, options.hta_version);
+        let (mut filtered, mut unfiltered) = match (options.step, filter) {
+            (Some(step), _) => {
+                let (mut frame, _) = rank_frames(trace, mode, version, false, false);
+                frame.rows.retain(|r| r.iteration == step);
+                (frame, None)
+            }
+            (None, Some(filter)) => rank_frames(trace, mode, version, filter, true),
+            (None, None) => rank_frames(trace, mode, version, true, true),
+        };
+        filtered.numpy_sort = options.numpy_sort;
+        if let Some(frame) = &mut unfiltered {
+            frame.numpy_sort = options.numpy_sort;
+        }
+        let unfiltered = unfiltered.as_ref().unwrap_or(&filtered);
+        let both = options.step.is_none() && filter.is_none();
+        let (views, steps, collectives) = std::thread::scope(|scope| {
+            let steps = scope.spawn(|| rank_steps(unfiltered));
+            let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, options)));
+            let collectives = scope.spawn(|| collective_parts(unfiltered));
+            let view = view(&filtered, wanted, options);
+            let views = match other {
+                Some(other) => Views::Either {
+                    filtered: Box::new(view),
+                    unfiltered: Box::new(other.join().expect("rank analyses panicked")),
+                },
+                None => Views::Known(Box::new(view)),
+            };
             (
-                across.join().expect("cross-rank analyses panicked"),
-                queues.join().expect("per-rank analyses panicked"),
-                launches.join().expect("per-rank analyses panicked"),
+                views,
                 steps.join().expect("step split panicked"),
-                collectives,
+                collectives.join().expect("collectives panicked"),
             )
         });
-        let (temporal, stragglers, overlap, kernels) = across;
-        let (from_traces, devices, trace_errors) =
-            from_traces.join().expect("trace analyses panicked");
-        // A CPU-only run: the device analyses do not apply, and saying why each does not
-        // would repeat the header.
-        let mut note = |e: AnalysisError| {
-            if !host_only {
-                errors.push(e.to_string());
-            }
-        };
-        let temporal = temporal.map_err(&mut note).ok();
-        let stragglers = stragglers.map_err(&mut note).ok();
-        errors.extend(trace_errors);
-        let per_rank: Vec<RankReport> = rank_frames
-            .iter()
-            .zip(queues)
-            .zip(launches)
-            .zip(from_traces)
-            .map(
-                |(
-                    ((frame, (idle_time, queue_length, memory_bw)), (launch, copies)),
-                    (memory, operators),
-                )| RankReport {
-                    rank: frame.rank(),
-                    idle_time,
-                    queue_length,
-                    memory_bw,
-                    launch_stats: launch,
-                    memory,
-                    transfers: copies,
-                    operators,
-                },
-            )
-            .collect();
-        let mut utilization = devices;
+        let (from_trace, mut utilization, errors) =
+            from_trace.join().expect("trace analyses panicked");
         for device in &mut utilization {
-            for s in steps.iter().filter(|s| s.rank == device.rank) {
+            for s in &steps {
                 match s.bound {
                     Bound::Host => device.host_bound_steps += 1,
                     Bound::Device => device.device_bound_steps += 1,
                 }
             }
         }
-        let mut report = Report {
-            insights: Vec::new(),
-            mode: options.mode,
-            hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
-            device_type: match options.mode {
-                Mode::HtaCompat => frames.device_type.to_owned(),
-                Mode::Default if host_only => "none".to_owned(),
-                Mode::Default => set
-                    .ranks
-                    .first()
-                    .map_or_else(|| frames.device_type.to_owned(), |r| r.device_label()),
-            },
-            ranks: frames.ranks.iter().map(|f| f.rank()).collect(),
-            device_activity,
-            last_step_filtered: !host_only
-                && options.step.is_none()
-                && frames.ranks.iter().any(|f| f.filtered),
-            step: options.step,
-            temporal_breakdown: temporal.filter(|_| !host_only),
-            comm_comp_overlap: overlap,
-            kernel_breakdown: kernels,
-            per_rank,
-            stragglers,
-            steps: if host_only { Vec::new() } else { steps },
+        RankSummary {
+            rank: trace.rank,
+            path: trace.path.clone(),
+            device_type: trace.device_type(),
+            device_label: trace.device_label(),
+            step_names,
+            damage: (trace.counts.events_skipped > 0 || !trace.damage.is_empty()).then(|| {
+                format!(
+                    "rank {}: {} damaged events skipped; {}",
+                    trace.rank,
+                    trace.counts.events_skipped,
+                    trace.damage.join("; ")
+                )
+            }),
+            device_activity: trace
+                .rows
+                .iter()
+                .any(|r| crate::classify::is_device_work_category(trace.category(r))),
+            rounding_note: rounding_note(trace, options.mode),
+            views,
+            steps,
             collectives,
             utilization,
+            from_trace,
             errors,
-            notes: window_notes(set)
-                .into_iter()
-                .chain(rounding_notes(set, options.mode))
-                .collect(),
-        };
-        report.insights = crate::insights::insights(&report, &options.thresholds);
-        report
+        }
     })
+}
+
+/// A rank's part of the frame analyses: the per-rank ones (when `wanted`) in two halves
+/// of about equal cost on their own threads, the cross-rank parts on this one.
+fn view(frame: &Frame<'_>, wanted: bool, options: &ReportOptions) -> View {
+    std::thread::scope(|scope| {
+        let per_rank = wanted.then(|| {
+            let queues = scope.spawn(|| {
+                (
+                    idle_time_breakdown(frame, options.consecutive_kernel_delay_us),
+                    queue_length_summary(frame),
+                    memory_bw_summary(frame),
+                )
+            });
+            let launches = scope.spawn(|| {
+                (
+                    launch_stats(
+                        frame,
+                        options.runtime_cutoff_us,
+                        options.launch_delay_cutoff_us,
+                    ),
+                    transfers(frame, SMALL_TRANSFER_BYTES),
+                )
+            });
+            (queues, launches)
+        });
+        let temporal = temporal_rank(frame);
+        let stragglers = straggler_part(frame);
+        let overlap = overlap_rank(frame);
+        let kernels = kernel_part(frame, options.num_kernels, options.duration_ratio);
+        let per_rank = per_rank.map(|(queues, launches)| {
+            let (idle_time, queue_length, memory_bw) =
+                queues.join().expect("per-rank analyses panicked");
+            let (launch_stats, transfers) = launches.join().expect("per-rank analyses panicked");
+            FrameRankParts {
+                idle_time,
+                queue_length,
+                memory_bw,
+                launch_stats,
+                transfers,
+            }
+        });
+        View {
+            filtered: frame.filtered,
+            temporal,
+            overlap,
+            kernels,
+            stragglers,
+            per_rank,
+        }
+    })
+}
+
+/// The report from every rank's summary (in any order) and the notes on ranks with
+/// several profiling windows.
+fn combine(
+    mut summaries: Vec<RankSummary>,
+    context: &Context<'_>,
+    window_notes: Vec<String>,
+) -> Result<Report, AnalysisError> {
+    let options = context.options;
+    // By rank; of two files claiming one rank, the later is reported.
+    summaries.sort_by_key(|s| s.rank);
+    if let Some(pair) = summaries.windows(2).find(|w| w[0].rank == w[1].rank) {
+        return Err(AnalysisError::DuplicateRank {
+            rank: pair[1].rank,
+            path: pair[1].path.clone(),
+        });
+    }
+    let first_device_type = summaries.first().map_or("UNKNOWN GPU", |s| s.device_type);
+    let filter = context.filter.unwrap_or_else(|| {
+        last_step_filter_applies(
+            summaries
+                .iter()
+                .flat_map(|s| s.step_names.iter().map(String::as_str)),
+            first_device_type,
+            options.hta_version,
+        )
+    });
+    let mut errors: Vec<String> = summaries.iter().filter_map(|s| s.damage.clone()).collect();
+    let device_activity = summaries.iter().any(|s| s.device_activity);
+    let host_only = !device_activity && options.mode == Mode::Default;
+    let notes: Vec<String> = window_notes
+        .into_iter()
+        .chain(summaries.iter().filter_map(|s| s.rounding_note.clone()))
+        .collect();
+    let lowest = summaries.first().map(|s| s.rank);
+    let wanted = |rank: i64| match &context.wanted {
+        Some(ranks) => ranks.contains(&rank),
+        None => Some(rank) == lowest,
+    };
+    let device_type = match options.mode {
+        Mode::HtaCompat => first_device_type.to_owned(),
+        Mode::Default if host_only => "none".to_owned(),
+        Mode::Default => summaries
+            .first()
+            .map_or_else(|| first_device_type.to_owned(), |s| s.device_label.clone()),
+    };
+    let ranks: Vec<i64> = summaries.iter().map(|s| s.rank).collect();
+    let mut temporal = Vec::with_capacity(summaries.len());
+    let mut overlap = Vec::with_capacity(summaries.len());
+    let mut kernels = Vec::with_capacity(summaries.len());
+    let mut stragglers = Vec::with_capacity(summaries.len());
+    let mut per_rank = Vec::new();
+    let mut operator_errors = Vec::new();
+    let mut steps = Vec::new();
+    let mut collectives = Vec::new();
+    let mut utilization = Vec::new();
+    let mut last_step_filtered = false;
+    for summary in summaries {
+        let view = match summary.views {
+            Views::Either {
+                filtered,
+                unfiltered,
+            } => {
+                if filter {
+                    *filtered
+                } else {
+                    *unfiltered
+                }
+            }
+            Views::Known(view) => {
+                let view = *view;
+                if context.filter.is_none() && options.step.is_none() && !filter {
+                    // Only when the first rank is an MTIA device under HTA 0.6 and this
+                    // one, with two step names, is not.
+                    return Err(AnalysisError::NotApplicable {
+                        analysis: "analyze",
+                        reason: format!(
+                            "rank {} is not an MTIA device but the first rank is, so HTA 0.6 \
+                             would not apply its last-step filter; analyze these ranks \
+                             with --hta-version 0.5 or apart",
+                            summary.rank
+                        ),
+                    });
+                }
+                view
+            }
+        };
+        last_step_filtered |= view.filtered;
+        temporal.push(view.temporal);
+        overlap.push(view.overlap);
+        kernels.push(view.kernels);
+        stragglers.push(view.stragglers);
+        if wanted(summary.rank) {
+            if let (Some(parts), Some((memory, operators))) = (view.per_rank, summary.from_trace) {
+                operator_errors.extend(summary.errors);
+                per_rank.push(RankReport {
+                    rank: summary.rank,
+                    idle_time: parts.idle_time,
+                    queue_length: parts.queue_length,
+                    memory_bw: parts.memory_bw,
+                    launch_stats: parts.launch_stats,
+                    memory,
+                    transfers: parts.transfers,
+                    operators,
+                });
+            }
+        }
+        steps.extend(summary.steps);
+        collectives.extend(summary.collectives);
+        utilization.extend(summary.utilization);
+    }
+    // A CPU-only run: the device analyses do not apply, and saying why each does not
+    // would repeat the header.
+    let mut note = |e: AnalysisError| {
+        if !host_only {
+            errors.push(e.to_string());
+        }
+    };
+    let temporal = temporal_breakdown_from(temporal).map_err(&mut note).ok();
+    let stragglers = potential_stragglers_from(stragglers, options.num_candidates)
+        .map_err(&mut note)
+        .ok();
+    errors.extend(operator_errors);
+    let mut report = Report {
+        insights: Vec::new(),
+        mode: options.mode,
+        hta_version: (options.mode == Mode::HtaCompat).then_some(options.hta_version),
+        device_type,
+        ranks,
+        device_activity,
+        last_step_filtered: !host_only && options.step.is_none() && last_step_filtered,
+        step: options.step,
+        temporal_breakdown: temporal.filter(|_| !host_only),
+        comm_comp_overlap: CommCompOverlap { ranks: overlap },
+        kernel_breakdown: kernel_breakdown_from(kernels),
+        per_rank,
+        stragglers,
+        steps: if host_only { Vec::new() } else { steps },
+        collectives: collectives_from(collectives, options.peak_bus_gbps),
+        utilization,
+        errors,
+        notes,
+    };
+    report.insights = crate::insights::insights(&report, &options.thresholds);
+    Ok(report)
 }
 
 /// Device rows whose duration HTA's rounding (`ts` up, `ts + dur` down, to whole µs)
@@ -444,9 +738,11 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
 /// they come (its `event_record` on the MTIA trace totals −198 µs); compat mode does the
 /// same, to keep its numbers equal to HTA's. A negative duration is damage, not time, so
 /// the default mode keeps every row's exact duration; the note says which rows differ.
-fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
-    let mut notes = Vec::new();
-    for trace in set.ranks.iter().filter(|t| t.ts_is_float) {
+fn rounding_note(trace: &RankTrace, mode: Mode) -> Option<String> {
+    if !trace.ts_is_float {
+        return None;
+    }
+    {
         let mut by_name: std::collections::BTreeMap<&str, u64> = Default::default();
         for row in &trace.rows {
             if !crate::classify::is_device_work_category(trace.category(row)) {
@@ -458,7 +754,7 @@ fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
             }
         }
         if by_name.is_empty() {
-            continue;
+            return None;
         }
         let total: u64 = by_name.values().sum();
         let mut names: Vec<(&str, u64)> = by_name.into_iter().collect();
@@ -469,7 +765,7 @@ fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
             .map(|(name, n)| format!("{name} {n}"))
             .collect();
         let more = if names.len() > 3 { ", …" } else { "" };
-        notes.push(match mode {
+        Some(match mode {
             Mode::HtaCompat => format!(
                 "rank {}: HTA's rounding to whole us gives {total} sub-us device rows a \
                  duration of -1 us ({}{more}); counted so here, as HTA does (the default \
@@ -483,14 +779,13 @@ fn rounding_notes(set: &TraceSet, mode: Mode) -> Vec<String> {
                 trace.rank,
                 listed.join(", ")
             ),
-        });
+        })
     }
-    notes
 }
 
 /// One note per rank with several profiling windows: which file was analyzed.
-fn window_notes(set: &TraceSet) -> Vec<String> {
-    set.windows
+fn window_notes(windows: &[RankWindows]) -> Vec<String> {
+    windows
         .iter()
         .map(|w| {
             let name = |p: &std::path::PathBuf| {

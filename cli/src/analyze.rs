@@ -16,7 +16,7 @@ use analysis::analyses::trace_diff::{compare_traces, ops_summary, DiffOptions, T
 use analysis::inputs::Window;
 use analysis::stats::NumpySort;
 use analysis::{
-    analyze, plan_inputs, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
+    analyze_plan, plan_inputs, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
 };
 use anyhow::Context as _;
 
@@ -52,7 +52,9 @@ pub struct AnalyzeRequest {
     pub window: Window,
 }
 
-/// Reads the traces and runs every analysis.
+/// Reads the traces and runs every analysis, a few ranks in memory at a time
+/// ([`analysis::analyze_paths`]: each rank is reduced to a summary as soon as it is read,
+/// so peak memory does not grow with the number of ranks).
 pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     let plan = plan_inputs(&request.paths, request.window)?;
     report_skipped(&plan.skipped);
@@ -65,10 +67,6 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     if let Some(line) = &progress {
         let line = Arc::clone(line);
         load = load.with_progress(move |p| line.update(p));
-    }
-    let set = plan.load(&load)?;
-    if let Some(line) = &progress {
-        line.finish();
     }
     let mode = if request.hta_compat {
         Mode::HtaCompat
@@ -86,7 +84,11 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
         Some(dtype) => options.with_peak_dtype(dtype),
         None => options,
     };
-    Ok(analyze(&set, &options))
+    let report = analyze_plan(&plan, &load, &options);
+    if let Some(line) = &progress {
+        line.finish();
+    }
+    report.context("analyzing traces")
 }
 
 /// Compares the first rank (or `rank`) of two traces or trace directories, by operator

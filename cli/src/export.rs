@@ -154,7 +154,6 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
     })
 }
 
-/// Every analysis of the traces (HTA defaults), for the analysis tables.
 /// The calls CSV and Parquet exporters share, so one loop serves both formats.
 trait TableExport: Sized {
     fn add_path(&mut self, path: &Path) -> Result<(), ExportError>;
@@ -202,13 +201,16 @@ fn export_tables(
         .with_context(|| format!("writing tables in {}", out.display()))
 }
 
+/// Every analysis of the traces (HTA defaults), for the analysis tables: read a few
+/// ranks at a time ([`analysis::analyze_paths`]), so memory does not grow with the ranks.
 fn analyze(files: &[PathBuf], lenient: bool) -> anyhow::Result<analysis::Report> {
-    let set = analysis::load_paths(
-        files,
+    let ranked: Vec<(Option<i64>, &Path)> = files.iter().map(|f| (None, f.as_path())).collect();
+    analysis::analyze_paths(
+        &ranked,
         &analysis::LoadOptions::default().with_lenient(lenient),
+        &analysis::ReportOptions::default(),
     )
-    .context("loading the traces for the analysis tables")?;
-    Ok(analysis::analyze(&set, &analysis::ReportOptions::default()))
+    .context("analyzing the traces for the analysis tables")
 }
 
 /// Prints what was converted and what was split.

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::frame::Frames;
+use crate::frame::{Frame, Frames};
 use crate::model::CollectiveArgs;
 
 /// One rank's part in one collective instance.
@@ -96,44 +96,69 @@ pub struct Collectives {
 
 type Key = (String, Option<i64>, String, u64);
 
-/// (rank, start ns, end ns, step, args) of one rank's part.
-type Part<'a> = (i64, i64, i64, i64, &'a CollectiveArgs);
+/// One rank's copy of a collective: (rank, start ns, end ns, step, args), keyed by how
+/// it is matched across ranks (group and `Seq`, else group, name and occurrence).
+pub(crate) type Part = (Key, RankCopy);
+
+/// One rank's copy of a collective: rank, start and end (ns), iteration, arguments.
+pub(crate) type RankCopy = (i64, i64, i64, i64, CollectiveArgs);
 
 /// Matches collectives across ranks (use frames in [`crate::Mode::Default`], built
 /// without the last-step filter, for exact times).
 pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectives {
-    // key → per rank (start_ns, end_ns, step, args)
-    let mut matched: BTreeMap<Key, Vec<Part<'_>>> = BTreeMap::new();
-    for frame in &frames.ranks {
-        let to_ns = |ticks: i64| ticks * frame.tick_ns + frame.trace.base_ns;
-        let mut rows: Vec<_> = frame
-            .device_rows()
-            .filter_map(|r| frame.model_row(r).collective.as_deref().map(|c| (r, c)))
-            .collect();
-        rows.sort_by_key(|(r, _)| r.start_ticks);
-        let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for (row, args) in rows {
-            let nth = occurrence
-                .entry((args.process_group.clone(), args.collective.clone()))
-                .or_default();
-            let key = match args.seq {
-                Some(seq) => (args.process_group.clone(), Some(seq), String::new(), 0),
-                None => (
-                    args.process_group.clone(),
-                    None,
-                    args.collective.clone(),
-                    *nth,
-                ),
-            };
-            *nth += 1;
-            matched.entry(key).or_default().push((
+    collectives_from(
+        frames.ranks.iter().flat_map(collective_parts),
+        peak_bus_gbps,
+    )
+}
+
+/// One rank's copies of collectives (what [`collectives`] needs of a rank), in the
+/// order of their start.
+pub(crate) fn collective_parts(frame: &Frame<'_>) -> Vec<Part> {
+    let to_ns = |ticks: i64| ticks * frame.tick_ns + frame.trace.base_ns;
+    let mut rows: Vec<_> = frame
+        .device_rows()
+        .filter_map(|r| frame.model_row(r).collective.as_deref().map(|c| (r, c)))
+        .collect();
+    rows.sort_by_key(|(r, _)| r.start_ticks);
+    let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut parts = Vec::with_capacity(rows.len());
+    for (row, args) in rows {
+        let nth = occurrence
+            .entry((args.process_group.clone(), args.collective.clone()))
+            .or_default();
+        let key = match args.seq {
+            Some(seq) => (args.process_group.clone(), Some(seq), String::new(), 0),
+            None => (
+                args.process_group.clone(),
+                None,
+                args.collective.clone(),
+                *nth,
+            ),
+        };
+        *nth += 1;
+        parts.push((
+            key,
+            (
                 frame.rank(),
                 to_ns(row.start_ticks),
                 to_ns(row.end_ticks),
                 row.iteration,
-                args,
-            ));
-        }
+                args.clone(),
+            ),
+        ));
+    }
+    parts
+}
+
+/// [`collectives`] from every rank's [`collective_parts`], ranks in order.
+pub(crate) fn collectives_from(
+    parts: impl IntoIterator<Item = Part>,
+    peak_bus_gbps: Option<f64>,
+) -> Collectives {
+    let mut matched: BTreeMap<Key, Vec<RankCopy>> = BTreeMap::new();
+    for (key, part) in parts {
+        matched.entry(key).or_default().push(part);
     }
     let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
     for ((process_group, seq, _, _), mut parts) in matched {
@@ -152,7 +177,7 @@ pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectiv
             })
             .collect();
         let transfer_us = ranks.iter().map(|r| r.transfer_us).sum::<f64>() / ranks.len() as f64;
-        let args = parts[0].4;
+        let args = &parts[0].4;
         let bytes = dtype_bytes(&args.dtype).map(|b| b * args.in_nelems.max(args.out_nelems));
         let group = if args.group_size > 0 {
             args.group_size

@@ -92,20 +92,50 @@ pub fn kernel_breakdown(
     num_kernels: usize,
     duration_ratio: f64,
 ) -> KernelBreakdown {
+    kernel_breakdown_from(
+        frames
+            .ranks
+            .iter()
+            .map(|frame| kernel_part(frame, num_kernels, duration_ratio)),
+    )
+}
+
+/// What [`kernel_breakdown`] needs of one rank, made from its frame alone: time per
+/// (overlapping) kernel type label, µs, and the rank's kernel tables.
+#[derive(Debug)]
+pub(crate) struct KernelPart {
+    by_label: BTreeMap<String, f64>,
+    kernels: Vec<KernelStats>,
+}
+
+/// [`KernelPart`] of one rank.
+pub(crate) fn kernel_part(
+    frame: &Frame<'_>,
+    num_kernels: usize,
+    duration_ratio: f64,
+) -> KernelPart {
+    let by_label = type_times(frame)
+        .into_iter()
+        .map(|(label, ticks)| (label, frame.us(ticks)))
+        .collect();
+    let kernels = TYPES
+        .into_iter()
+        .flat_map(|kernel_type| kernel_table(frame, kernel_type, num_kernels, duration_ratio))
+        .collect();
+    KernelPart { by_label, kernels }
+}
+
+/// [`kernel_breakdown`] from each rank's [`KernelPart`], in rank order.
+pub(crate) fn kernel_breakdown_from(
+    parts: impl IntoIterator<Item = KernelPart>,
+) -> KernelBreakdown {
     let mut by_label: BTreeMap<String, f64> = BTreeMap::new();
     let mut kernels = Vec::new();
-    for frame in &frames.ranks {
-        for (label, ticks) in type_times(frame) {
-            *by_label.entry(label).or_default() += frame.us(ticks);
+    for part in parts {
+        for (label, us) in part.by_label {
+            *by_label.entry(label).or_default() += us;
         }
-        for kernel_type in TYPES {
-            kernels.extend(kernel_table(
-                frame,
-                kernel_type,
-                num_kernels,
-                duration_ratio,
-            ));
-        }
+        kernels.extend(part.kernels);
     }
     let total: f64 = by_label.values().sum();
     let mut by_type: Vec<KernelTypeTime> = by_label

@@ -40,7 +40,8 @@ pub fn comm_comp_overlap(frames: &Frames<'_>) -> CommCompOverlap {
     }
 }
 
-fn overlap_rank(frame: &Frame<'_>) -> OverlapRank {
+/// The overlap of one rank.
+pub(crate) fn overlap_rank(frame: &Frame<'_>) -> OverlapRank {
     let of_type =
         |t: KernelType| merge_intervals(frame.device_rows().filter(|r| r.kernel_type == t));
     let comm = of_type(KernelType::Communication);

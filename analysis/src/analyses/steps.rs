@@ -59,7 +59,8 @@ pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
     frames.ranks.iter().flat_map(rank_steps).collect()
 }
 
-fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
+/// The steps of one rank (see [`step_splits`]).
+pub(crate) fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
     let origin = frame.rows.iter().map(|r| r.start_ticks).min().unwrap_or(0);
     let start_by_event: FastMap<u64, i64> = frame
         .rows

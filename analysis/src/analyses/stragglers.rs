@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::classify::{KernelType, Mode};
 use crate::error::AnalysisError;
-use crate::frame::{step_number, Frames};
+use crate::frame::{step_number, Frame, Frames};
 use crate::stats::Describe;
 
 /// The straggler verdict. JSON: `{"stream", "kernel", "times_marked": {rank: n},
@@ -47,82 +47,145 @@ fn not_applicable(reason: impl Into<String>) -> AnalysisError {
     }
 }
 
-/// Finds potential stragglers (HTA default `num_candidates` = 2).
-pub fn potential_stragglers(
-    frames: &Frames<'_>,
-    num_candidates: usize,
-) -> Result<Stragglers, AnalysisError> {
-    let k = num_candidates.max(1);
-    let steps: BTreeSet<i64> = frames
-        .ranks
-        .iter()
-        .flat_map(|f| {
-            f.rows
-                .iter()
-                .filter_map(move |r| step_number(f.name(r), true))
-        })
-        .collect();
-    if steps.is_empty() {
-        return Err(not_applicable("no ProfilerStep in the traces"));
-    }
-    let rows: Vec<_> = frames
-        .ranks
-        .iter()
-        .flat_map(|f| f.rows.iter().map(move |r| (f, r)))
-        .filter(|(_, r)| steps.contains(&r.iteration))
-        .collect();
-    let iterations: BTreeSet<i64> = rows.iter().map(|(_, r)| r.iteration).collect();
-    let Some(t_min) = rows
-        .iter()
-        .map(|(f, r)| f.us(r.start_ticks))
-        .min_by(f64::total_cmp)
-    else {
-        return Err(not_applicable("no event in the profiled iterations"));
+/// What [`potential_stragglers`] needs of one rank, made from that rank's frame alone
+/// (so that many ranks can be analyzed a few at a time, `crate::analyze_paths`): its
+/// `ProfilerStep` numbers, the time span of each iteration, and its communication
+/// kernels, the last per (stream, iteration, name) — in compat mode every one that could
+/// still be the last after the 1% floor, which needs every rank to be known.
+#[derive(Debug)]
+pub(crate) struct StragglerPart {
+    rank: i64,
+    mode: Mode,
+    /// `ProfilerStep` numbers among the rank's rows (HTA's lenient pattern).
+    steps: BTreeSet<i64>,
+    /// Per iteration (≥ 0): the earliest start and latest end of its rows, µs.
+    spans: BTreeMap<i64, (f64, f64)>,
+    /// Per (stream, iteration, name), in row order: communication kernels of an
+    /// iteration > 0, each longer than every later one (a shorter earlier kernel can
+    /// never be the last one to pass the floor). In the default mode only the last.
+    candidates: BTreeMap<(i64, i64, String), Vec<(f64, f64)>>,
+}
+
+/// [`StragglerPart`] of one rank.
+pub(crate) fn straggler_part(frame: &Frame<'_>) -> StragglerPart {
+    let mut part = StragglerPart {
+        rank: frame.rank(),
+        mode: frame.mode,
+        steps: BTreeSet::new(),
+        spans: BTreeMap::new(),
+        candidates: BTreeMap::new(),
     };
-    let t_max = rows
-        .iter()
-        .map(|(f, r)| f.us(r.end_ticks))
-        .fold(f64::MIN, f64::max);
-    let mean_iter_us = (t_max - t_min) / iterations.len() as f64;
-    let min_dur_us = mean_iter_us * 0.01;
-    // Last long communication row per (rank, stream, iteration, name), in row order.
-    let mut last: BTreeMap<(i64, i64, i64, String), Candidate> = BTreeMap::new();
-    for (f, r) in &rows {
-        let model = f.model_row(r);
-        let name = f.name(r);
-        let is_communication = match f.mode {
-            Mode::HtaCompat => model.stream > 0 && name.starts_with("ncclKernel"),
+    for r in &frame.rows {
+        if let Some(step) = step_number(frame.name(r), true) {
+            part.steps.insert(step);
+        }
+        if r.iteration < 0 {
+            continue;
+        }
+        let (start, end) = (frame.us(r.start_ticks), frame.us(r.end_ticks));
+        let span = part.spans.entry(r.iteration).or_insert((start, end));
+        span.0 = span.0.min(start);
+        span.1 = span.1.max(end);
+        let model = frame.model_row(r);
+        // HTA compat: `ncclKernel*` on a stream > 0. Default: any device row that is a
+        // collective (args) or of communication type, any stream (neuron's collectives
+        // are `ncclDevKernel_*` or named by the op).
+        let is_communication = match frame.mode {
+            Mode::HtaCompat => model.stream > 0 && frame.name(r).starts_with("ncclKernel"),
             Mode::Default => {
                 r.is_device
                     && model.stream >= 0
                     && (model.is_collective() || r.kernel_type == KernelType::Communication)
             }
         };
-        // HTA drops short copies rank by rank; but the rank everyone waits for has the
-        // shortest copy of each collective (it arrives last and waits for no one), so
-        // the default mode keeps every copy here and drops short collectives below,
-        // by their longest copy over the ranks.
-        let long_enough = f.mode == Mode::Default || f.us(r.dur_ticks()) >= min_dur_us;
-        if is_communication && r.iteration > 0 && long_enough {
-            let key = (f.rank(), model.stream, r.iteration, name.to_owned());
-            last.insert(
-                key,
-                Candidate {
-                    rank: f.rank(),
-                    stream: model.stream,
-                    iteration: r.iteration,
-                    name: name.to_owned(),
-                    start_us: f.us(r.start_ticks),
-                    dur_us: f.us(r.dur_ticks()),
-                },
-            );
+        if !is_communication || r.iteration <= 0 {
+            continue;
+        }
+        let kept = part
+            .candidates
+            .entry((model.stream, r.iteration, frame.name(r).to_owned()))
+            .or_default();
+        let dur = frame.us(r.dur_ticks());
+        match frame.mode {
+            Mode::Default => kept.clear(),
+            Mode::HtaCompat => {
+                while kept.last().is_some_and(|&(_, d)| d <= dur) {
+                    kept.pop();
+                }
+            }
+        }
+        kept.push((start, dur));
+    }
+    part
+}
+
+/// Finds potential stragglers (HTA default `num_candidates` = 2).
+pub fn potential_stragglers(
+    frames: &Frames<'_>,
+    num_candidates: usize,
+) -> Result<Stragglers, AnalysisError> {
+    potential_stragglers_from(
+        frames.ranks.iter().map(straggler_part).collect(),
+        num_candidates,
+    )
+}
+
+/// [`potential_stragglers`] from each rank's [`StragglerPart`], in rank order.
+pub(crate) fn potential_stragglers_from(
+    parts: Vec<StragglerPart>,
+    num_candidates: usize,
+) -> Result<Stragglers, AnalysisError> {
+    let k = num_candidates.max(1);
+    // The profiled iterations: those with a `ProfilerStep#N` row in any rank.
+    let steps: BTreeSet<i64> = parts.iter().flat_map(|p| p.steps.iter().copied()).collect();
+    if steps.is_empty() {
+        return Err(not_applicable("no ProfilerStep in the traces"));
+    }
+    // Rows of the profiled iterations: their span over every rank.
+    let spans: Vec<(i64, (f64, f64))> = parts
+        .iter()
+        .flat_map(|p| p.spans.iter().map(|(&i, &s)| (i, s)))
+        .filter(|(i, _)| steps.contains(i))
+        .collect();
+    let iterations: BTreeSet<i64> = spans.iter().map(|(i, _)| *i).collect();
+    let Some(t_min) = spans.iter().map(|(_, s)| s.0).min_by(f64::total_cmp) else {
+        return Err(not_applicable("no event in the profiled iterations"));
+    };
+    let t_max = spans.iter().map(|(_, s)| s.1).fold(f64::MIN, f64::max);
+    let mean_iter_us = (t_max - t_min) / iterations.len() as f64;
+    let min_dur_us = mean_iter_us * 0.01;
+    let default_mode = parts.first().is_some_and(|p| p.mode == Mode::Default);
+    // The last communication kernel per (rank, stream, iteration, name) of the profiled
+    // iterations (iteration > 0, as HTA's filter `iteration > 0`). In compat mode only
+    // kernels lasting at least 1% of the mean iteration time (HTA's `min_dur_us`); the
+    // default mode applies that floor per collective below, not per rank's copy, so a
+    // rank's short (punctual) copy of a collective others waited for still counts.
+    let mut last: BTreeMap<(i64, i64, i64, String), Candidate> = BTreeMap::new();
+    for part in parts {
+        for ((stream, iteration, name), kept) in part.candidates {
+            if !steps.contains(&iteration) {
+                continue;
+            }
+            let chosen = kept
+                .iter()
+                .rev()
+                .find(|&&(_, dur)| default_mode || dur >= min_dur_us);
+            if let Some(&(start_us, dur_us)) = chosen {
+                last.insert(
+                    (part.rank, stream, iteration, name.clone()),
+                    Candidate {
+                        rank: part.rank,
+                        stream,
+                        iteration,
+                        name,
+                        start_us,
+                        dur_us,
+                    },
+                );
+            }
         }
     }
-    if frames
-        .ranks
-        .first()
-        .is_some_and(|f| f.mode == Mode::Default)
-    {
+    if default_mode {
         let mut longest: BTreeMap<(i64, i64, String), f64> = BTreeMap::new();
         for c in last.values() {
             let slot = longest
@@ -193,11 +256,7 @@ pub fn potential_stragglers(
     }
     let mut ranked: Vec<(i64, u64)> = times_marked.iter().map(|(&r, &n)| (r, n)).collect();
     ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
-    if frames
-        .ranks
-        .first()
-        .is_some_and(|f| f.mode == Mode::Default)
-    {
+    if default_mode {
         // Ties (every rank marked as often, as when all but one start together) go to
         // the rank that started the metric kernel latest on average.
         let mean_start = |rank: i64| {

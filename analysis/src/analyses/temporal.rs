@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::{covered, merge_intervals};
 use crate::classify::KernelType;
 use crate::error::AnalysisError;
-use crate::frame::Frames;
+use crate::frame::{Frame, Frames};
 use crate::stats::np_round;
 
 /// One rank's temporal breakdown. JSON: an object with these fields, times in µs.
@@ -43,34 +43,45 @@ pub struct TemporalBreakdown {
 
 /// Computes the temporal breakdown; fails for a rank without device rows.
 pub fn temporal_breakdown(frames: &Frames<'_>) -> Result<TemporalBreakdown, AnalysisError> {
-    let mut ranks = Vec::new();
-    for frame in &frames.ranks {
-        let all = merge_intervals(frame.device_rows());
-        let (Some(first), Some(last)) = (all.first(), all.last()) else {
-            return Err(AnalysisError::NotApplicable {
-                analysis: "temporal_breakdown",
-                reason: format!("rank {} has no device rows", frame.rank()),
-            });
-        };
-        let kernel_time = last.1 - first.0;
-        let idle = kernel_time - covered(&all);
-        let compute = covered(&merge_intervals(
-            frame
-                .device_rows()
-                .filter(|r| r.kernel_type == KernelType::Computation),
-        ));
-        let non_compute = kernel_time - compute - idle;
-        let pctg = |x: i64| np_round(100.0 * (x as f64 / kernel_time as f64), 2);
-        ranks.push(TemporalRank {
-            rank: frame.rank(),
-            idle_time_us: frame.us(idle),
-            compute_time_us: frame.us(compute),
-            non_compute_time_us: frame.us(non_compute),
-            kernel_time_us: frame.us(kernel_time),
-            idle_time_pctg: pctg(idle),
-            compute_time_pctg: pctg(compute),
-            non_compute_time_pctg: pctg(non_compute),
+    temporal_breakdown_from(frames.ranks.iter().map(temporal_rank))
+}
+
+/// [`temporal_breakdown`] from each rank's [`temporal_rank`], in rank order: the first
+/// rank's error, if any (HTA raises on a rank without device rows).
+pub(crate) fn temporal_breakdown_from(
+    ranks: impl IntoIterator<Item = Result<TemporalRank, AnalysisError>>,
+) -> Result<TemporalBreakdown, AnalysisError> {
+    Ok(TemporalBreakdown {
+        ranks: ranks.into_iter().collect::<Result<_, _>>()?,
+    })
+}
+
+/// One rank's row of the temporal breakdown.
+pub(crate) fn temporal_rank(frame: &Frame<'_>) -> Result<TemporalRank, AnalysisError> {
+    let all = merge_intervals(frame.device_rows());
+    let (Some(first), Some(last)) = (all.first(), all.last()) else {
+        return Err(AnalysisError::NotApplicable {
+            analysis: "temporal_breakdown",
+            reason: format!("rank {} has no device rows", frame.rank()),
         });
-    }
-    Ok(TemporalBreakdown { ranks })
+    };
+    let kernel_time = last.1 - first.0;
+    let idle = kernel_time - covered(&all);
+    let compute = covered(&merge_intervals(
+        frame
+            .device_rows()
+            .filter(|r| r.kernel_type == KernelType::Computation),
+    ));
+    let non_compute = kernel_time - compute - idle;
+    let pctg = |x: i64| np_round(100.0 * (x as f64 / kernel_time as f64), 2);
+    Ok(TemporalRank {
+        rank: frame.rank(),
+        idle_time_us: frame.us(idle),
+        compute_time_us: frame.us(compute),
+        non_compute_time_us: frame.us(non_compute),
+        kernel_time_us: frame.us(kernel_time),
+        idle_time_pctg: pctg(idle),
+        compute_time_pctg: pctg(compute),
+        non_compute_time_pctg: pctg(non_compute),
+    })
 }

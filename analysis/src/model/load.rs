@@ -281,6 +281,67 @@ pub fn load_ranks(
     })
 }
 
+/// Reads every file like [`load_ranks`], but hands each rank's trace to `summarize` as
+/// soon as it is read and keeps only what that returns: at most one trace per worker
+/// (one worker per core, at most one per file) is in memory at a time, whatever the
+/// number of files. Results come back in the order of `paths`, each with its rank
+/// (from the file, else its position, as [`load_ranks`] numbers them). On a read error
+/// the workers stop taking files; the error of the earliest file that failed is
+/// returned. Duplicate ranks are the caller's to check (the traces are gone by then).
+pub fn load_each<T: Send>(
+    paths: &[(Option<i64>, &Path)],
+    options: &LoadOptions,
+    summarize: impl Fn(RankTrace) -> T + Sync,
+) -> Result<Vec<T>, AnalysisError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    if paths.is_empty() {
+        return Err(AnalysisError::NoTraces);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.min(paths.len());
+    // As in `load_ranks`: spare cores decode a file's events.
+    let read_threads = options
+        .read_threads
+        .unwrap_or_else(|| (cores / paths.len()).saturating_sub(1).min(8));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let summarize = &summarize;
+    let done: Vec<Vec<(usize, Result<T, AnalysisError>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while !failed.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(rank, path)) = paths.get(i) else {
+                            break;
+                        };
+                        let result =
+                            load_one(path, rank, i, options, read_threads).map(|mut trace| {
+                                if trace.rank < 0 {
+                                    trace.rank = i as i64;
+                                }
+                                summarize(trace)
+                            });
+                        if result.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        done.push((i, result));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("trace loading thread panicked"))
+            .collect()
+    });
+    let mut done: Vec<(usize, Result<T, AnalysisError>)> = done.into_iter().flatten().collect();
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
 fn load_one(
     path: &Path,
     rank: Option<i64>,

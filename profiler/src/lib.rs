@@ -165,6 +165,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod drain;
 mod emit;
 mod error;
 mod handler;
@@ -181,6 +182,7 @@ mod summary;
 pub use config::{
     Activity, DeviceDetail, DeviceInfo, DistributedConfig, ProcessGroup, ProfilerConfig,
 };
+pub use drain::DEFAULT_DRAIN_EVERY;
 pub use emit::{
     COUNTER_CATEGORY, DMA_CATEGORY, DMA_TID_BASE, DROPPED_RECORDS_KEY, ENGINE_TID_BASE,
     INSTRUCTION_CATEGORY, PRIVATEUSE1_DEVICE_TYPE,

@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
-use runtime_hooks::{clock, RangeScope, Record, ThreadStats};
+use runtime_hooks::{clock, RangeScope, ThreadStats};
 
 use crate::config::{Activity, DeviceDetail, DeviceInfo, DistributedConfig, ProfilerConfig};
+use crate::drain::{Collector, DEFAULT_DRAIN_EVERY};
 use crate::error::ProfilerError;
 use crate::handler::OnTraceReady;
 use crate::model::PROFILER_STEP;
@@ -67,6 +69,7 @@ pub struct ProfilerBuilder {
     schedule: Option<Schedule>,
     handler: Option<TraceHandler>,
     ranks: Option<RankMap>,
+    drain_every: Option<Duration>,
 }
 
 impl std::fmt::Debug for ProfilerBuilder {
@@ -174,6 +177,15 @@ impl ProfilerBuilder {
         self
     }
 
+    /// How often a drainer thread moves the rings' records into an open window
+    /// (default [`crate::DEFAULT_DRAIN_EVERY`]); `None` drains only at steps and at the
+    /// window's end, so a thread that records more than its ring holds within one step
+    /// drops (and counts) the rest.
+    pub fn drain_every(mut self, every: Option<Duration>) -> Self {
+        self.drain_every = every;
+        self
+    }
+
     /// Starts the session (waiting first while another session of this process runs).
     pub fn start(self) -> Profiler {
         let token = acquire();
@@ -189,6 +201,7 @@ impl ProfilerBuilder {
             step_ranges: true,
             last: Vec::new(),
             ranks: self.ranks,
+            drain_every: self.drain_every,
             _token: token,
         };
         let first = profiler.action_for(0);
@@ -200,27 +213,16 @@ impl ProfilerBuilder {
 }
 
 /// An open recording window.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct OpenWindow {
     start_ns: u64,
     dropped_at_start: u64,
     /// Records each thread had dropped when the window opened.
     dropped_by_thread: HashMap<u32, u64>,
-    /// Records drained at the steps inside the window (each thread's in order).
-    records: Vec<Record>,
-    /// Threads seen at those drains (a thread that exits mid-window keeps its name).
-    threads: HashMap<u32, ThreadStats>,
-}
-
-impl OpenWindow {
-    /// Moves what the rings hold into the window, so a window longer than a ring
-    /// (2 MiB a thread) loses nothing as long as each step fits in one.
-    fn collect(&mut self) {
-        runtime_hooks::drain(&mut self.records);
-        for thread in runtime_hooks::thread_stats() {
-            self.threads.insert(thread.thread_id, thread);
-        }
-    }
+    /// What the window has collected: at every step (so a window longer than a ring,
+    /// 2 MiB a thread, loses nothing), and every few ms by a drainer thread (so a step
+    /// longer than a ring loses nothing either; see [`crate::drain`]).
+    collector: Collector,
 }
 
 /// Maps a recording thread to its rank.
@@ -246,6 +248,7 @@ pub struct Profiler {
     step_ranges: bool,
     last: Vec<ProfileResult>,
     ranks: Option<RankMap>,
+    drain_every: Option<Duration>,
     _token: ActiveToken,
 }
 
@@ -269,6 +272,7 @@ impl Profiler {
             schedule: None,
             handler: None,
             ranks: None,
+            drain_every: Some(DEFAULT_DRAIN_EVERY),
         }
     }
 
@@ -299,8 +303,8 @@ impl Profiler {
     /// `ProfilerStep#N+1`.
     pub fn step(&mut self) -> Result<(), ProfilerError> {
         self.step_range = None;
-        if let Some(window) = &mut self.window {
-            window.collect();
+        if let Some(window) = &self.window {
+            window.collector.collect();
         }
         self.step_num += 1;
         let next = self.action_for(self.step_num);
@@ -388,21 +392,20 @@ impl Profiler {
                 .into_iter()
                 .map(|t| (t.thread_id, t.dropped))
                 .collect(),
-            records: Vec::new(),
-            threads: HashMap::new(),
+            collector: Collector::start(self.drain_every),
         });
     }
 
     fn close_window(&mut self) -> Result<(), ProfilerError> {
         let end_ns = clock::now_ns();
         runtime_hooks::set_enabled(false);
-        let Some(mut window) = self.window.take() else {
+        let Some(window) = self.window.take() else {
             return Ok(());
         };
-        window.collect();
-        let records = std::mem::take(&mut window.records);
+        let collected = window.collector.finish();
+        let records = collected.records;
         let dropped = runtime_hooks::dropped_total().saturating_sub(window.dropped_at_start);
-        let mut threads: Vec<ThreadStats> = window.threads.drain().map(|(_, t)| t).collect();
+        let mut threads: Vec<ThreadStats> = collected.threads.into_values().collect();
         threads.sort_by_key(|t| t.thread_id);
         let span = (window.start_ns, end_ns);
         let results = match &self.ranks {

@@ -7,7 +7,11 @@ use runtime_hooks::{OperatorPayload, OperatorScope};
 #[test]
 fn dropped_records_reach_the_trace_metadata() {
     runtime_hooks::set_ring_capacity(64);
-    let prof = Profiler::builder().activities(&[Activity::Cpu]).start();
+    // Without the drainer thread: only the window's end drains, so the count is exact.
+    let prof = Profiler::builder()
+        .activities(&[Activity::Cpu])
+        .drain_every(None)
+        .start();
     std::thread::spawn(|| {
         for _ in 0..500 {
             let _op = OperatorScope::new(OperatorPayload {

@@ -7,6 +7,9 @@
 //! without it would be windows of one process). The peak is the child's own
 //! `ru_maxrss` (`wait4`), not a timing: host load does not move it.
 
+#[allow(dead_code)] // only `gunzip` is used here
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -14,15 +17,9 @@ fn trace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces/hta/nccl_data.json.gz")
 }
 
-/// The JSON text of a `.json.gz` trace (`gzip -dc`).
+/// The JSON text of a `.json.gz` trace.
 fn trace_text(path: &Path) -> String {
-    let out = Command::new("gzip")
-        .arg("-dc")
-        .arg(path)
-        .output()
-        .expect("gzip runs");
-    assert!(out.status.success(), "gzip -dc {}", path.display());
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(common::gunzip(path)).unwrap()
 }
 
 /// A directory of `n` ranks, each the trace with `distributedInfo.rank` set to its number.

@@ -15,9 +15,10 @@
 //!   neuron-monitor (no `neuronprof`, maybe more keys) and from newer publishers parse.
 //!   Counters absent from a present group read as zero; latencies are `Option<f64>`
 //!   (`null` when nothing ran).
-//! - The types serialize back to the same layout (`serde::Serialize`), so the publisher
-//!   and `neuronprof monitor` write documents with these types and a document
-//!   round-trips. Core and device indices are integer map keys (JSON strings `"0"`…).
+//! - The types ([`model`], defined once in the `monitor-schema` crate) serialize back to
+//!   the same layout (`serde::Serialize`): the publisher (`neuron-backend::monitor`)
+//!   builds its reports with them and `neuronprof monitor` writes with them, so writer
+//!   and readers cannot drift apart, and a document round-trips. Core and device indices are integer map keys (JSON strings `"0"`…).
 //! - [`DocumentReader`] frames documents itself (brace counting outside strings) rather
 //!   than using serde's stream deserializer, so one malformed document is reported with
 //!   its index and byte offset and reading goes on with the next.

@@ -1,6 +1,8 @@
 //! Live monitoring: every process running the backend publishes its metrics on a
 //! local endpoint, in neuron-monitor's JSON layout (`shared/reference/neuron-monitor.md`)
-//! plus a `neuronprof` extension; `neuronprof monitor` and `neuron-top` read it.
+//! plus a `neuronprof` extension; `neuronprof monitor` and `neuron-top` read it. The
+//! reports are built from the `monitor-schema` crate's types, the ones the readers
+//! (`analysis::live`) parse into.
 //!
 //! # Endpoint
 //!

@@ -118,6 +118,13 @@ fn four_ranks_are_published_separately_and_change_between_requests() {
         (first, second)
     });
 
+    // The answer is the one schema the readers use: it parses into it and serializes
+    // back to the same document, nothing lost or added.
+    let typed: monitor_schema::MonitorDocument = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        serde_json::to_value(&typed).unwrap(),
+        serde_json::from_str::<Value>(&first).unwrap()
+    );
     let a = rank_entries(&first, pid);
     let b = rank_entries(&second, pid);
     assert_eq!(a.len(), 4, "one entry per rank: {first}");

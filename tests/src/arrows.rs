@@ -17,9 +17,11 @@ use serde_json::Value;
 pub const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime-hooks", &[]),
     ("trace-format", &[]),
-    ("neuron-backend", &["runtime-hooks"]),
+    // The neuron-monitor document, written by neuron-backend and read by analysis.
+    ("monitor-schema", &[]),
+    ("neuron-backend", &["runtime-hooks", "monitor-schema"]),
     ("profiler", &["runtime-hooks", "trace-format"]),
-    ("analysis", &["trace-format"]),
+    ("analysis", &["trace-format", "monitor-schema"]),
     ("exporters", &["trace-format", "analysis"]),
     // SQL over traces (embedded DataFusion): the exporters' tables, read from traces.
     ("query", &["trace-format", "exporters"]),
@@ -30,6 +32,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "monitor-schema",
             "neuron-backend",
             "profiler",
             "analysis",
@@ -53,6 +56,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "monitor-schema",
             "neuron-backend",
             "profiler",
             "analysis",
@@ -146,7 +150,7 @@ pub fn check(metadata: &Value) -> Result<Vec<Violation>, String> {
                 ));
             } else if in_workspace
                 && kind == "dev"
-                && matches!(name, "runtime-hooks" | "trace-format")
+                && matches!(name, "runtime-hooks" | "trace-format" | "monitor-schema")
             {
                 broken("leaf crates know no other workspace crate, not even in tests".to_owned());
             } else if name == "runtime-hooks"

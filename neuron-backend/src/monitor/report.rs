@@ -5,8 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use monitor_schema::{
+    CollectiveLatency, Collectives, CoreCounters, DeviceMemory, ErrorSummary, ExecutionStats,
+    ExecutionSummary, HardwareInfo, Hbm, HostMemory, InFlightCollective, LatencyPercentiles,
+    LatencyStats, MemoryUsed, NeuroncoreCounters, NeuronprofReport, RuntimeEntry, RuntimeReport,
+    RuntimeUsedBytes, RuntimeVcpuUsage, TopOperator, UsageBreakdown, UserSystem,
+};
 use runtime_hooks::clock::monotonic_ns;
-use serde::Serialize;
 
 use super::registry::{Entry, EntryKind, Sample};
 use crate::{DeviceProfile, MemoryCategory};
@@ -14,175 +19,8 @@ use crate::{DeviceProfile, MemoryCategory};
 /// The extension's schema version (`neuronprof.schema`).
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Percentiles neuron-monitor reports for latencies.
-const LATENCY_PERCENTILES: [(&str, f64); 7] = [
-    ("p0", 0.0),
-    ("p1", 1.0),
-    ("p25", 25.0),
-    ("p50", 50.0),
-    ("p75", 75.0),
-    ("p99", 99.0),
-    ("p100", 100.0),
-];
-
 /// Engine names in `engine_utilization`, in the order the samples keep them.
 pub const ENGINE_NAMES: [&str; 5] = ["tensor", "vector", "scalar", "gpsimd", "dma"];
-
-/// The whole answer of one process.
-#[derive(Debug, Serialize)]
-pub(crate) struct ProcessReport {
-    pub(crate) neuron_runtime_data: Vec<RuntimeData>,
-    pub(crate) neuron_hardware_info: HardwareInfo,
-}
-
-#[derive(Debug, Serialize)]
-pub(crate) struct RuntimeData {
-    pid: u32,
-    address: String,
-    neuron_runtime_tag: String,
-    error: String,
-    report: Report,
-}
-
-#[derive(Debug, Serialize)]
-struct Report {
-    neuroncore_counters: NeuroncoreCounters,
-    execution_stats: ExecutionStats,
-    memory_used: MemoryUsed,
-    neuron_runtime_vcpu_usage: VcpuUsage,
-    neuronprof: Extension,
-}
-
-#[derive(Debug, Serialize)]
-struct NeuroncoreCounters {
-    period: f64,
-    neuroncores_in_use: BTreeMap<String, CoreCounters>,
-    error: String,
-}
-
-#[derive(Debug, Serialize)]
-struct CoreCounters {
-    neuroncore_utilization: f64,
-    flops: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct ExecutionStats {
-    period: f64,
-    error_summary: BTreeMap<&'static str, u64>,
-    execution_summary: BTreeMap<&'static str, u64>,
-    latency_stats: LatencyStats,
-    error: String,
-}
-
-#[derive(Debug, Serialize)]
-struct LatencyStats {
-    total_latency: BTreeMap<&'static str, Option<f64>>,
-    device_latency: BTreeMap<&'static str, Option<f64>>,
-}
-
-#[derive(Debug, Serialize)]
-struct MemoryUsed {
-    period: f64,
-    neuron_runtime_used_bytes: RuntimeUsedBytes,
-    loaded_models: Vec<()>,
-    error: String,
-}
-
-#[derive(Debug, Serialize)]
-struct RuntimeUsedBytes {
-    host: u64,
-    neuron_device: u64,
-    usage_breakdown: UsageBreakdown,
-}
-
-#[derive(Debug, Serialize)]
-struct UsageBreakdown {
-    host: BTreeMap<&'static str, u64>,
-    neuroncore_memory_usage: BTreeMap<String, BTreeMap<&'static str, u64>>,
-}
-
-#[derive(Debug, Serialize)]
-struct VcpuUsage {
-    period: f64,
-    vcpu_usage: BTreeMap<&'static str, f64>,
-    error: String,
-}
-
-#[derive(Debug, Serialize)]
-struct Extension {
-    schema: u32,
-    rank: Option<u32>,
-    world_size: Option<u32>,
-    workload: String,
-    device: &'static str,
-    lnc: u32,
-    topology: String,
-    state: &'static str,
-    period: f64,
-    uptime_s: f64,
-    step: Option<u64>,
-    engine_utilization: BTreeMap<String, BTreeMap<&'static str, f64>>,
-    hbm: Hbm,
-    memory_categories: BTreeMap<String, BTreeMap<&'static str, u64>>,
-    collectives: Collectives,
-    top_operators: Vec<TopOperator>,
-    dropped_records: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct Hbm {
-    used_bytes: u64,
-    peak_bytes: u64,
-    capacity_bytes: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct Collectives {
-    in_flight: Vec<InFlightReport>,
-    completed: u64,
-    latency_s: CollectiveLatency,
-    histogram: Vec<(f64, u64)>,
-    slowest_rank: Option<u32>,
-}
-
-#[derive(Debug, Serialize)]
-struct InFlightReport {
-    op: &'static str,
-    group: String,
-    seq: u64,
-    bytes: u64,
-    age_s: f64,
-    waiting_for_ranks: Vec<u32>,
-}
-
-#[derive(Debug, Default, Serialize)]
-struct CollectiveLatency {
-    count: u64,
-    p50: Option<f64>,
-    p90: Option<f64>,
-    p99: Option<f64>,
-    p100: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct TopOperator {
-    name: String,
-    calls: u64,
-    device_time_s: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub(crate) struct HardwareInfo {
-    neuron_device_type: &'static str,
-    neuron_device_version: &'static str,
-    neuroncore_version: String,
-    neuron_device_count: u32,
-    neuron_device_memory_size: u64,
-    neuroncore_per_device_count: u32,
-    logical_neuroncore_config: u32,
-    error: String,
-}
 
 fn is_trn3(profile: &DeviceProfile) -> bool {
     profile.name.starts_with("trn3")
@@ -199,8 +37,8 @@ pub(crate) fn hardware_info(profile: &DeviceProfile) -> HardwareInfo {
     let topology = crate::dist::Topology::for_profile(profile);
     let trn3 = is_trn3(profile);
     HardwareInfo {
-        neuron_device_type: if trn3 { "trainium3" } else { "trainium2" },
-        neuron_device_version: if trn3 { "" } else { "v4" },
+        neuron_device_type: if trn3 { "trainium3" } else { "trainium2" }.to_string(),
+        neuron_device_version: if trn3 { "" } else { "v4" }.to_string(),
         neuroncore_version: format!(
             "{}{}",
             profile.core_version(),
@@ -209,7 +47,7 @@ pub(crate) fn hardware_info(profile: &DeviceProfile) -> HardwareInfo {
         neuron_device_count: topology.chips_per_instance,
         neuron_device_memory_size: profile.hbm_bytes_per_chip,
         neuroncore_per_device_count: profile.physical_cores_per_chip / profile.lnc.max(1),
-        logical_neuroncore_config: profile.lnc,
+        logical_neuroncore_config: Some(profile.lnc),
         error: String::new(),
     }
 }
@@ -252,12 +90,20 @@ fn percentile_s(sorted: &[u64], pct: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1] as f64 / 1e9)
 }
 
-fn latency_map(mut values: Vec<u64>) -> BTreeMap<&'static str, Option<f64>> {
+/// neuron-monitor's latency percentiles (p0, p1, p25, p50, p75, p99, p100) of `values`
+/// (ns); all `None` when nothing ran.
+fn latency_percentiles(mut values: Vec<u64>) -> LatencyPercentiles {
     values.sort_unstable();
-    LATENCY_PERCENTILES
-        .iter()
-        .map(|&(name, pct)| (name, percentile_s(&values, pct)))
-        .collect()
+    let p = |pct: f64| percentile_s(&values, pct);
+    LatencyPercentiles {
+        p0: p(0.0),
+        p1: p(1.0),
+        p25: p(25.0),
+        p50: p(50.0),
+        p75: p(75.0),
+        p99: p(99.0),
+        p100: p(100.0),
+    }
 }
 
 fn percent(busy_ns: u64, capacity_ns: f64) -> f64 {
@@ -312,7 +158,7 @@ pub(crate) fn build(
     before: &Sample,
     now: &Sample,
     ctx: &ReportContext<'_>,
-) -> RuntimeData {
+) -> RuntimeEntry {
     let period = now.mono_ns.saturating_sub(before.mono_ns) as f64 / 1e9;
     let mut cores = BTreeMap::new();
     let mut engines = BTreeMap::new();
@@ -322,11 +168,7 @@ pub(crate) fn build(
     let mut device_latencies = Vec::new();
     let mut errors = [0u64; 4];
     let mut completed = 0u64;
-    let mut hbm = Hbm {
-        used_bytes: 0,
-        peak_bytes: 0,
-        capacity_bytes: 0,
-    };
+    let mut hbm = Hbm::default();
     let mut reserved_total = 0u64;
     let mut ops: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
     let mut waited: Vec<u64> = Vec::new();
@@ -347,7 +189,7 @@ pub(crate) fn build(
             continue;
         };
         let profile = device.profile();
-        let key = device.index().to_string();
+        let key = u32::try_from(device.index()).unwrap_or(u32::MAX);
         let window_ns = b.timeline_ns.saturating_sub(a.timeline_ns) as f64;
         let lnc = f64::from(profile.lnc.max(1));
         let flops_per_sec = if window_ns > 0.0 {
@@ -356,22 +198,23 @@ pub(crate) fn build(
             0.0
         };
         cores.insert(
-            key.clone(),
+            key,
             CoreCounters {
                 neuroncore_utilization: percent(b.kernel_busy_ns - a.kernel_busy_ns, window_ns),
-                flops: flops_per_sec,
+                flops: Some(flops_per_sec),
+                extra: BTreeMap::new(),
             },
         );
         let dma_capacity = f64::from(profile.dma_engines.max(1));
         engines.insert(
-            key.clone(),
+            key,
             ENGINE_NAMES
                 .iter()
                 .enumerate()
                 .map(|(e, &name)| {
                     let units = if e == 4 { lnc * dma_capacity } else { lnc };
                     let busy = b.engine_busy_ns[e] - a.engine_busy_ns[e];
-                    (name, percent(busy, window_ns * units))
+                    (name.to_string(), percent(busy, window_ns * units))
                 })
                 .collect(),
         );
@@ -402,23 +245,18 @@ pub(crate) fn build(
         hbm.peak_bytes += stats.peak_allocated_bytes;
         hbm.capacity_bytes += capacity;
         memory.insert(
-            key.clone(),
-            BTreeMap::from([
-                ("constants", 0),
-                ("model_code", 0),
-                ("model_shared_scratchpad", 0),
-                (
-                    "runtime_memory",
-                    stats.reserved_bytes.saturating_sub(stats.allocated_bytes),
-                ),
-                ("tensors", stats.allocated_bytes),
-            ]),
+            key,
+            DeviceMemory {
+                runtime_memory: stats.reserved_bytes.saturating_sub(stats.allocated_bytes),
+                tensors: stats.allocated_bytes,
+                ..DeviceMemory::default()
+            },
         );
         categories.insert(
             key,
             MemoryCategory::ALL
                 .iter()
-                .map(|c| (c.name(), stats.category(*c).allocated_bytes))
+                .map(|c| (c.name().to_string(), stats.category(*c).allocated_bytes))
                 .collect(),
         );
         collectives_completed += b.collectives_completed;
@@ -458,8 +296,8 @@ pub(crate) fn build(
                 })
                 .map(|&r| r as u32)
                 .collect();
-            in_flight.push(InFlightReport {
-                op: f.op,
+            in_flight.push(InFlightCollective {
+                op: f.op.to_string(),
                 group: f.group.clone(),
                 seq: f.seq,
                 bytes: f.bytes,
@@ -533,42 +371,40 @@ pub(crate) fn build(
         )
     });
 
-    RuntimeData {
+    RuntimeEntry {
         pid: ctx.pid,
         address: ctx.address.to_owned(),
         neuron_runtime_tag: ctx.tag.clone(),
         error: String::new(),
-        report: Report {
-            neuroncore_counters: NeuroncoreCounters {
+        report: RuntimeReport {
+            neuroncore_counters: Some(NeuroncoreCounters {
                 period,
                 neuroncores_in_use: cores,
                 error: String::new(),
-            },
-            execution_stats: ExecutionStats {
+            }),
+            execution_stats: Some(ExecutionStats {
                 period,
-                error_summary: BTreeMap::from([
-                    ("generic", 0),
-                    ("numerical", 0),
-                    ("transient", timed_out),
-                    ("model", incorrect_input),
-                    ("runtime", failed_to_queue + completed_with_err),
-                    ("hardware", 0),
-                ]),
-                execution_summary: BTreeMap::from([
-                    ("completed", completed),
-                    ("completed_with_err", completed_with_err),
-                    ("completed_with_num_err", 0),
-                    ("timed_out", timed_out),
-                    ("incorrect_input", incorrect_input),
-                    ("failed_to_queue", failed_to_queue),
-                ]),
+                error_summary: ErrorSummary {
+                    transient: timed_out,
+                    model: incorrect_input,
+                    runtime: failed_to_queue + completed_with_err,
+                    ..ErrorSummary::default()
+                },
+                execution_summary: ExecutionSummary {
+                    completed,
+                    completed_with_err,
+                    timed_out,
+                    incorrect_input,
+                    failed_to_queue,
+                    ..ExecutionSummary::default()
+                },
                 latency_stats: LatencyStats {
-                    total_latency: latency_map(total_latencies),
-                    device_latency: latency_map(device_latencies),
+                    total_latency: Some(latency_percentiles(total_latencies)),
+                    device_latency: Some(latency_percentiles(device_latencies)),
                 },
                 error: String::new(),
-            },
-            memory_used: MemoryUsed {
+            }),
+            memory_used: Some(MemoryUsed {
                 period,
                 neuron_runtime_used_bytes: RuntimeUsedBytes {
                     host: ctx.host_rss_bytes.unwrap_or(0),
@@ -578,12 +414,10 @@ pub(crate) fn build(
                         // emulated runtime keeps no host-side constants, DMA buffers or
                         // host tensors of its own (device tensors' values live in this
                         // resident memory too, and count as device memory above).
-                        host: BTreeMap::from([
-                            ("application_memory", ctx.host_rss_bytes.unwrap_or(0)),
-                            ("constants", 0),
-                            ("dma_buffers", 0),
-                            ("tensors", 0),
-                        ]),
+                        host: HostMemory {
+                            application_memory: ctx.host_rss_bytes.unwrap_or(0),
+                            ..HostMemory::default()
+                        },
                         neuroncore_memory_usage: memory,
                     },
                 },
@@ -593,41 +427,45 @@ pub(crate) fn build(
                 } else {
                     "host memory unknown: /proc/self/statm could not be read".to_string()
                 },
-            },
-            neuron_runtime_vcpu_usage: VcpuUsage {
+            }),
+            neuron_runtime_vcpu_usage: Some(RuntimeVcpuUsage {
                 period,
-                vcpu_usage: BTreeMap::from([("user", cpu.0), ("system", cpu.1)]),
+                vcpu_usage: UserSystem {
+                    user: cpu.0,
+                    system: cpu.1,
+                },
                 error: String::new(),
-            },
-            neuronprof: Extension {
+            }),
+            neuronprof: Some(NeuronprofReport {
                 schema: SCHEMA_VERSION,
                 rank,
                 world_size,
                 workload: entry.workload.clone(),
-                device,
+                device: device.to_string(),
                 lnc,
                 topology,
                 state: if entry.finished() {
                     "finished"
                 } else {
                     "running"
-                },
+                }
+                .to_string(),
                 period,
                 uptime_s: monotonic_ns().saturating_sub(ctx.started_ns) as f64 / 1e9,
                 step: entry.devices.first().and_then(|d| d.shared.live.step()),
                 engine_utilization: engines,
-                hbm,
+                hbm: Some(hbm),
                 memory_categories: categories,
-                collectives: Collectives {
+                collectives: Some(Collectives {
                     in_flight,
                     completed: collectives_completed,
                     latency_s,
                     histogram: buckets,
                     slowest_rank,
-                },
+                }),
                 top_operators: top,
                 dropped_records,
-            },
+            }),
         },
     }
 }
@@ -655,7 +493,7 @@ mod tests {
         assert_eq!(info.neuron_device_count, 16);
         assert_eq!(info.neuron_device_memory_size, 103_079_215_104);
         assert_eq!(info.neuroncore_per_device_count, 4);
-        assert_eq!(info.logical_neuroncore_config, 2);
+        assert_eq!(info.logical_neuroncore_config, Some(2));
         let lnc1 = hardware_info(&DeviceProfile::trn2_lnc1());
         assert_eq!(
             (

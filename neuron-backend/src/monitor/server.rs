@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::cpu;
 use super::endpoint::{self, EndpointError};
 use super::registry::{self, Entry, EntryKind, HISTORY_SAMPLES, SAMPLE_INTERVAL_NS};
-use super::report::{self, InFlightIndex, ProcessReport, ReportContext};
+use super::report::{self, InFlightIndex, ReportContext};
 use crate::DeviceProfile;
 
 /// After this long without a client the sampler stops (and forgets its history).
@@ -290,9 +290,10 @@ pub(crate) fn report_json(period_s: f64) -> String {
         .first()
         .and_then(|e| e.devices.first())
         .map_or_else(DeviceProfile::trn2, |d| d.profile().clone());
-    let document = ProcessReport {
+    let document = monitor_schema::MonitorDocument {
         neuron_runtime_data,
-        neuron_hardware_info: report::hardware_info(&profile),
+        neuron_hardware_info: Some(report::hardware_info(&profile)),
+        ..monitor_schema::MonitorDocument::default()
     };
     serde_json::to_string(&document).unwrap_or_else(|e| error_document(&e.to_string()))
 }

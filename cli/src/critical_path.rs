@@ -7,6 +7,7 @@
 //! The window is an annotation's instance on each rank (`--annotation`, default
 //! `ProfilerStep#`, the first instance), as HTA's `critical_path_analysis`.
 
+use anyhow::Context as _;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -253,8 +254,20 @@ pub fn render_what_if(answer: &WhatIf) -> String {
 /// ranks, and what-if's answer for the slow rank at full speed (`--scale
 /// rank:R=1/FACTOR`).
 pub fn demo_epilogue(dir: &std::path::Path, rank: usize, factor: f64) -> anyhow::Result<String> {
+    // The run's rank traces, not the directory: it also holds the demo's own Perfetto
+    // file, which reading the directory would report as skipped.
+    let mut traces: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".pt.trace.json") || n.ends_with(".pt.trace.json.gz"))
+        })
+        .collect();
+    traces.sort();
     let request = CriticalPathRequest {
-        paths: vec![dir.to_path_buf()],
+        paths: traces,
         instance: 1,
         ..Default::default()
     };

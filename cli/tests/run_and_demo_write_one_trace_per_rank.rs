@@ -38,6 +38,11 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("skipped"),
+        "the demo reads back only its own rank traces:\n{stderr}"
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("ran 6 step(s)"), "{text}");
     assert!(text.contains(" (timing only)\n"), "{text}");

@@ -276,9 +276,8 @@ impl Device {
     /// Frees a block returned by [`external_allocate`](Self::external_allocate). The
     /// block's own stream needs no wait (its work runs in order); when other queues
     /// used it (`record_stream`), it is reused only after the work queued on them so
-    /// far has ended on the device. Returns that modeled instant when the block waits
-    /// for it (None: reusable at once).
-    pub fn external_free(&self, addr: u64, used_by: &[usize]) -> Option<u64> {
+    /// far has ended on the device.
+    pub fn external_free(&self, addr: u64, used_by: &[usize]) {
         let ready_ns = {
             let timeline = self.timeline();
             used_by
@@ -290,13 +289,9 @@ impl Device {
         let mut allocator = self.allocator();
         match ready_ns {
             Some(ready_ns) if ready_ns > runtime_hooks::clock::now_ns() => {
-                allocator.free_pending(addr, ready_ns);
-                Some(ready_ns)
+                allocator.free_pending(addr, ready_ns)
             }
-            _ => {
-                allocator.free(addr);
-                None
-            }
+            _ => allocator.free(addr),
         }
     }
 }
@@ -399,7 +394,7 @@ mod tests {
         let (addr, bytes) = device.external_allocate(1000, 0).unwrap();
         assert_eq!(bytes, crate::size_class(1000));
         assert_eq!(device.memory_stats().allocated_bytes, bytes);
-        assert_eq!(device.external_free(addr, &[]), None);
+        device.external_free(addr, &[]);
         assert_eq!(device.memory_stats().allocated_bytes, 0);
         assert!(
             device.memory_stats().reserved_bytes > 0,

@@ -93,7 +93,6 @@ std::string capi_text(F f, int device) {
 namespace neuronprof {
 void register_distributed(py::module& m);  // distributed.cpp
 void register_compile(py::module& m);      // compile.cpp
-void register_memory(py::module& m);       // memory.cpp
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -133,6 +132,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
   neuronprof::register_distributed(m);
   neuronprof::register_compile(m);
-  neuronprof::register_memory(m);
 
 }

@@ -254,18 +254,11 @@ pub fn render_what_if(answer: &WhatIf) -> String {
 /// ranks, and what-if's answer for the slow rank at full speed (`--scale
 /// rank:R=1/FACTOR`).
 pub fn demo_epilogue(dir: &std::path::Path, rank: usize, factor: f64) -> anyhow::Result<String> {
-    // The run's rank traces, not the directory: it also holds the demo's own Perfetto
-    // file, which reading the directory would report as skipped.
-    let mut traces: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+    // The run's rank traces, not the directory's listing: it also holds the demo's own
+    // Perfetto file, which reading the directory would report as skipped.
+    let traces = analysis::inputs::find_traces(&[dir])
         .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".pt.trace.json") || n.ends_with(".pt.trace.json.gz"))
-        })
-        .collect();
-    traces.sort();
+        .files;
     let request = CriticalPathRequest {
         paths: traces,
         instance: 1,

@@ -16,6 +16,14 @@
 //! - **Out of memory.** When no segment can be reserved, fully free cached segments are
 //!   released and the reservation retried; if it still fails the request returns
 //!   [`BackendError::OutOfMemory`] and nothing changes, so the caller can free and retry.
+//! - **Stream-ordered reuse** (as PyTorch's CUDA caching allocator). Every segment
+//!   belongs to the stream (queue) that reserved it, and its blocks go only to requests
+//!   on that stream: work on one stream runs in order, so a block freed by the host is
+//!   safe to hand to that stream's next kernel at once. A block another stream may
+//!   still use (`record_stream`) is freed with the modeled instant that stream's queued
+//!   work ends ([`Allocator::free_pending`]): it stops counting as allocated at once,
+//!   stays *active* (in the statistics) and out of reach until
+//!   [`Allocator::release_completed`] sees that instant pass.
 //!
 //! Every allocate and free is recorded ([`runtime_hooks::memory`]) with the device's
 //! allocated and reserved totals after the change.
@@ -33,7 +41,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use runtime_hooks::{MemoryAction, MemoryPayload};
 
-pub use stats::{CategoryStats, MemoryCategory, MemoryStats};
+pub use stats::{
+    CategoryStats, MemoryCategory, MemoryStats, PoolStats, Stat, StatArray, LARGE_POOL_STAT,
+    SMALL_POOL_STAT,
+};
 
 use crate::BackendError;
 
@@ -67,28 +78,64 @@ enum Pool {
     Large,
 }
 
+impl Pool {
+    /// Index in a [`StatArray`].
+    fn stat(self) -> usize {
+        match self {
+            Pool::Small => SMALL_POOL_STAT,
+            Pool::Large => LARGE_POOL_STAT,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Block {
     bytes: u64,
+    /// Bytes the caller asked for (0 for a free block).
+    requested: u64,
     segment_addr: u64,
+    /// Handed out and not yet reusable (allocated, or freed and pending).
     allocated: bool,
+    /// Freed by the host while a stream may still use it.
+    pending: bool,
     category: MemoryCategory,
+}
+
+impl Block {
+    fn free(bytes: u64, segment_addr: u64) -> Self {
+        Block {
+            bytes,
+            requested: 0,
+            segment_addr,
+            allocated: false,
+            pending: false,
+            category: MemoryCategory::Other,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Segment {
     bytes: u64,
     pool: Pool,
+    /// The stream (queue) whose requests its blocks serve.
+    stream: u16,
 }
+
+/// A free block in a pool's free set: by stream, then best fit by (size, address).
+type FreeKey = (u16, u64, u64);
 
 /// One logical core's caching allocator.
 #[derive(Debug)]
 pub(crate) struct Allocator {
     device_index: u16,
     capacity_bytes: u64,
-    /// Free blocks of each pool, ordered by (size, address) for best fit.
-    free_small: BTreeSet<(u64, u64)>,
-    free_large: BTreeSet<(u64, u64)>,
+    /// Free blocks of each pool, ordered by (stream, size, address) for best fit.
+    free_small: BTreeSet<FreeKey>,
+    free_large: BTreeSet<FreeKey>,
+    /// Blocks freed while a stream may still use them: (modeled instant that stream
+    /// passes the free, address).
+    pending: Vec<(u64, u64)>,
     /// Every block of every segment by address.
     blocks: BTreeMap<u64, Block>,
     segments: BTreeMap<u64, Segment>,
@@ -107,6 +154,7 @@ impl Allocator {
             capacity_bytes,
             free_small: BTreeSet::new(),
             free_large: BTreeSet::new(),
+            pending: Vec::new(),
             blocks: BTreeMap::new(),
             segments: BTreeMap::new(),
             hbm_free: BTreeMap::from([(base_addr, capacity_bytes)]),
@@ -114,11 +162,23 @@ impl Allocator {
         }
     }
 
-    /// Allocates a block for `requested_bytes`; returns its address and size.
+    /// Allocates a block for `requested_bytes` on stream 0; returns its address and size.
     pub(crate) fn allocate(
         &mut self,
         requested_bytes: u64,
         category: MemoryCategory,
+    ) -> Result<(u64, u64), BackendError> {
+        self.allocate_on(requested_bytes, category, 0)
+    }
+
+    /// Allocates a block for `requested_bytes` for work on stream (queue) `stream`, from
+    /// that stream's free blocks or a new segment of its own; returns its address and
+    /// size.
+    pub(crate) fn allocate_on(
+        &mut self,
+        requested_bytes: u64,
+        category: MemoryCategory,
+        stream: u16,
     ) -> Result<(u64, u64), BackendError> {
         let bytes = size_class(requested_bytes);
         let pool = if bytes < SMALL_POOL_LIMIT_BYTES {
@@ -126,37 +186,94 @@ impl Allocator {
         } else {
             Pool::Large
         };
-        let addr = match self.best_fit(pool, bytes) {
+        let addr = match self.best_fit(pool, stream, bytes) {
             Some(addr) => addr,
-            None => self.reserve_segment(pool, bytes)?,
+            None => self.reserve_segment(pool, stream, bytes)?,
         };
         // An unsplit block may be a little larger than the size class: count what it holds.
-        let bytes = self.take_block(addr, bytes, pool, category);
-        self.stats.note_allocate(bytes, category);
+        let bytes = self.take_block(addr, bytes, pool, category, requested_bytes);
+        self.stats
+            .note_allocate(bytes, requested_bytes, category, pool.stat());
         self.record(MemoryAction::Allocate, addr, bytes, category);
         Ok((addr, bytes))
     }
 
-    /// Frees the block at `addr` (returned by [`allocate`](Self::allocate)).
+    /// Frees the block at `addr` (returned by [`allocate`](Self::allocate)): reusable at
+    /// once by its stream.
     pub(crate) fn free(&mut self, addr: u64) {
-        let Some(block) = self.blocks.get_mut(&addr) else {
-            return;
-        };
-        if !block.allocated {
-            return;
+        if self.begin_free(addr) {
+            self.finish_free(addr);
         }
-        block.allocated = false;
-        let Block {
-            bytes, category, ..
-        } = *block;
-        self.stats.note_free(bytes, category);
+    }
+
+    /// Frees the block at `addr` while another stream may use it until the modeled
+    /// instant `ready_ns`: no longer allocated, but reused only once
+    /// [`release_completed`](Self::release_completed) is called with an instant at or
+    /// after `ready_ns`.
+    pub(crate) fn free_pending(&mut self, addr: u64, ready_ns: u64) {
+        if self.begin_free(addr) {
+            if let Some(block) = self.blocks.get_mut(&addr) {
+                block.pending = true;
+            }
+            self.pending.push((ready_ns, addr));
+        }
+    }
+
+    /// Makes the pending blocks whose streams passed their free by `now_ns` reusable;
+    /// returns how many.
+    pub(crate) fn release_completed(&mut self, now_ns: u64) -> usize {
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|&(ready_ns, _)| ready_ns <= now_ns);
+        self.pending = waiting;
+        for &(_, addr) in &done {
+            self.finish_free(addr);
+        }
+        done.len()
+    }
+
+    /// The latest instant a pending block waits for (None: nothing pending).
+    pub(crate) fn latest_pending_ns(&self) -> Option<u64> {
+        self.pending.iter().map(|&(ready_ns, _)| ready_ns).max()
+    }
+
+    /// Counts one wait for every stream to pass the pending frees (before a retry).
+    pub(crate) fn note_sync_all_streams(&mut self) {
+        self.stats.num_sync_all_streams += 1;
+    }
+
+    /// The host's free of an allocated block: it stops counting as allocated. False
+    /// when `addr` is no allocated block (unknown, free, or already freed).
+    fn begin_free(&mut self, addr: u64) -> bool {
+        let Some(block) = self.blocks.get(&addr).copied() else {
+            return false;
+        };
+        if !block.allocated || block.pending {
+            return false;
+        }
+        let pool = self.segments[&block.segment_addr].pool;
+        self.stats
+            .note_free(block.bytes, block.category, pool.stat());
+        self.record(MemoryAction::Free, addr, block.bytes, block.category);
+        true
+    }
+
+    /// A freed block no stream uses any more: back to its pool's free set.
+    fn finish_free(&mut self, addr: u64) {
+        let block = self.blocks[&addr];
+        let pool = self.segments[&block.segment_addr].pool;
+        self.stats
+            .note_inactive(block.bytes, block.requested, pool.stat());
         self.merge_and_release(addr);
-        self.record(MemoryAction::Free, addr, bytes, category);
     }
 
     /// Moves the allocated block at `addr` to `category` in the statistics.
     pub(crate) fn retag(&mut self, addr: u64, category: MemoryCategory) {
-        let Some(block) = self.blocks.get_mut(&addr).filter(|b| b.allocated) else {
+        let Some(block) = self
+            .blocks
+            .get_mut(&addr)
+            .filter(|b| b.allocated && !b.pending)
+        else {
             return;
         };
         let (bytes, old) = (block.bytes, block.category);
@@ -178,12 +295,12 @@ impl Allocator {
             .collect();
         let mut released = 0;
         for (addr, segment) in idle {
-            self.free_set(segment.pool).remove(&(segment.bytes, addr));
+            self.free_set(segment.pool)
+                .remove(&(segment.stream, segment.bytes, addr));
             self.blocks.remove(&addr);
             self.segments.remove(&addr);
             self.release_hbm(addr, segment.bytes);
-            self.stats.reserved_bytes -= segment.bytes;
-            self.stats.segments -= 1;
+            self.stats.note_release(segment.bytes, segment.pool.stat());
             released += segment.bytes;
         }
         released
@@ -207,22 +324,30 @@ impl Allocator {
         self.capacity_bytes
     }
 
-    fn free_set(&mut self, pool: Pool) -> &mut BTreeSet<(u64, u64)> {
+    fn free_set(&mut self, pool: Pool) -> &mut BTreeSet<FreeKey> {
         match pool {
             Pool::Small => &mut self.free_small,
             Pool::Large => &mut self.free_large,
         }
     }
 
-    fn best_fit(&mut self, pool: Pool, bytes: u64) -> Option<u64> {
-        let &(size, addr) = self.free_set(pool).range((bytes, 0)..).next()?;
-        self.free_set(pool).remove(&(size, addr));
-        Some(addr)
+    fn best_fit(&mut self, pool: Pool, stream: u16, bytes: u64) -> Option<u64> {
+        let key = *self
+            .free_set(pool)
+            .range((stream, bytes, 0)..=(stream, u64::MAX, u64::MAX))
+            .next()?;
+        self.free_set(pool).remove(&key);
+        Some(key.2)
     }
 
     /// Reserves a new segment for a `bytes` block and returns the segment's (free) first
     /// block, already out of the free set.
-    fn reserve_segment(&mut self, pool: Pool, bytes: u64) -> Result<u64, BackendError> {
+    fn reserve_segment(
+        &mut self,
+        pool: Pool,
+        stream: u16,
+        bytes: u64,
+    ) -> Result<u64, BackendError> {
         let segment_bytes = match pool {
             Pool::Small => SMALL_SEGMENT_BYTES,
             Pool::Large if bytes < MEDIUM_LIMIT_BYTES => MEDIUM_SEGMENT_BYTES,
@@ -232,6 +357,7 @@ impl Allocator {
             Some(addr) => addr,
             None => {
                 self.empty_cache();
+                self.stats.num_alloc_retries += 1;
                 match self.reserve_hbm(segment_bytes) {
                     Some(addr) => addr,
                     None => {
@@ -246,56 +372,61 @@ impl Allocator {
             Segment {
                 bytes: segment_bytes,
                 pool,
+                stream,
             },
         );
-        self.blocks.insert(
-            addr,
-            Block {
-                bytes: segment_bytes,
-                segment_addr: addr,
-                allocated: false,
-                category: MemoryCategory::Other,
-            },
-        );
-        self.stats.reserved_bytes += segment_bytes;
-        self.stats.peak_reserved_bytes = self
-            .stats
-            .peak_reserved_bytes
-            .max(self.stats.reserved_bytes);
-        self.stats.segments += 1;
+        self.blocks.insert(addr, Block::free(segment_bytes, addr));
+        self.stats.note_reserve(segment_bytes, pool.stat());
         Ok(addr)
+    }
+
+    /// Whether a free block of `bytes` in segment `segment_addr` is a split one (not the
+    /// whole segment).
+    fn splits(&self, bytes: u64, segment_addr: u64) -> bool {
+        self.segments[&segment_addr].bytes != bytes
     }
 
     /// Marks the free block at `addr` (out of the free set) allocated, splitting off the
     /// rest when worth keeping; returns the block's size.
-    fn take_block(&mut self, addr: u64, bytes: u64, pool: Pool, category: MemoryCategory) -> u64 {
-        let block = self
-            .blocks
-            .get_mut(&addr)
-            .expect("block of a free-set entry");
-        let rest = block.bytes - bytes;
+    fn take_block(
+        &mut self,
+        addr: u64,
+        bytes: u64,
+        pool: Pool,
+        category: MemoryCategory,
+        requested: u64,
+    ) -> u64 {
+        let Block {
+            bytes: held,
+            segment_addr,
+            ..
+        } = self.blocks[&addr];
+        if self.splits(held, segment_addr) {
+            self.stats.note_inactive_split(false, held, pool.stat());
+        }
+        let stream = self.segments[&segment_addr].stream;
+        let rest = held - bytes;
         let split = match pool {
             Pool::Small => rest >= MIN_BLOCK_BYTES,
             Pool::Large => rest > SMALL_POOL_LIMIT_BYTES,
         };
+        let block = self
+            .blocks
+            .get_mut(&addr)
+            .expect("block of a free-set entry");
         block.allocated = true;
+        block.pending = false;
         block.category = category;
+        block.requested = requested;
         if split {
             block.bytes = bytes;
-            let segment_addr = block.segment_addr;
-            self.blocks.insert(
-                addr + bytes,
-                Block {
-                    bytes: rest,
-                    segment_addr,
-                    allocated: false,
-                    category: MemoryCategory::Other,
-                },
-            );
-            self.free_set(pool).insert((rest, addr + bytes));
+            self.blocks
+                .insert(addr + bytes, Block::free(rest, segment_addr));
+            self.free_set(pool).insert((stream, rest, addr + bytes));
+            self.stats.note_inactive_split(true, rest, pool.stat());
             bytes
         } else {
-            bytes + rest
+            held
         }
     }
 
@@ -303,14 +434,16 @@ impl Allocator {
     /// the result in its pool's free set.
     fn merge_and_release(&mut self, addr: u64) {
         let block = self.blocks[&addr];
-        let pool = self.segments[&block.segment_addr].pool;
+        let Segment { pool, stream, .. } = self.segments[&block.segment_addr];
         let mut start = addr;
         let mut bytes = block.bytes;
         let next_addr = addr + block.bytes;
         if let Some(next) = self.blocks.get(&next_addr).copied() {
             if !next.allocated && next.segment_addr == block.segment_addr {
-                self.free_set(pool).remove(&(next.bytes, next_addr));
+                self.free_set(pool).remove(&(stream, next.bytes, next_addr));
                 self.blocks.remove(&next_addr);
+                self.stats
+                    .note_inactive_split(false, next.bytes, pool.stat());
                 bytes += next.bytes;
             }
         }
@@ -319,17 +452,20 @@ impl Allocator {
                 && prev.segment_addr == block.segment_addr
                 && prev_addr + prev.bytes == addr
             {
-                self.free_set(pool).remove(&(prev.bytes, prev_addr));
+                self.free_set(pool).remove(&(stream, prev.bytes, prev_addr));
                 self.blocks.remove(&addr);
+                self.stats
+                    .note_inactive_split(false, prev.bytes, pool.stat());
                 start = prev_addr;
                 bytes += prev.bytes;
             }
         }
-        let merged = self.blocks.get_mut(&start).expect("merged block");
-        merged.bytes = bytes;
-        merged.allocated = false;
-        merged.category = MemoryCategory::Other;
-        self.free_set(pool).insert((bytes, start));
+        self.blocks
+            .insert(start, Block::free(bytes, block.segment_addr));
+        if self.splits(bytes, block.segment_addr) {
+            self.stats.note_inactive_split(true, bytes, pool.stat());
+        }
+        self.free_set(pool).insert((stream, bytes, start));
     }
 
     fn reserve_hbm(&mut self, bytes: u64) -> Option<u64> {

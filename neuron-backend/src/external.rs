@@ -240,17 +240,59 @@ impl Device {
         sleep_until(span.end_ns)
     }
 
-    /// Allocates a block for `bytes` from the device's caching allocator, tagged with
-    /// the current category (recorded with the totals after it, like every allocation).
-    /// Returns the block's device address and size.
-    pub fn external_allocate(&self, bytes: u64) -> Result<(u64, u64), BackendError> {
+    /// Allocates a block for `bytes` for work on queue `queue` (the caller's current
+    /// stream) from the device's caching allocator, tagged with the current category
+    /// (recorded with the totals after it, like every allocation). Returns the block's
+    /// device address and size.
+    ///
+    /// Blocks freed while another stream used them become reusable here once the
+    /// calling thread's clock has passed that stream's work (see the allocator's module
+    /// docs). When HBM is exhausted while such blocks are pending, the host waits
+    /// (really) until every stream passed them, releases them and retries once, as
+    /// CUDA's caching allocator synchronizes its pending frees before it reports out of
+    /// memory (counted in `num_sync_all_streams`).
+    pub fn external_allocate(&self, bytes: u64, queue: usize) -> Result<(u64, u64), BackendError> {
+        self.check_queue("allocation", queue)?;
         let category = self.category();
-        self.allocator().allocate(bytes, category)
+        let now_ns = runtime_hooks::clock::now_ns();
+        let first = {
+            let mut allocator = self.allocator();
+            allocator.release_completed(now_ns);
+            allocator.allocate_on(bytes, category, queue as u16)
+        };
+        let Err(BackendError::OutOfMemory { .. }) = &first else {
+            return first;
+        };
+        let Some(latest_ns) = self.allocator().latest_pending_ns() else {
+            return first;
+        };
+        let now_ns = sleep_until(latest_ns);
+        let mut allocator = self.allocator();
+        allocator.note_sync_all_streams();
+        allocator.release_completed(now_ns);
+        allocator.allocate_on(bytes, category, queue as u16)
     }
 
-    /// Frees a block returned by [`external_allocate`](Self::external_allocate).
-    pub fn external_free(&self, addr: u64) {
-        self.allocator().free(addr);
+    /// Frees a block returned by [`external_allocate`](Self::external_allocate). The
+    /// block's own stream needs no wait (its work runs in order); when other queues
+    /// used it (`record_stream`), it is reused only after the work queued on them so
+    /// far has ended on the device.
+    pub fn external_free(&self, addr: u64, used_by: &[usize]) {
+        let ready_ns = {
+            let timeline = self.timeline();
+            used_by
+                .iter()
+                .filter_map(|&q| timeline.queues.get(q))
+                .map(|q| q.last_end_ns.max(q.wait_until_ns))
+                .max()
+        };
+        let mut allocator = self.allocator();
+        match ready_ns {
+            Some(ready_ns) if ready_ns > runtime_hooks::clock::now_ns() => {
+                allocator.free_pending(addr, ready_ns)
+            }
+            _ => allocator.free(addr),
+        }
     }
 }
 
@@ -349,10 +391,10 @@ mod tests {
     fn allocations_go_through_the_caching_allocator() {
         let runtime = Runtime::trn2();
         let device = runtime.device(1).unwrap();
-        let (addr, bytes) = device.external_allocate(1000).unwrap();
+        let (addr, bytes) = device.external_allocate(1000, 0).unwrap();
         assert_eq!(bytes, crate::size_class(1000));
         assert_eq!(device.memory_stats().allocated_bytes, bytes);
-        device.external_free(addr);
+        device.external_free(addr, &[]);
         assert_eq!(device.memory_stats().allocated_bytes, 0);
         assert!(
             device.memory_stats().reserved_bytes > 0,

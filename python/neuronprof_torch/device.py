@@ -188,8 +188,38 @@ class Event(metaclass=_NeuronType):
 # Memory.
 
 
-def memory_stats(device=None) -> dict:
-    return dict(_C.memory_stats(_index(device)))
+_POOLS = ("all", "small_pool", "large_pool")
+
+
+def memory_stats(device=None) -> "collections.OrderedDict[str, int]":
+    """The device allocator's statistics with torch.cuda.memory_stats' keys, sorted:
+    ``{stat}.{all|small_pool|large_pool}.{current|peak|allocated|freed}`` for
+    ``allocation``, ``segment``, ``active``, ``inactive_split`` (counts) and
+    ``allocated_bytes``, ``reserved_bytes``, ``active_bytes``, ``inactive_split_bytes``,
+    ``requested_bytes``, then ``num_alloc_retries``, ``num_ooms``,
+    ``num_sync_all_streams``, ``num_device_alloc``, ``num_device_free`` and
+    ``max_split_size`` (-1: no limit). A block freed while another stream still uses it
+    (``Tensor.record_stream``) leaves ``allocated_bytes`` at once and ``active_bytes``
+    when that stream passes the free. ``oversize_*`` are 0: without a max split size no
+    block is oversize. Read from the same allocator as
+    ``torch.accelerator.memory.memory_stats``."""
+    import collections
+
+    raw = _C._device_stats(_index(device))
+    flat = []
+    for name, value in raw.items():
+        if name == "capacity_bytes":
+            continue
+        if isinstance(value, list):
+            for pool, stat in zip(_POOLS, value):
+                flat.extend((f"{name}.{pool}.{metric}", n) for metric, n in stat.items())
+        else:
+            flat.append((name, value))
+    for name in ("oversize_allocations", "oversize_segments"):
+        flat.extend((f"{name}.{metric}", 0) for metric in ("current", "peak", "allocated", "freed"))
+    flat.append(("max_split_size", -1))
+    flat.sort()
+    return collections.OrderedDict(flat)
 
 
 def memory_allocated(device=None) -> int:
@@ -230,9 +260,9 @@ def mem_get_info(device=None) -> tuple[int, int]:
     """(free, total) bytes of the device's HBM, as ``torch.cuda.mem_get_info``: free is
     the capacity less what the caching allocator reserved (this process is the device's
     only user)."""
-    stats = memory_stats(device)
-    total = stats["capacity_bytes"]
-    return total - stats["reserved_bytes.all.current"], total
+    raw = _C._device_stats(_index(device))
+    total = raw["capacity_bytes"]
+    return total - raw["reserved_bytes"][0]["current"], total
 
 
 class _NeuronDeviceProperties:
@@ -279,6 +309,8 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def empty_cache() -> None:
+    """Releases the cached, fully free segments of every device (a block freed while
+    another stream still uses it stays until that stream passes it)."""
     for index in range(_C.device_count()):
         _C.empty_cache(index)
 

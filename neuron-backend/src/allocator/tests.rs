@@ -186,3 +186,146 @@ fn resetting_peaks_and_counts_keeps_the_current_totals() {
     alloc.free(b);
     assert_eq!(alloc.stats().num_frees, 1);
 }
+
+/// The statistic arrays' invariants after any sequence: the aggregate is the sum of the
+/// pools, and each current value is what was added less what was removed.
+fn check_consistent(stats: &MemoryStats) {
+    let p = &stats.pools;
+    for (name, array) in [
+        ("allocation", p.allocation),
+        ("segment", p.segment),
+        ("active", p.active),
+        ("inactive_split", p.inactive_split),
+        ("allocated_bytes", p.allocated_bytes),
+        ("reserved_bytes", p.reserved_bytes),
+        ("active_bytes", p.active_bytes),
+        ("inactive_split_bytes", p.inactive_split_bytes),
+        ("requested_bytes", p.requested_bytes),
+    ] {
+        assert_eq!(
+            array[0].current,
+            array[1].current + array[2].current,
+            "{name}: all = small + large"
+        );
+        for stat in array {
+            assert!(stat.peak >= stat.current, "{name}: {stat:?}");
+        }
+    }
+    assert_eq!(p.allocated_bytes[0].current, stats.allocated_bytes);
+    assert_eq!(p.reserved_bytes[0].current, stats.reserved_bytes);
+    assert_eq!(p.segment[0].current, stats.segments);
+    assert_eq!(p.allocation[0].current, stats.active_blocks);
+}
+
+#[test]
+fn pool_statistics_count_blocks_bytes_and_segments_per_pool() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, a_bytes) = alloc.allocate(1000, MemoryCategory::Other).unwrap();
+    let (b, b_bytes) = alloc.allocate(3 * MIB, MemoryCategory::Other).unwrap();
+    let s = alloc.stats();
+    check_consistent(&s);
+    let p = &s.pools;
+    assert_eq!((a_bytes, b_bytes), (1024, 3 * MIB));
+    assert_eq!(p.allocation[SMALL_POOL_STAT].current, 1);
+    assert_eq!(p.allocation[LARGE_POOL_STAT].current, 1);
+    assert_eq!(p.allocated_bytes[SMALL_POOL_STAT].current, 1024);
+    assert_eq!(p.allocated_bytes[LARGE_POOL_STAT].current, 3 * MIB);
+    assert_eq!(p.requested_bytes[0].current, 1000 + 3 * MIB);
+    assert_eq!(
+        p.reserved_bytes[SMALL_POOL_STAT].current,
+        SMALL_SEGMENT_BYTES
+    );
+    assert_eq!(
+        p.reserved_bytes[LARGE_POOL_STAT].current,
+        MEDIUM_SEGMENT_BYTES
+    );
+    // Both segments are split: the rest of each is an inactive split block.
+    assert_eq!(p.inactive_split[0].current, 2);
+    assert_eq!(
+        p.inactive_split_bytes[0].current,
+        SMALL_SEGMENT_BYTES - 1024 + MEDIUM_SEGMENT_BYTES - 3 * MIB
+    );
+    assert_eq!(s.num_device_alloc, 2);
+    alloc.free(a);
+    alloc.free(b);
+    let s = alloc.stats();
+    check_consistent(&s);
+    let p = &s.pools;
+    assert_eq!(p.allocation[0].current, 0);
+    assert_eq!(p.allocation[0].allocated, 2);
+    assert_eq!(p.allocation[0].freed, 2);
+    assert_eq!(p.allocated_bytes[0].allocated, 1024 + 3 * MIB);
+    assert_eq!(p.allocated_bytes[0].freed, 1024 + 3 * MIB);
+    assert_eq!(p.allocated_bytes[0].peak, 1024 + 3 * MIB);
+    assert_eq!(p.requested_bytes[0].current, 0);
+    assert_eq!(
+        (
+            p.inactive_split[0].current,
+            p.inactive_split_bytes[0].current
+        ),
+        (0, 0),
+        "merged back into whole free segments"
+    );
+    assert_eq!(
+        alloc.empty_cache(),
+        SMALL_SEGMENT_BYTES + MEDIUM_SEGMENT_BYTES
+    );
+    let s = alloc.stats();
+    check_consistent(&s);
+    assert_eq!(s.pools.segment[0].freed, 2);
+    assert_eq!(s.pools.reserved_bytes[0].current, 0);
+    assert_eq!(s.num_device_free, 2);
+    alloc.reset_accumulated_stats();
+    alloc.reset_peak_stats();
+    let s = alloc.stats();
+    assert_eq!(s.pools.allocated_bytes[0], Stat::default());
+    assert_eq!(s.num_device_alloc, 0);
+}
+
+#[test]
+fn blocks_are_reused_only_by_their_own_stream() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, _) = alloc.allocate_on(4096, MemoryCategory::Other, 0).unwrap();
+    alloc.free(a);
+    let (b, _) = alloc.allocate_on(4096, MemoryCategory::Other, 6).unwrap();
+    assert_ne!(b, a, "stream 6 does not take stream 0's block");
+    assert_eq!(
+        alloc.stats().segments,
+        2,
+        "stream 6 reserved a segment of its own"
+    );
+    let (c, _) = alloc.allocate_on(4096, MemoryCategory::Other, 0).unwrap();
+    assert_eq!(c, a, "stream 0 reuses its own block at once");
+    alloc.free(b);
+    let (d, _) = alloc.allocate_on(4096, MemoryCategory::Other, 6).unwrap();
+    assert_eq!(d, b);
+    check_consistent(&alloc.stats());
+}
+
+#[test]
+fn a_block_freed_while_another_stream_uses_it_waits_for_that_stream() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, bytes) = alloc.allocate_on(4096, MemoryCategory::Other, 0).unwrap();
+    alloc.free_pending(a, 1_000);
+    let s = alloc.stats();
+    check_consistent(&s);
+    assert_eq!(s.allocated_bytes, 0, "no longer allocated");
+    assert_eq!(s.pools.active_bytes[0].current, bytes, "still active");
+    assert_eq!(s.pools.requested_bytes[0].current, 4096);
+    let (b, _) = alloc.allocate_on(4096, MemoryCategory::Other, 0).unwrap();
+    assert_ne!(b, a, "not reused before the stream passes the free");
+    assert_eq!(alloc.release_completed(999), 0);
+    assert_eq!(alloc.latest_pending_ns(), Some(1_000));
+    assert_eq!(alloc.release_completed(1_000), 1);
+    assert_eq!(alloc.latest_pending_ns(), None);
+    assert_eq!(alloc.stats().pools.active_bytes[0].current, bytes);
+    let (c, _) = alloc.allocate_on(4096, MemoryCategory::Other, 0).unwrap();
+    assert_eq!(c, a, "reused once the stream passed it");
+    // Freeing a pending block again changes nothing.
+    alloc.free_pending(b, 5);
+    let before = alloc.stats();
+    alloc.free(b);
+    alloc.free_pending(b, 7);
+    assert_eq!(alloc.stats(), before);
+    check_consistent(&before);
+}

@@ -99,6 +99,29 @@ typedef struct npc_memory_stats {
     uint64_t num_ooms;
 } npc_memory_stats_t;
 
+/* c10::Stat; the arrays of npc_device_stats_t are [all, small pool, large pool]. */
+typedef struct npc_stat {
+    uint64_t current, peak, allocated, freed;
+} npc_stat_t;
+
+typedef struct npc_device_stats {
+    npc_stat_t allocation[3];
+    npc_stat_t segment[3];
+    npc_stat_t active[3];
+    npc_stat_t inactive_split[3];
+    npc_stat_t allocated_bytes[3];
+    npc_stat_t reserved_bytes[3];
+    npc_stat_t active_bytes[3];
+    npc_stat_t inactive_split_bytes[3];
+    npc_stat_t requested_bytes[3];
+    uint64_t num_alloc_retries;
+    uint64_t num_ooms;
+    uint64_t num_device_alloc;
+    uint64_t num_device_free;
+    uint64_t num_sync_all_streams;
+    uint64_t capacity_bytes;
+} npc_device_stats_t;
+
 typedef struct npc_activity {
     uint32_t kind; /* NPC_ACTIVITY_* */
     uint16_t device;
@@ -203,10 +226,14 @@ typedef struct npc_window npc_window_t;
 int32_t npc_init(const char *profile);
 int32_t npc_device_count(void);
 
-/* Caching allocator of each device (recorded). */
-int32_t npc_allocate(uint16_t device, uint64_t bytes, uint64_t *addr, uint64_t *block_bytes);
-void npc_free(uint16_t device, uint64_t addr);
+/* Caching allocator of each device (recorded). Blocks are reused in stream order: a
+ * block allocated for `queue` serves only that queue's later requests, and a block
+ * freed with `used_by` queues (record_stream) is reused once their queued work ended. */
+int32_t npc_allocate(uint16_t device, uint16_t queue, uint64_t bytes, uint64_t *addr,
+                     uint64_t *block_bytes);
+void npc_free(uint16_t device, uint64_t addr, const uint16_t *used_by, uint32_t n_used_by);
 int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
+int32_t npc_device_stats(uint16_t device, npc_device_stats_t *out); /* c10 DeviceStats */
 int32_t npc_reset_peak_memory_stats(uint16_t device);        /* peaks := current */
 int32_t npc_reset_accumulated_memory_stats(uint16_t device); /* allocs, frees, ooms := 0 */
 uint64_t npc_empty_cache(uint16_t device);

@@ -242,8 +242,108 @@ fn stats_of(device: &Device) -> NpcMemoryStats {
     }
 }
 
-/// Allocates a block for `bytes` on `device` from its caching allocator (recorded, with
-/// the totals after it). Writes the block's device address and size.
+/// One statistic of [`NpcDeviceStats`] (c10's `Stat`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpcStat {
+    /// Value now.
+    pub current: u64,
+    /// Largest value since the last peak reset.
+    pub peak: u64,
+    /// Sum of increases since the last accumulated reset.
+    pub allocated: u64,
+    /// Sum of decreases since the last accumulated reset.
+    pub freed: u64,
+}
+
+/// A device's allocator statistics in the shape of c10's `DeviceStats`: each array is
+/// [all, small pool, large pool] (`neuron_backend::PoolStats` says what each counts).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpcDeviceStats {
+    /// Blocks handed out.
+    pub allocation: [NpcStat; 3],
+    /// Segments reserved.
+    pub segment: [NpcStat; 3],
+    /// Allocated blocks and freed blocks a stream still uses.
+    pub active: [NpcStat; 3],
+    /// Free blocks of split segments.
+    pub inactive_split: [NpcStat; 3],
+    /// Bytes of allocated blocks.
+    pub allocated_bytes: [NpcStat; 3],
+    /// Bytes of reserved segments.
+    pub reserved_bytes: [NpcStat; 3],
+    /// Bytes of active blocks.
+    pub active_bytes: [NpcStat; 3],
+    /// Bytes of inactive split blocks.
+    pub inactive_split_bytes: [NpcStat; 3],
+    /// Bytes requested (before rounding) of active blocks.
+    pub requested_bytes: [NpcStat; 3],
+    /// Reservations retried after releasing the cache.
+    pub num_alloc_retries: u64,
+    /// Out-of-memory failures.
+    pub num_ooms: u64,
+    /// Segments reserved from HBM.
+    pub num_device_alloc: u64,
+    /// Segments released to HBM.
+    pub num_device_free: u64,
+    /// Waits for every stream to pass the pending frees.
+    pub num_sync_all_streams: u64,
+    /// HBM capacity.
+    pub capacity_bytes: u64,
+}
+
+fn stat_array(array: &neuron_backend::StatArray) -> [NpcStat; 3] {
+    array.map(|s| NpcStat {
+        current: s.current,
+        peak: s.peak,
+        allocated: s.allocated,
+        freed: s.freed,
+    })
+}
+
+/// Writes `device`'s allocator statistics, c10 `DeviceStats` style, to `out`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn npc_device_stats(device_index: u16, out: *mut NpcDeviceStats) -> i32 {
+    if out.is_null() {
+        return fail(NPC_ERR_ARGUMENT, "npc_device_stats: null out-pointer");
+    }
+    guard(|| match device(device_index) {
+        Err((status, message)) => fail(status, message),
+        Ok(device) => {
+            let s = device.memory_stats();
+            let p = &s.pools;
+            let stats = NpcDeviceStats {
+                allocation: stat_array(&p.allocation),
+                segment: stat_array(&p.segment),
+                active: stat_array(&p.active),
+                inactive_split: stat_array(&p.inactive_split),
+                allocated_bytes: stat_array(&p.allocated_bytes),
+                reserved_bytes: stat_array(&p.reserved_bytes),
+                active_bytes: stat_array(&p.active_bytes),
+                inactive_split_bytes: stat_array(&p.inactive_split_bytes),
+                requested_bytes: stat_array(&p.requested_bytes),
+                num_alloc_retries: s.num_alloc_retries,
+                num_ooms: s.num_ooms,
+                num_device_alloc: s.num_device_alloc,
+                num_device_free: s.num_device_free,
+                num_sync_all_streams: s.num_sync_all_streams,
+                capacity_bytes: device.memory_capacity_bytes(),
+            };
+            // SAFETY: checked non-null; the caller guarantees it is valid for writes.
+            unsafe { out.write(stats) };
+            NPC_OK
+        }
+    })
+}
+
+/// Allocates a block for `bytes` on `device` for work on queue `queue` (the caller's
+/// current stream: blocks are reused in stream order) from its caching allocator
+/// (recorded, with the totals after it). Writes the block's device address and size.
 ///
 /// # Safety
 ///
@@ -251,6 +351,7 @@ fn stats_of(device: &Device) -> NpcMemoryStats {
 #[no_mangle]
 pub unsafe extern "C" fn npc_allocate(
     device_index: u16,
+    queue: u16,
     bytes: u64,
     addr: *mut u64,
     block_bytes: *mut u64,
@@ -260,7 +361,7 @@ pub unsafe extern "C" fn npc_allocate(
     }
     guard(|| match device(device_index) {
         Err((status, message)) => fail(status, message),
-        Ok(device) => match device.external_allocate(bytes) {
+        Ok(device) => match device.external_allocate(bytes, usize::from(queue)) {
             Ok((block_addr, size)) => {
                 // SAFETY: both pointers were checked non-null; the caller guarantees
                 // they are valid for writes.
@@ -270,18 +371,41 @@ pub unsafe extern "C" fn npc_allocate(
                 }
                 NPC_OK
             }
-            Err(e) => fail(NPC_ERR_OUT_OF_MEMORY, e.to_string()),
+            Err(e @ neuron_backend::BackendError::OutOfMemory { .. }) => {
+                fail(NPC_ERR_OUT_OF_MEMORY, e.to_string())
+            }
+            Err(e) => fail(NPC_ERR_ARGUMENT, e.to_string()),
         },
     })
 }
 
 /// Frees the block at `addr` of `device` (from `npc_allocate`); unknown addresses are
-/// ignored.
+/// ignored. `used_by` (may be null when `n_used_by` is 0) lists the other queues whose
+/// work used the block (`record_stream`): it is reused only once the work queued on
+/// them so far has ended.
+///
+/// # Safety
+///
+/// `used_by` must be valid for reads of `n_used_by` queue indexes.
 #[no_mangle]
-pub extern "C" fn npc_free(device_index: u16, addr: u64) {
+pub unsafe extern "C" fn npc_free(
+    device_index: u16,
+    addr: u64,
+    used_by: *const u16,
+    n_used_by: u32,
+) {
+    let queues: Vec<usize> = if used_by.is_null() || n_used_by == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the caller guarantees `n_used_by` readable entries.
+        unsafe { std::slice::from_raw_parts(used_by, n_used_by as usize) }
+            .iter()
+            .map(|&q| usize::from(q))
+            .collect()
+    };
     let _ = guard(|| {
         if let Ok(device) = device(device_index) {
-            device.external_free(addr);
+            device.external_free(addr, &queues);
         }
         NPC_OK
     });
@@ -538,7 +662,7 @@ mod tests {
     fn a_device_out_of_range_is_reported() {
         let (mut addr, mut bytes) = (0, 0);
         // SAFETY: both out-pointers are valid.
-        let status = unsafe { npc_allocate(u16::MAX, 16, &mut addr, &mut bytes) };
+        let status = unsafe { npc_allocate(u16::MAX, 0, 16, &mut addr, &mut bytes) };
         assert_eq!(status, NPC_ERR_NO_DEVICE);
     }
 

@@ -84,10 +84,11 @@
 //! assert!(unsafe { npc_init(std::ptr::null()) } > 0);
 //! let (mut addr, mut bytes) = (0u64, 0u64);
 //! // SAFETY: both out-pointers are valid.
-//! let status = unsafe { npc_allocate(0, 4096, &mut addr, &mut bytes) };
+//! let status = unsafe { npc_allocate(0, 0, 4096, &mut addr, &mut bytes) };
 //! assert_eq!(status, NPC_OK);
 //! assert_eq!(bytes, 4096);
-//! npc_free(0, addr);
+//! // SAFETY: no queue list.
+//! unsafe { npc_free(0, addr, std::ptr::null(), 0) };
 //! ```
 
 #![warn(missing_docs)]
@@ -116,12 +117,13 @@ pub use collective::{
 };
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{
-    npc_allocate, npc_device_count, npc_empty_cache, npc_free, npc_init, npc_launch,
-    npc_memory_stats, npc_read_wait, npc_reset_accumulated_memory_stats,
-    npc_reset_peak_memory_stats, npc_synchronize, NpcKernelSpan, NpcLaunch, NpcMemoryStats,
-    NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3, NPC_DTYPE_I64, NPC_ENGINE_GPSIMD,
-    NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR, NPC_KERNEL_COPY_D2D,
-    NPC_KERNEL_COPY_D2H, NPC_KERNEL_COPY_H2D, NPC_KERNEL_ELEMENTWISE, NPC_KERNEL_MATMUL,
+    npc_allocate, npc_device_count, npc_device_stats, npc_empty_cache, npc_free, npc_init,
+    npc_launch, npc_memory_stats, npc_read_wait, npc_reset_accumulated_memory_stats,
+    npc_reset_peak_memory_stats, npc_synchronize, NpcDeviceStats, NpcKernelSpan, NpcLaunch,
+    NpcMemoryStats, NpcStat, NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3, NPC_DTYPE_I64,
+    NPC_ENGINE_GPSIMD, NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR,
+    NPC_KERNEL_COPY_D2D, NPC_KERNEL_COPY_D2H, NPC_KERNEL_COPY_H2D, NPC_KERNEL_ELEMENTWISE,
+    NPC_KERNEL_MATMUL,
 };
 pub use error::{
     npc_last_error, NPC_ERR_ARGUMENT, NPC_ERR_NO_DEVICE, NPC_ERR_OUT_OF_MEMORY, NPC_ERR_PANIC,

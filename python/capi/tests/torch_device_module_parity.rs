@@ -4,7 +4,12 @@
 //! `mem_get_info` (free falls by what the allocator reserves), `reset_peak_memory_stats`
 //! (peaks back to the current values), `reset_accumulated_memory_stats`,
 //! `synchronize(device)` with every spelling of a device, and `manual_seed` /
-//! `manual_seed_all` / `torch.manual_seed` repeating the device's random draws.
+//! `manual_seed_all` / `torch.manual_seed` repeating the device's random draws;
+//! `torch.accelerator.memory.*` (the extension's `c10::DeviceAllocator`) agreeing with
+//! `torch.neuron.*` and with the tensors' sizes; and stream-ordered reuse: a freed block
+//! goes back to its own stream at once, never to another stream, and after
+//! `record_stream(side)` not before the side stream passed the free (allocated at once,
+//! still active until then).
 //!
 //! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
 //! recorded (`tests/support/skip.rs`), and under CI it fails.
@@ -81,6 +86,9 @@ fn torch_device_module_parity() {
     assert_eq!(r["allocs_after"], 0, "{r}");
     assert_eq!(r["synchronized"], true);
 
+    check_accelerator_memory(&r["accelerator_memory"]);
+    check_stream_reuse(&r["stream_reuse"]);
+
     for key in ["manual_seed", "manual_seed_all", "torch_manual_seed"] {
         let pair = r[key].as_array().unwrap();
         assert_eq!(pair[0], pair[1], "{key} repeats the draws");
@@ -93,4 +101,62 @@ fn torch_device_module_parity() {
         r["other_seed"], r["manual_seed"][0],
         "another seed, other draws"
     );
+}
+
+fn check_accelerator_memory(m: &Value) {
+    const LARGE: i64 = 3 * MIB;
+    const SMALL: i64 = 1024; // 1000 bytes rounded to the small pool's size class
+    assert_eq!(m["equal"], true, "accelerator and neuron stats differ: {m}");
+    assert_eq!(m["keys_differ"], json!([]), "{m}");
+    assert_eq!(m["equal_at_end"], true, "{m}");
+    assert_eq!(int(&m["allocated"]), LARGE + SMALL, "{m}");
+    assert_eq!(m["neuron_allocated"], m["allocated"], "{m}");
+    assert_eq!(int(&m["after_free"]), SMALL, "{m}");
+    assert_eq!(int(&m["peak"]), LARGE + SMALL, "{m}");
+    assert_eq!(m["neuron_peak"], m["peak"], "{m}");
+    assert_eq!(int(&m["allocation.all.allocated"]), 2, "{m}");
+    assert_eq!(int(&m["allocation.all.freed"]), 1, "{m}");
+    assert_eq!(
+        int(&m["allocated_bytes.large_pool.allocated"]),
+        LARGE,
+        "{m}"
+    );
+    assert_eq!(int(&m["allocated_bytes.large_pool.freed"]), LARGE, "{m}");
+    assert!(
+        int(&m["allocated_bytes.small_pool.current"]) >= SMALL,
+        "{m}"
+    );
+    assert!(int(&m["requested_bytes.small_pool.current"]) >= 1000, "{m}");
+    assert_eq!(
+        m["active_bytes.all.current"], m["allocated_bytes.all.current"],
+        "nothing pending: {m}"
+    );
+    assert_eq!(int(&m["peak_after_reset"]), SMALL, "{m}");
+    assert_eq!(m["neuron_peak_after_reset"], m["peak_after_reset"], "{m}");
+    assert_eq!(int(&m["allocs_after_reset"]), 0, "{m}");
+    assert_eq!(
+        m["info"][0], m["info"][1],
+        "get_memory_info = mem_get_info: {m}"
+    );
+}
+
+fn check_stream_reuse(r: &Value) {
+    assert_eq!(r["own_stream_reuses_at_once"], true, "{r}");
+    assert_eq!(r["other_stream_gets_other_block"], true, "{r}");
+    assert_eq!(
+        r["side_busy_at_free"], true,
+        "the side stream's 64 MiB copy should still run at the free: {r}"
+    );
+    assert_eq!(int(&r["allocated_drop"]), 4 * MIB, "{r}");
+    assert_eq!(
+        int(&r["active_drop"]),
+        0,
+        "active until the side stream passes: {r}"
+    );
+    assert_eq!(
+        r["reused_while_side_busy"], false,
+        "reused before the side stream passed the free: {r}"
+    );
+    assert_eq!(r["reused_after_side_passed"], true, "{r}");
+    assert_eq!(r["active_after"], r["allocated_after"], "{r}");
 }

@@ -86,6 +86,22 @@ else:
 
     out["at_stream"] = caught(stream_sync)
 
+    def event_query():
+        torch.index_select(weight, 0, bad)
+        e = torch.neuron.Event()
+        e.record()
+        e.query()
+
+    out["at_event_query"] = caught(event_query)
+
+    def stream_query():
+        torch.index_select(weight, 0, bad)
+        torch.neuron.current_stream().query()
+
+    out["at_stream_query"] = caught(stream_query)
+    # With no error pending, a query answers (and reports nothing).
+    out["query_clean"] = caught(lambda: torch.neuron.current_stream().query())
+
     def two_then_sync():
         torch.index_select(weight, 0, bad)
         torch.index_select(weight, 0, bad)

@@ -3,7 +3,8 @@
 //! - launches asynchronous: an out-of-range index in `embedding` / `index_select` /
 //!   `gather` returns at the op and raises a RuntimeError naming the op and its index input
 //!   at the next synchronizing call — `synchronize`, `.item()`, `.cpu()`,
-//!   `Event.synchronize`, `Stream.synchronize`, `torch.accelerator.synchronize` — once
+//!   `Event.synchronize`, `Stream.synchronize`, `torch.accelerator.synchronize`, and
+//!   `Event.query` / `Stream.query` (as CUDA's queries return a kernel's error) — once
 //!   (a second synchronization succeeds, the device keeps giving the CPU's values); two
 //!   errors before one call are reported as the first plus a count; an error never
 //!   synchronized is printed when the process ends;
@@ -83,13 +84,21 @@ fn torch_kernel_errors() {
          out: f32[1, 2])",
         "index (i64[1, 2], values 0..17)",
     );
-    for key in ["at_cpu", "at_event", "at_stream", "two_errors"] {
+    for key in [
+        "at_cpu",
+        "at_event",
+        "at_stream",
+        "at_event_query",
+        "at_stream_query",
+        "two_errors",
+    ] {
         check_kernel_error(runtime_error(&run, key), SELECT, BAD_INDEX);
     }
     assert!(
         runtime_error(&run, "two_errors").contains("(1 later kernel(s) on this device failed too"),
         "{run}"
     );
+    assert_eq!(run["query_clean"], Value::Null, "{run}");
     assert_eq!(run["clean_after"], Value::Null, "{run}");
     // The error left pending at the end is printed, not lost.
     assert!(

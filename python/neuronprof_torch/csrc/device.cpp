@@ -2,8 +2,10 @@
 // (registration points from shared/reference/torch-privateuse1.md).
 #include "neuron.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <vector>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -12,6 +14,8 @@
 #include <ATen/ops/copy_ops.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <torch/library.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
@@ -83,6 +87,22 @@ npc_kernel_span_t launch_op(const npc_op_t& op) {
 // the address, size and totals; both reported to PyTorch's profiler as CUDA's caching
 // allocator does (c10::reportMemoryUsageToProfiler), so `profile_memory=True` gives
 // `[memory]` events for the neuron device.
+//
+// It is a c10::DeviceAllocator (shared/reference/torch-runtime-c10d-dynamo.md, A: the
+// torch.accelerator.memory_* functions dynamic_cast the registered allocator to one), so
+// torch.accelerator.memory.* work on neuron; the statistics are the device allocator's
+// (neuron-backend/src/allocator), in c10's DeviceStats shape.
+//
+// Stream order (as CUDA's caching allocator): a block is allocated for the current
+// stream of the allocating thread, and reused only by that stream's later requests
+// (neuron-backend's allocator keeps a free list per stream). `Tensor.record_stream(s)`
+// (aten::record_stream, which has only a CUDA kernel in PyTorch, so the extension
+// registers the PrivateUse1 one) notes another stream that uses the block; when the
+// block is freed, it is reused only once the work queued on those streams so far has
+// ended on the device. The values are computed at each launch (python/README.md, "The
+// execution model"), so the host memory behind a freed block is released at once; the
+// order is what the device addresses, the statistics (active vs allocated) and the
+// trace's memory events show.
 
 namespace {
 
@@ -91,7 +111,11 @@ struct Block {
   uint64_t addr;
   uint64_t bytes;
   c10::DeviceIndex device;
+  uint16_t queue;                 // the stream it was allocated for
+  std::vector<uint16_t> used_by;  // other streams that used it (record_stream)
 };
+
+std::mutex g_used_by_mutex;
 
 void report(void* ptr, int64_t bytes, c10::DeviceIndex device) {
   npc_memory_stats_t stats{};
@@ -102,7 +126,11 @@ void report(void* ptr, int64_t bytes, c10::DeviceIndex device) {
 
 void free_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
-  npc_free(static_cast<uint16_t>(block->device), block->addr);
+  {
+    std::lock_guard<std::mutex> lock(g_used_by_mutex);
+    npc_free(static_cast<uint16_t>(block->device), block->addr, block->used_by.data(),
+             static_cast<uint32_t>(block->used_by.size()));
+  }
   report(block->host, -static_cast<int64_t>(block->bytes), block->device);
   {
     // Host memory standing in for device memory is the emulator's, not the host's
@@ -113,13 +141,31 @@ void free_block(void* ctx) {
   delete block;
 }
 
-struct NeuronAllocator final : c10::Allocator {
+void copy_stats(const npc_stat_t (&from)[3], c10::CachingAllocator::StatArray& to) {
+  for (size_t i = 0; i < to.size(); ++i) {
+    to[i].current = static_cast<int64_t>(from[i].current);
+    to[i].peak = static_cast<int64_t>(from[i].peak);
+    to[i].allocated = static_cast<int64_t>(from[i].allocated);
+    to[i].freed = static_cast<int64_t>(from[i].freed);
+  }
+}
+
+npc_device_stats_t device_stats(c10::DeviceIndex device) {
+  npc_device_stats_t stats{};
+  const int32_t status = npc_device_stats(static_cast<uint16_t>(device), &stats);
+  if (status != NPC_OK) throw_last_error("memory statistics", status);
+  return stats;
+}
+
+struct NeuronAllocator final : c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     c10::DeviceIndex device = current_device();
     c10::Device where(c10::DeviceType::PrivateUse1, device);
     if (nbytes == 0) return {nullptr, nullptr, &c10::detail::deleteNothing, where};
     uint64_t addr = 0, bytes = 0;
-    int32_t status = npc_allocate(static_cast<uint16_t>(device), nbytes, &addr, &bytes);
+    const uint16_t queue = current_queue(device);
+    int32_t status =
+        npc_allocate(static_cast<uint16_t>(device), queue, nbytes, &addr, &bytes);
     if (status == NPC_ERR_OUT_OF_MEMORY) {
       char buf[1024];
       npc_last_error(buf, sizeof buf);
@@ -134,11 +180,11 @@ struct NeuronAllocator final : c10::Allocator {
       host = std::aligned_alloc(64, host_bytes);
     }
     if (host == nullptr) {
-      npc_free(static_cast<uint16_t>(device), addr);
+      npc_free(static_cast<uint16_t>(device), addr, nullptr, 0);
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: host memory for ", nbytes,
                        " bytes of device memory could not be allocated");
     }
-    auto* block = new Block{host, addr, bytes, device};
+    auto* block = new Block{host, addr, bytes, device, queue, {}};
     report(host, static_cast<int64_t>(bytes), device);
     return {host, block, &free_block, where};
   }
@@ -146,16 +192,97 @@ struct NeuronAllocator final : c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
+
+  // The runtime starts when the package is imported (before any allocation).
+  bool initialized() override { return npc_device_count() > 0; }
+
+  // Releases the cached, fully free segments of every device (as CUDA's emptyCache;
+  // there are no private pools).
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    for (int32_t d = 0; d < npc_device_count(); ++d) npc_empty_cache(static_cast<uint16_t>(d));
+  }
+
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
+    if (ptr.get_deleter() != &free_block) return;  // empty: nothing to order
+    auto* block = static_cast<Block*>(ptr.get_context());
+    TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1 &&
+                    stream.device_index() == block->device,
+                "neuron: record_stream of a tensor on neuron:", int(block->device),
+                " with a stream of ", stream.device());
+    TORCH_CHECK(stream.id() >= 0 &&
+                    stream.id() < static_cast<c10::StreamId>(
+                                      npc_queue_count(static_cast<uint16_t>(block->device))),
+                "neuron: stream ", stream.id(), " is not a stream of neuron:",
+                int(block->device));
+    const auto queue = static_cast<uint16_t>(stream.id());
+    if (queue == block->queue) return;  // its own stream runs in order
+    std::lock_guard<std::mutex> lock(g_used_by_mutex);
+    if (std::find(block->used_by.begin(), block->used_by.end(), queue) == block->used_by.end())
+      block->used_by.push_back(queue);
+  }
+
+  c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    const npc_device_stats_t s = device_stats(device);
+    c10::CachingDeviceAllocator::DeviceStats out;
+    copy_stats(s.allocation, out.allocation);
+    copy_stats(s.segment, out.segment);
+    copy_stats(s.active, out.active);
+    copy_stats(s.inactive_split, out.inactive_split);
+    copy_stats(s.allocated_bytes, out.allocated_bytes);
+    copy_stats(s.reserved_bytes, out.reserved_bytes);
+    copy_stats(s.active_bytes, out.active_bytes);
+    copy_stats(s.inactive_split_bytes, out.inactive_split_bytes);
+    copy_stats(s.requested_bytes, out.requested_bytes);
+    out.num_alloc_retries = static_cast<int64_t>(s.num_alloc_retries);
+    out.num_ooms = static_cast<int64_t>(s.num_ooms);
+    out.num_sync_all_streams = static_cast<int64_t>(s.num_sync_all_streams);
+    out.num_device_alloc = static_cast<int64_t>(s.num_device_alloc);
+    out.num_device_free = static_cast<int64_t>(s.num_device_free);
+    // Every block may be split (there is no max_split_size), so no request is
+    // "oversize"; CUDA reports its unlimited default as SIZE_MAX, i.e. -1 here.
+    out.max_split_size = -1;
+    return out;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    const int32_t status = npc_reset_accumulated_memory_stats(static_cast<uint16_t>(device));
+    if (status != NPC_OK) throw_last_error("reset_accumulated_memory_stats", status);
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    const int32_t status = npc_reset_peak_memory_stats(static_cast<uint16_t>(device));
+    if (status != NPC_OK) throw_last_error("reset_peak_memory_stats", status);
+  }
+
+  // (free, total) bytes of the device's HBM: free is the capacity less what the caching
+  // allocator reserved (this process is the device's only user).
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    const npc_device_stats_t s = device_stats(device);
+    return {s.capacity_bytes - s.reserved_bytes[0].current, s.capacity_bytes};
+  }
 };
 
 NeuronAllocator g_allocator;
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+// aten::record_stream(Tensor(a!) self, Stream s) for neuron tensors.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  g_allocator.recordStream(self.storage().data_ptr(), stream);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("record_stream", record_stream); }
 
 thread_local c10::DeviceIndex t_device = 0;
 
 }  // namespace
 
 c10::Allocator* neuron_allocator() { return &g_allocator; }
+
+uint64_t device_address(const at::Tensor& tensor) {
+  const c10::DataPtr& ptr = tensor.storage().data_ptr();
+  if (ptr.get_deleter() != &free_block) return 0;
+  return static_cast<Block*>(ptr.get_context())->addr;
+}
 
 c10::DeviceIndex current_device() { return t_device; }
 
@@ -294,8 +421,15 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     if (status != NPC_OK) throw_last_error("event wait", status);
   }
 
+  // A query reports the error of a kernel that failed on the device, as synchronize
+  // does (and as cudaEventQuery/cudaStreamQuery return a kernel's error): the emulator
+  // finds it at the launch, before any query can follow.
   bool queryEvent(void* event) const override {
-    return event == nullptr || npc_event_query(&static_cast<NeuronEvent*>(event)->event) == 1;
+    if (event == nullptr) return true;
+    const auto& e = static_cast<NeuronEvent*>(event)->event;
+    const bool done = npc_event_query(&e) == 1;
+    if (e.corr_id != 0) raise_pending_error(e.device);
+    return done;
   }
 
   void synchronizeEvent(void* event) const override {
@@ -325,6 +459,7 @@ struct NeuronGuardImpl final : c10::impl::DeviceGuardImplInterface {
     const int32_t done =
         npc_stream_query(static_cast<uint16_t>(stream.device_index()), queue_of(stream));
     if (done < 0) throw_last_error("stream query", NPC_ERR_ARGUMENT);
+    raise_pending_error(stream.device_index());
     return done == 1;
   }
 

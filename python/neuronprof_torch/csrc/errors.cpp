@@ -9,7 +9,8 @@
 // an error only the CPU kernel raises is the kernel's. That one is kept per device
 // (the first; later ones are counted) and raised as a RuntimeError, naming the op and its
 // integer (index) inputs, by the next synchronizing call on that device: synchronize,
-// `.item()`, a copy to the host, Event.synchronize, Stream.synchronize. The op's outputs
+// `.item()`, a copy to the host, Event.synchronize, Stream.synchronize, Event.query,
+// Stream.query (CUDA's queries return a kernel's error too). The op's outputs
 // are fresh zero-filled tensors of the shapes the meta kernel gave (a device leaves them
 // undefined), so the program runs on to that call.
 //

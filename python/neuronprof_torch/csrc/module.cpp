@@ -36,20 +36,40 @@ std::vector<int64_t> warp_unix_ns(std::vector<int64_t> values) {
   return values;
 }
 
-py::dict memory_stats(int device) {
-  npc_memory_stats_t stats{};
-  int32_t status = npc_memory_stats(static_cast<uint16_t>(device), &stats);
+// The device allocator's statistics (c10 DeviceStats shape): {name: [all, small_pool,
+// large_pool] of {current, peak, allocated, freed}}, plus the counters.
+py::dict device_stats(int device) {
+  npc_device_stats_t s{};
+  int32_t status = npc_device_stats(static_cast<uint16_t>(device), &s);
   if (status != NPC_OK) neuronprof::throw_last_error("memory_stats", status);
   py::dict out;
-  out["allocated_bytes.all.current"] = stats.allocated_bytes;
-  out["allocated_bytes.all.peak"] = stats.peak_allocated_bytes;
-  out["reserved_bytes.all.current"] = stats.reserved_bytes;
-  out["reserved_bytes.all.peak"] = stats.peak_reserved_bytes;
-  out["num_alloc_retries"] = 0;
-  out["num_ooms"] = stats.num_ooms;
-  out["allocation.all.allocated"] = stats.num_allocs;
-  out["allocation.all.freed"] = stats.num_frees;
-  out["capacity_bytes"] = stats.capacity_bytes;
+  auto array = [&](const char* name, const npc_stat_t (&stats)[3]) {
+    py::list pools;
+    for (const npc_stat_t& stat : stats) {
+      py::dict d;
+      d["current"] = stat.current;
+      d["peak"] = stat.peak;
+      d["allocated"] = stat.allocated;
+      d["freed"] = stat.freed;
+      pools.append(d);
+    }
+    out[name] = pools;
+  };
+  array("allocation", s.allocation);
+  array("segment", s.segment);
+  array("active", s.active);
+  array("inactive_split", s.inactive_split);
+  array("allocated_bytes", s.allocated_bytes);
+  array("reserved_bytes", s.reserved_bytes);
+  array("active_bytes", s.active_bytes);
+  array("inactive_split_bytes", s.inactive_split_bytes);
+  array("requested_bytes", s.requested_bytes);
+  out["num_alloc_retries"] = s.num_alloc_retries;
+  out["num_ooms"] = s.num_ooms;
+  out["num_device_alloc"] = s.num_device_alloc;
+  out["num_device_free"] = s.num_device_free;
+  out["num_sync_all_streams"] = s.num_sync_all_streams;
+  out["capacity_bytes"] = s.capacity_bytes;
   return out;
 }
 
@@ -84,7 +104,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     neuronprof::set_current_device(static_cast<c10::DeviceIndex>(index));
   });
   m.def("synchronize", &synchronize, "Waits for the device's work (-1: every device)");
-  m.def("memory_stats", &memory_stats);
+  m.def("_device_stats", &device_stats,
+        "The device allocator's statistics per pool (c10 DeviceStats shape) and counters");
+  m.def("_device_address", &neuronprof::device_address,
+        "Device address of a neuron tensor's storage block (0: none)");
   m.def("reset_peak_memory_stats", [](int device) {
     check(npc_reset_peak_memory_stats(static_cast<uint16_t>(device)), "reset_peak_memory_stats");
   });

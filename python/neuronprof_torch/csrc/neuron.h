@@ -22,6 +22,8 @@ namespace neuronprof {
 // The allocator of neuron tensors (device memory is host memory in the emulator; each
 // block also holds a block of the device's caching allocator).
 c10::Allocator* neuron_allocator();
+// The device address of `tensor`'s storage block (0: no block, e.g. empty).
+uint64_t device_address(const at::Tensor& tensor);
 
 // This thread's current device (the device guard's).
 c10::DeviceIndex current_device();

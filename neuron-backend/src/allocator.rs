@@ -122,6 +122,38 @@ struct Segment {
     stream: u16,
 }
 
+/// What a block of a segment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockState {
+    /// Handed out and not freed.
+    Allocated,
+    /// Freed by the host while a stream may still use it.
+    PendingFree,
+    /// Free (cached).
+    Free,
+}
+
+/// One block of a segment, as a memory snapshot shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// Address of the block's segment.
+    pub segment_addr: u64,
+    /// Size of the segment.
+    pub segment_bytes: u64,
+    /// Whether the segment is of the small pool.
+    pub small_pool: bool,
+    /// The stream (queue) the segment serves.
+    pub stream: u16,
+    /// Address of the block.
+    pub addr: u64,
+    /// Size of the block.
+    pub bytes: u64,
+    /// Bytes its caller asked for (0 for a free block).
+    pub requested_bytes: u64,
+    /// What it holds.
+    pub state: BlockState,
+}
+
 /// A free block in a pool's free set: by stream, then best fit by (size, address).
 type FreeKey = (u16, u64, u64);
 
@@ -304,6 +336,30 @@ impl Allocator {
             released += segment.bytes;
         }
         released
+    }
+
+    /// Every block of every segment, by address (a memory snapshot's segments).
+    pub(crate) fn blocks(&self) -> Vec<BlockInfo> {
+        self.blocks
+            .iter()
+            .map(|(&addr, block)| {
+                let segment = self.segments[&block.segment_addr];
+                BlockInfo {
+                    segment_addr: block.segment_addr,
+                    segment_bytes: segment.bytes,
+                    small_pool: segment.pool == Pool::Small,
+                    stream: segment.stream,
+                    addr,
+                    bytes: block.bytes,
+                    requested_bytes: block.requested,
+                    state: match (block.allocated, block.pending) {
+                        (true, false) => BlockState::Allocated,
+                        (true, true) => BlockState::PendingFree,
+                        _ => BlockState::Free,
+                    },
+                }
+            })
+            .collect()
     }
 
     /// Current statistics.

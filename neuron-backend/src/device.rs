@@ -178,6 +178,11 @@ impl Device {
         lock(&self.shared.allocator).stats()
     }
 
+    /// Every block of every segment of the allocator, by address.
+    pub fn memory_blocks(&self) -> Vec<crate::BlockInfo> {
+        lock(&self.shared.allocator).blocks()
+    }
+
     /// Sets the allocator's peaks (allocated, reserved, per category) to the current
     /// values.
     pub fn reset_peak_memory_stats(&self) {

@@ -276,8 +276,9 @@ impl Device {
     /// Frees a block returned by [`external_allocate`](Self::external_allocate). The
     /// block's own stream needs no wait (its work runs in order); when other queues
     /// used it (`record_stream`), it is reused only after the work queued on them so
-    /// far has ended on the device.
-    pub fn external_free(&self, addr: u64, used_by: &[usize]) {
+    /// far has ended on the device. Returns that modeled instant when the block waits
+    /// for it (None: reusable at once).
+    pub fn external_free(&self, addr: u64, used_by: &[usize]) -> Option<u64> {
         let ready_ns = {
             let timeline = self.timeline();
             used_by
@@ -289,9 +290,13 @@ impl Device {
         let mut allocator = self.allocator();
         match ready_ns {
             Some(ready_ns) if ready_ns > runtime_hooks::clock::now_ns() => {
-                allocator.free_pending(addr, ready_ns)
+                allocator.free_pending(addr, ready_ns);
+                Some(ready_ns)
             }
-            _ => allocator.free(addr),
+            _ => {
+                allocator.free(addr);
+                None
+            }
         }
     }
 }
@@ -394,7 +399,7 @@ mod tests {
         let (addr, bytes) = device.external_allocate(1000, 0).unwrap();
         assert_eq!(bytes, crate::size_class(1000));
         assert_eq!(device.memory_stats().allocated_bytes, bytes);
-        device.external_free(addr, &[]);
+        assert_eq!(device.external_free(addr, &[]), None);
         assert_eq!(device.memory_stats().allocated_bytes, 0);
         assert!(
             device.memory_stats().reserved_bytes > 0,

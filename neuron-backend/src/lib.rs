@@ -116,8 +116,8 @@ mod timing;
 pub mod workloads;
 
 pub use allocator::{
-    size_class, CategoryStats, MemoryCategory, MemoryStats, PoolStats, Stat, StatArray,
-    LARGE_POOL_STAT, SMALL_POOL_STAT,
+    size_class, BlockInfo, BlockState, CategoryStats, MemoryCategory, MemoryStats, PoolStats, Stat,
+    StatArray, LARGE_POOL_STAT, SMALL_POOL_STAT,
 };
 pub use device::{host_wait_ns, Device, Event, QueueKind, Runtime, Stream, USER_STREAM_POOL};
 pub use dtype::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, round_bf16, DType};

@@ -64,7 +64,7 @@ def load(verbose: bool = False):
             str(csrc / f)
             for f in (
                 "device.cpp", "ops.cpp", "aliased.cpp", "errors.cpp", "kineto.cpp",
-                "distributed.cpp", "compile.cpp", "module.cpp",
+                "distributed.cpp", "compile.cpp", "memory.cpp", "module.cpp",
             )
         ],
         # shared/reference/torch-privateuse1.md: the kineto headers need C++20, the

@@ -12,6 +12,7 @@ import sys
 import torch
 
 from . import _C
+from . import memory  # noqa: F401  (torch.neuron.memory: snapshots)
 
 # PyTorch's device type code of PrivateUse1 (c10::DeviceType::PrivateUse1).
 _DEVICE_TYPE = 20

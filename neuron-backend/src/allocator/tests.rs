@@ -329,3 +329,29 @@ fn a_block_freed_while_another_stream_uses_it_waits_for_that_stream() {
     assert_eq!(alloc.stats(), before);
     check_consistent(&before);
 }
+
+#[test]
+fn blocks_list_every_segment_block_with_its_state() {
+    let mut alloc = Allocator::new(0, GIB);
+    let (a, _) = alloc.allocate_on(1000, MemoryCategory::Other, 3).unwrap();
+    let (b, _) = alloc.allocate_on(1000, MemoryCategory::Other, 3).unwrap();
+    alloc.free_pending(b, 10);
+    let blocks = alloc.blocks();
+    assert_eq!(blocks.len(), 3, "{blocks:?}");
+    assert_eq!(
+        (blocks[0].addr, blocks[0].state),
+        (a, BlockState::Allocated)
+    );
+    assert_eq!(blocks[0].requested_bytes, 1000);
+    assert_eq!(
+        (blocks[1].addr, blocks[1].state),
+        (b, BlockState::PendingFree)
+    );
+    assert_eq!(blocks[2].state, BlockState::Free);
+    assert!(blocks.iter().all(|x| x.stream == 3 && x.small_pool));
+    assert_eq!(
+        blocks.iter().map(|x| x.bytes).sum::<u64>(),
+        blocks[0].segment_bytes,
+        "the blocks tile the segment"
+    );
+}

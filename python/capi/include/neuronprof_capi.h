@@ -122,6 +122,22 @@ typedef struct npc_device_stats {
     uint64_t capacity_bytes;
 } npc_device_stats_t;
 
+#define NPC_BLOCK_ALLOCATED 0
+#define NPC_BLOCK_PENDING_FREE 1 /* freed while a stream may still use it */
+#define NPC_BLOCK_FREE 2
+
+typedef struct npc_block {
+    uint64_t segment_addr;
+    uint64_t segment_bytes;
+    uint64_t addr;
+    uint64_t bytes;
+    uint64_t requested_bytes; /* 0 when free */
+    uint16_t stream;          /* the queue its segment serves */
+    uint8_t small_pool;
+    uint8_t state; /* NPC_BLOCK_* */
+    uint32_t reserved;
+} npc_block_t;
+
 typedef struct npc_activity {
     uint32_t kind; /* NPC_ACTIVITY_* */
     uint16_t device;
@@ -231,9 +247,13 @@ int32_t npc_device_count(void);
  * freed with `used_by` queues (record_stream) is reused once their queued work ended. */
 int32_t npc_allocate(uint16_t device, uint16_t queue, uint64_t bytes, uint64_t *addr,
                      uint64_t *block_bytes);
-void npc_free(uint16_t device, uint64_t addr, const uint16_t *used_by, uint32_t n_used_by);
+/* Returns the modeled instant the block becomes reusable, 0: at once. */
+uint64_t npc_free(uint16_t device, uint64_t addr, const uint16_t *used_by, uint32_t n_used_by);
 int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
 int32_t npc_device_stats(uint16_t device, npc_device_stats_t *out); /* c10 DeviceStats */
+/* Every block of every segment, by address: writes up to cap, returns the count (-1: no
+ * device). */
+int64_t npc_memory_blocks(uint16_t device, npc_block_t *out, size_t cap);
 int32_t npc_reset_peak_memory_stats(uint16_t device);        /* peaks := current */
 int32_t npc_reset_accumulated_memory_stats(uint16_t device); /* allocs, frees, ooms := 0 */
 uint64_t npc_empty_cache(uint16_t device);

@@ -341,6 +341,78 @@ pub unsafe extern "C" fn npc_device_stats(device_index: u16, out: *mut NpcDevice
     })
 }
 
+/// One block of a device's allocator (`npc_memory_blocks`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NpcBlock {
+    /// Address of its segment.
+    pub segment_addr: u64,
+    /// Size of its segment.
+    pub segment_bytes: u64,
+    /// Address of the block.
+    pub addr: u64,
+    /// Size of the block.
+    pub bytes: u64,
+    /// Bytes its caller asked for (0 when free).
+    pub requested_bytes: u64,
+    /// The stream (queue) its segment serves.
+    pub stream: u16,
+    /// 1: the small pool, 0: the large pool.
+    pub small_pool: u8,
+    /// [`NPC_BLOCK_ALLOCATED`], [`NPC_BLOCK_PENDING_FREE`] or [`NPC_BLOCK_FREE`].
+    pub state: u8,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+/// `NpcBlock::state`: handed out.
+pub const NPC_BLOCK_ALLOCATED: u8 = 0;
+/// `NpcBlock::state`: freed while a stream may still use it.
+pub const NPC_BLOCK_PENDING_FREE: u8 = 1;
+/// `NpcBlock::state`: free (cached).
+pub const NPC_BLOCK_FREE: u8 = 2;
+
+/// Writes up to `cap` blocks of `device`'s allocator (every block of every segment, by
+/// address) to `out`; returns how many there are (call with `cap` 0 to size `out`), or
+/// -1 for a device that does not exist.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `cap` blocks (may be null when `cap` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn npc_memory_blocks(
+    device_index: u16,
+    out: *mut NpcBlock,
+    cap: usize,
+) -> i64 {
+    let Ok(device) = device(device_index) else {
+        return -1;
+    };
+    let blocks = device.memory_blocks();
+    if !out.is_null() {
+        for (i, b) in blocks.iter().take(cap).enumerate() {
+            let block = NpcBlock {
+                segment_addr: b.segment_addr,
+                segment_bytes: b.segment_bytes,
+                addr: b.addr,
+                bytes: b.bytes,
+                requested_bytes: b.requested_bytes,
+                stream: b.stream,
+                small_pool: u8::from(b.small_pool),
+                state: match b.state {
+                    neuron_backend::BlockState::Allocated => NPC_BLOCK_ALLOCATED,
+                    neuron_backend::BlockState::PendingFree => NPC_BLOCK_PENDING_FREE,
+                    neuron_backend::BlockState::Free => NPC_BLOCK_FREE,
+                },
+                reserved: 0,
+            };
+            // SAFETY: i < cap, and the caller guarantees `cap` writable blocks.
+            unsafe { out.add(i).write(block) };
+        }
+    }
+    blocks.len() as i64
+}
+
 /// Allocates a block for `bytes` on `device` for work on queue `queue` (the caller's
 /// current stream: blocks are reused in stream order) from its caching allocator
 /// (recorded, with the totals after it). Writes the block's device address and size.
@@ -382,7 +454,8 @@ pub unsafe extern "C" fn npc_allocate(
 /// Frees the block at `addr` of `device` (from `npc_allocate`); unknown addresses are
 /// ignored. `used_by` (may be null when `n_used_by` is 0) lists the other queues whose
 /// work used the block (`record_stream`): it is reused only once the work queued on
-/// them so far has ended.
+/// them so far has ended. Returns that modeled instant (process timeline ns) when the
+/// block waits for it, 0 when it is reusable at once.
 ///
 /// # Safety
 ///
@@ -393,7 +466,7 @@ pub unsafe extern "C" fn npc_free(
     addr: u64,
     used_by: *const u16,
     n_used_by: u32,
-) {
+) -> u64 {
     let queues: Vec<usize> = if used_by.is_null() || n_used_by == 0 {
         Vec::new()
     } else {
@@ -403,12 +476,14 @@ pub unsafe extern "C" fn npc_free(
             .map(|&q| usize::from(q))
             .collect()
     };
+    let mut ready_ns = 0;
     let _ = guard(|| {
         if let Ok(device) = device(device_index) {
-            device.external_free(addr, &queues);
+            ready_ns = device.external_free(addr, &queues).unwrap_or(0);
         }
         NPC_OK
     });
+    ready_ns
 }
 
 /// Writes `device`'s allocator statistics to `out`.

@@ -118,10 +118,11 @@ pub use collective::{
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
 pub use device::{
     npc_allocate, npc_device_count, npc_device_stats, npc_empty_cache, npc_free, npc_init,
-    npc_launch, npc_memory_stats, npc_read_wait, npc_reset_accumulated_memory_stats,
-    npc_reset_peak_memory_stats, npc_synchronize, NpcDeviceStats, NpcKernelSpan, NpcLaunch,
-    NpcMemoryStats, NpcStat, NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3, NPC_DTYPE_I64,
-    NPC_ENGINE_GPSIMD, NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR,
+    npc_launch, npc_memory_blocks, npc_memory_stats, npc_read_wait,
+    npc_reset_accumulated_memory_stats, npc_reset_peak_memory_stats, npc_synchronize, NpcBlock,
+    NpcDeviceStats, NpcKernelSpan, NpcLaunch, NpcMemoryStats, NpcStat, NPC_BLOCK_ALLOCATED,
+    NPC_BLOCK_FREE, NPC_BLOCK_PENDING_FREE, NPC_DTYPE_BF16, NPC_DTYPE_F32, NPC_DTYPE_F8E4M3,
+    NPC_DTYPE_I64, NPC_ENGINE_GPSIMD, NPC_ENGINE_SCALAR, NPC_ENGINE_TENSOR, NPC_ENGINE_VECTOR,
     NPC_KERNEL_COPY_D2D, NPC_KERNEL_COPY_D2H, NPC_KERNEL_COPY_H2D, NPC_KERNEL_ELEMENTWISE,
     NPC_KERNEL_MATMUL,
 };

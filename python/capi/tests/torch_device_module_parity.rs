@@ -9,7 +9,11 @@
 //! `torch.neuron.*` and with the tensors' sizes; and stream-ordered reuse: a freed block
 //! goes back to its own stream at once, never to another stream, and after
 //! `record_stream(side)` not before the side stream passed the free (allocated at once,
-//! still active until then).
+//! still active until then); memory snapshots (`torch.neuron.memory._record_memory_history`
+//! / `_dump_snapshot` / `_snapshot`) with torch.cuda's keys, segments whose totals are
+//! `memory_stats`', blocks in their states with the allocating line's Python frame, the
+//! alloc / free_requested / free_completed trace, read by `torch.cuda._memory_viz`'s
+//! `trace_plot`, `segment_plot` and `segsum`.
 //!
 //! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
 //! recorded (`tests/support/skip.rs`), and under CI it fails.
@@ -88,6 +92,7 @@ fn torch_device_module_parity() {
 
     check_accelerator_memory(&r["accelerator_memory"]);
     check_stream_reuse(&r["stream_reuse"]);
+    check_snapshot(&r["snapshot"]);
 
     for key in ["manual_seed", "manual_seed_all", "torch_manual_seed"] {
         let pair = r[key].as_array().unwrap();
@@ -159,4 +164,66 @@ fn check_stream_reuse(r: &Value) {
     );
     assert_eq!(r["reused_after_side_passed"], true, "{r}");
     assert_eq!(r["active_after"], r["allocated_after"], "{r}");
+}
+
+fn check_snapshot(s: &Value) {
+    assert_eq!(
+        s["keys"],
+        json!([
+            "allocator_settings",
+            "device_traces",
+            "external_annotations",
+            "host_segments",
+            "host_traces",
+            "segments"
+        ]),
+        "{s}"
+    );
+    let sums = &s["sums"];
+    assert_eq!(sums["total_size"], sums["reserved_bytes"], "{s}");
+    assert_eq!(sums["allocated_size"], sums["allocated_bytes"], "{s}");
+    assert_eq!(sums["active_size"], sums["active_bytes"], "{s}");
+    assert_eq!(s["tiled"], true, "blocks tile their segments: {s}");
+    assert_eq!(
+        s["states"],
+        json!({"x": "active_allocated", "y": "inactive", "z": "active_pending_free"}),
+        "{s}"
+    );
+    assert_eq!(int(&s["x_block"]["size"]), 5 * MIB, "{s}");
+    assert_eq!(int(&s["x_block"]["requested_size"]), 5 * MIB, "{s}");
+    let driver = s["driver"].as_str().unwrap();
+    let line = &s["x_line"];
+    assert!(
+        s["x_block"]["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f[0].as_str().unwrap().ends_with(driver) && &f[1] == line),
+        "the allocating line is in the block's frames: {s}"
+    );
+    assert_eq!(s["actions"]["x"], json!(["alloc"]), "{s}");
+    assert_eq!(
+        s["actions"]["y"],
+        json!(["alloc", "free_requested", "free_completed"]),
+        "{s}"
+    );
+    assert_eq!(
+        s["actions"]["z"],
+        json!(["alloc", "free_requested"]),
+        "z waits for the side stream: {s}"
+    );
+    assert_eq!(
+        s["z_after"],
+        json!(["alloc", "free_requested", "free_completed"]),
+        "{s}"
+    );
+    assert_eq!(
+        s["sizes"],
+        json!({"x": [5 * MIB], "y": [1024], "z": [4 * MIB]}),
+        "{s}"
+    );
+    assert_eq!(s["times_ordered"], true, "{s}");
+    for key in ["trace_plot", "segment_plot", "segsum"] {
+        assert!(int(&s[key]) > 100, "{key}: {s}");
+    }
 }

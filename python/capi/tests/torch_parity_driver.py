@@ -123,4 +123,66 @@ reuse["active_after"] = torch.neuron.memory_stats()["active_bytes.all.current"]
 reuse["allocated_after"] = torch.neuron.memory_stats()["allocated_bytes.all.current"]
 del staged, d, e, keep
 out["stream_reuse"] = reuse
+
+# Memory snapshots: recorded history and segments in torch.cuda's format, read by
+# PyTorch's own visualizer, with the numbers of the allocations made.
+import pickle  # noqa: E402
+import tempfile  # noqa: E402
+
+from torch.cuda import _memory_viz  # noqa: E402
+
+torch.neuron.synchronize()
+torch.neuron.memory._record_memory_history(stacks="python")
+x = torch.empty(5 * MIB // 4, device="neuron")  # 5 MiB  (SNAPSHOT_ALLOC_LINE)
+y = torch.empty(250, device="neuron")  # 1000 bytes: a 1 KiB block
+z = torch.empty(MIB, device="neuron")
+x_line = sys._getframe().f_lineno - 3
+with torch.neuron.stream(side):
+    held = torch.ones(16 * MIB).to("neuron")  # the side stream busy for milliseconds
+    z.record_stream(side)
+addresses = {"x": address(x), "y": address(y), "z": address(z)}
+del y, z  # y: reusable at once; z: pending until the side stream passes
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "snap.pickle")
+    torch.neuron.memory._dump_snapshot(path)
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+stats = torch.neuron.memory_stats()
+snapshot = {"addresses": addresses, "x_line": x_line, "driver": os.path.basename(__file__)}
+snapshot["keys"] = sorted(snap)
+seg0 = [seg for seg in snap["segments"] if seg["device"] == 0]
+snapshot["sums"] = {
+    "total_size": sum(seg["total_size"] for seg in seg0),
+    "allocated_size": sum(seg["allocated_size"] for seg in seg0),
+    "active_size": sum(seg["active_size"] for seg in seg0),
+    "reserved_bytes": stats["reserved_bytes.all.current"],
+    "allocated_bytes": stats["allocated_bytes.all.current"],
+    "active_bytes": stats["active_bytes.all.current"],
+}
+blocks = {b["address"]: (b, seg) for seg in seg0 for b in seg["blocks"]}
+snapshot["states"] = {k: blocks[a][0]["state"] if a in blocks else None for k, a in addresses.items()}
+snapshot["x_block"] = {
+    "size": blocks[addresses["x"]][0]["size"],
+    "requested_size": blocks[addresses["x"]][0]["requested_size"],
+    "frames": [[f["filename"], f["line"]] for f in blocks[addresses["x"]][0]["frames"]][:8],
+}
+snapshot["tiled"] = all(sum(b["size"] for b in seg["blocks"]) == seg["total_size"] for seg in seg0)
+trace = snap["device_traces"][0]
+snapshot["actions"] = {
+    k: [e["action"] for e in trace if e["addr"] == a] for k, a in addresses.items()
+}
+snapshot["sizes"] = {k: [e["size"] for e in trace if e["addr"] == a][:1] for k, a in addresses.items()}
+snapshot["times_ordered"] = all(a["time_us"] <= b["time_us"] for a, b in zip(trace, trace[1:]))
+side.synchronize()
+torch.empty(16, device="neuron")  # the next allocation sees z reusable
+snap2 = torch.neuron.memory._snapshot()
+snapshot["z_after"] = [e["action"] for e in snap2["device_traces"][0] if e["addr"] == addresses["z"]]
+# PyTorch's visualizer reads it: the plots (HTML with the pickle embedded), the
+# segment summary (which asserts that blocks tile their segments) and the text trace.
+snapshot["trace_plot"] = len(_memory_viz.trace_plot(snap))
+snapshot["segment_plot"] = len(_memory_viz.segment_plot(snap))
+snapshot["segsum"] = len(_memory_viz.segsum(snap))
+torch.neuron.memory._record_memory_history(enabled=None)
+del x, held
+out["snapshot"] = snapshot
 print("RESULT " + json.dumps(out), flush=True)

@@ -126,11 +126,13 @@ void report(void* ptr, int64_t bytes, c10::DeviceIndex device) {
 
 void free_block(void* ctx) {
   auto* block = static_cast<Block*>(ctx);
+  uint64_t ready_ns = 0;
   {
     std::lock_guard<std::mutex> lock(g_used_by_mutex);
-    npc_free(static_cast<uint16_t>(block->device), block->addr, block->used_by.data(),
-             static_cast<uint32_t>(block->used_by.size()));
+    ready_ns = npc_free(static_cast<uint16_t>(block->device), block->addr,
+                        block->used_by.data(), static_cast<uint32_t>(block->used_by.size()));
   }
+  history_free(block->device, block->addr, block->bytes, block->queue, ready_ns);
   report(block->host, -static_cast<int64_t>(block->bytes), block->device);
   {
     // Host memory standing in for device memory is the emulator's, not the host's
@@ -167,6 +169,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
     int32_t status =
         npc_allocate(static_cast<uint16_t>(device), queue, nbytes, &addr, &bytes);
     if (status == NPC_ERR_OUT_OF_MEMORY) {
+      history_oom(device, nbytes, queue);
       char buf[1024];
       npc_last_error(buf, sizeof buf);
       TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: ", buf);
@@ -185,6 +188,7 @@ struct NeuronAllocator final : c10::DeviceAllocator {
                        " bytes of device memory could not be allocated");
     }
     auto* block = new Block{host, addr, bytes, device, queue, {}};
+    history_alloc(device, addr, bytes, queue);
     report(host, static_cast<int64_t>(bytes), device);
     return {host, block, &free_block, where};
   }

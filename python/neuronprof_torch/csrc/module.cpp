@@ -93,6 +93,7 @@ std::string capi_text(F f, int device) {
 namespace neuronprof {
 void register_distributed(py::module& m);  // distributed.cpp
 void register_compile(py::module& m);      // compile.cpp
+void register_memory(py::module& m);       // memory.cpp
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -132,5 +133,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
   neuronprof::register_distributed(m);
   neuronprof::register_compile(m);
+  neuronprof::register_memory(m);
 
 }

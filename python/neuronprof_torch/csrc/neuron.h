@@ -25,6 +25,12 @@ c10::Allocator* neuron_allocator();
 // The device address of `tensor`'s storage block (0: no block, e.g. empty).
 uint64_t device_address(const at::Tensor& tensor);
 
+// Memory history (memory.cpp): no-ops unless _record_memory_history is on. `ready_ns`
+// of a free: the modeled instant the block is reusable (0: at once).
+void history_alloc(int device, uint64_t addr, uint64_t size, uint16_t stream);
+void history_free(int device, uint64_t addr, uint64_t size, uint16_t stream, uint64_t ready_ns);
+void history_oom(int device, uint64_t size, uint16_t stream);
+
 // This thread's current device (the device guard's).
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);

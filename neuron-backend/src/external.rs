@@ -279,14 +279,12 @@ impl Device {
     /// far has ended on the device. Returns that modeled instant when the block waits
     /// for it (None: reusable at once).
     pub fn external_free(&self, addr: u64, used_by: &[usize]) -> Option<u64> {
-        let ready_ns = {
-            let timeline = self.timeline();
-            used_by
-                .iter()
-                .filter_map(|&q| timeline.queues.get(q))
-                .map(|q| q.last_end_ns.max(q.wait_until_ns))
-                .max()
-        };
+        let queues = self.external_queue_count();
+        let ready_ns = used_by
+            .iter()
+            .filter(|&&q| q < queues)
+            .map(|&q| self.queue_done_ns(q))
+            .max();
         let mut allocator = self.allocator();
         match ready_ns {
             Some(ready_ns) if ready_ns > runtime_hooks::clock::now_ns() => {
@@ -405,6 +403,59 @@ mod tests {
             device.memory_stats().reserved_bytes > 0,
             "the segment stays cached"
         );
+    }
+
+    /// The stream_reuse scenario of python/capi/tests/torch_parity_driver.py, below the
+    /// extension: a block of the default stream that a side stream used
+    /// (`record_stream`) is freed while a host copy queued on the side stream still runs.
+    #[test]
+    fn a_block_a_busy_side_stream_used_waits_for_it_and_is_reused_after() {
+        const MIB: u64 = 1 << 20;
+        let runtime = Runtime::trn2();
+        let device = runtime.device(2).unwrap();
+        let side = device.external_pool_queue();
+        let (a, _) = device.external_allocate(4 * MIB, 0).unwrap();
+        let (_keep, _) = device.external_allocate(4 * MIB, 0).unwrap();
+        assert_eq!(device.external_free(a, &[]), None);
+        let (b, _) = device.external_allocate(4 * MIB, 0).unwrap();
+        assert_eq!(b, a, "the default stream reuses its own block at once");
+        // 1 GiB from the host: about 17 ms of the side stream at the host link's rate,
+        // far longer than this thread takes to the free even on a loaded machine.
+        let bytes = 1 << 30;
+        let copy = device
+            .external_launch(
+                side,
+                &launch(ExternalKernel::Copy {
+                    bytes,
+                    direction: DmaDirection::HostToDevice,
+                }),
+            )
+            .unwrap();
+        let link_ns = bytes as f64 / device.profile().host_link_bytes_per_ns;
+        assert!(
+            copy.dur_ns() as f64 >= 0.99 * link_ns,
+            "a host copy takes at least its bytes over the host link: {copy:?}, {link_ns} ns"
+        );
+        assert!(!device.external_queue_done(side).unwrap(), "{copy:?}");
+        let before = device.memory_stats();
+        let ready_ns = device.external_free(b, &[side]);
+        let after = device.memory_stats();
+        assert_eq!(ready_ns, Some(copy.end_ns), "pending until the copy ends");
+        assert_eq!(before.allocated_bytes - after.allocated_bytes, 4 * MIB);
+        assert_eq!(
+            before.pools.active_bytes[0].current, after.pools.active_bytes[0].current,
+            "still active while the side stream may use it"
+        );
+        let (d, _) = device.external_allocate(4 * MIB, 0).unwrap();
+        assert_ne!(
+            d, a,
+            "not handed out before the side stream passed the free"
+        );
+        device.external_synchronize_queue(side).unwrap();
+        let (e, _) = device.external_allocate(4 * MIB, 0).unwrap();
+        assert_eq!(e, a, "reused once the side stream passed the free");
+        let s = device.memory_stats();
+        assert_eq!(s.pools.active_bytes[0].current, s.allocated_bytes);
     }
 
     #[test]

@@ -108,9 +108,7 @@ impl Device {
     /// Where queue `queue` stands: the modeled instant its next command starts, at the
     /// host instant `now_ns`.
     fn queue_reach_ns(&self, queue: usize, now_ns: u64) -> u64 {
-        let timeline = self.timeline();
-        let q = &timeline.queues[queue];
-        q.last_end_ns.max(q.wait_until_ns).max(now_ns)
+        self.queue_done_ns(queue).max(now_ns)
     }
 
     fn device_mark(&self, name: &'static str, queue: usize, span: (u64, u64), corr_id: u64) {
@@ -178,16 +176,24 @@ impl Device {
         Ok(())
     }
 
-    /// Whether all work submitted to queue `queue` has completed by the calling thread's
-    /// clock.
-    pub fn external_queue_done(&self, queue: usize) -> Result<bool, BackendError> {
-        self.check_queue("stream query", queue)?;
-        let done_ns = self.timeline().queues[queue].last_end_ns;
-        Ok(runtime_hooks::clock::now_ns() >= done_ns)
+    /// Modeled instant the work submitted to queue `queue` so far is done: its last
+    /// kernel's end, or the event it was last made to wait for when that is later (a
+    /// wait is queued work, as `cudaStreamWaitEvent` is).
+    pub(crate) fn queue_done_ns(&self, queue: usize) -> u64 {
+        let timeline = self.timeline();
+        let q = &timeline.queues[queue];
+        q.last_end_ns.max(q.wait_until_ns)
     }
 
-    /// Waits (really) until the work submitted to queue `queue` is done, recorded as
-    /// `nrt_stream_synchronize`. Returns the host clock after.
+    /// Whether all work submitted to queue `queue` (its kernels and event waits) has
+    /// completed by the calling thread's clock.
+    pub fn external_queue_done(&self, queue: usize) -> Result<bool, BackendError> {
+        self.check_queue("stream query", queue)?;
+        Ok(runtime_hooks::clock::now_ns() >= self.queue_done_ns(queue))
+    }
+
+    /// Waits (really) until the work submitted to queue `queue` (its kernels and event
+    /// waits) is done, recorded as `nrt_stream_synchronize`. Returns the host clock after.
     pub fn external_synchronize_queue(&self, queue: usize) -> Result<u64, BackendError> {
         self.check_queue("stream synchronize", queue)?;
         let _call = self.runtime_call(
@@ -196,8 +202,7 @@ impl Device {
             queue,
             0,
         );
-        let done_ns = self.timeline().queues[queue].last_end_ns;
-        Ok(sleep_until(done_ns))
+        Ok(sleep_until(self.queue_done_ns(queue)))
     }
 
     /// Waits (really) until `event` completes, recorded as `nrt_event_synchronize`.
@@ -294,6 +299,39 @@ mod tests {
         assert!(after >= held.end_ns);
         assert!(device.external_queue_done(side).unwrap());
         assert!(event.query() && later.query());
+    }
+
+    #[test]
+    fn a_queue_waiting_for_an_event_is_busy_until_the_event_completes() {
+        let runtime = Runtime::trn2();
+        let device = runtime.device(1).unwrap();
+        let side = device.external_pool_queue();
+        // About 14 ms of modeled time (as above): the event completes long after now.
+        let long = device
+            .external_launch(
+                0,
+                &ExternalLaunch {
+                    kernel: ExternalKernel::Matmul {
+                        batch: 1,
+                        m: 8192,
+                        k: 4096,
+                        n: 8192,
+                        dtype: DType::F32,
+                        bias: false,
+                    },
+                    ..add(0)
+                },
+            )
+            .unwrap();
+        let event = device.external_record_event(0).unwrap();
+        assert!(event.ready_ns >= long.end_ns);
+        device.external_wait_event(side, &event).unwrap();
+        // The wait is work queued on the side queue (as cudaStreamWaitEvent is): the
+        // queue is not done before the event, and a synchronize waits for it.
+        assert!(!device.external_queue_done(side).unwrap(), "{event:?}");
+        let after = device.external_synchronize_queue(side).unwrap();
+        assert!(after >= event.ready_ns, "{after} before {event:?}");
+        assert!(device.external_queue_done(side).unwrap());
     }
 
     #[test]

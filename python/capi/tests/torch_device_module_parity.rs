@@ -148,10 +148,26 @@ fn check_accelerator_memory(m: &Value) {
 fn check_stream_reuse(r: &Value) {
     assert_eq!(r["own_stream_reuses_at_once"], true, "{r}");
     assert_eq!(r["other_stream_gets_other_block"], true, "{r}");
+    // The side stream's host copies last what their bytes take over the host link
+    // (trn2, the default profile): they keep it busy for milliseconds.
+    let link_bytes_per_ns = neuron_backend::DeviceProfile::trn2().host_link_bytes_per_ns;
+    let link_ms = (int(&r["copies"]) * int(&r["copy_bytes"])) as f64 / link_bytes_per_ns / 1e6;
+    let copies_ms = r["copies_ms"].as_f64().unwrap();
+    assert!(
+        copies_ms >= 0.99 * link_ms,
+        "the side stream's copies take {copies_ms} ms, their bytes over the host link {link_ms} ms: {r}"
+    );
     assert_eq!(
         r["side_busy_at_free"], true,
-        "the side stream's 64 MiB copy should still run at the free: {r}"
+        "the side stream's copies should still run at the free: {r}"
     );
+    assert_eq!(
+        r["side_busy_after"], true,
+        "the side stream's copies should still run at the next allocation: {r}"
+    );
+    // What CUDA's caching allocator guarantees for a block freed while a stream it was
+    // recorded on still has queued work: no longer allocated, still active, and not
+    // handed out until that work completed; reused afterwards.
     assert_eq!(int(&r["allocated_drop"]), 4 * MIB, "{r}");
     assert_eq!(
         int(&r["active_drop"]),

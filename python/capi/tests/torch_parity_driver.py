@@ -100,14 +100,27 @@ a_addr = address(a)
 del a
 b = torch.empty(MIB, device="neuron")
 reuse["own_stream_reuses_at_once"] = address(b) == a_addr
+# The side stream's work: COPIES copies of 64 MiB from the host (about 1 ms each at the
+# host link's rate), queued back to back. The source stays alive: the host work between
+# the last launch and the free is a few calls, never the free of a 64 MiB host tensor
+# (hundreds of µs of munmap, about what one copy lasts).
+COPIES = 8
+host = torch.ones(16 * MIB)
 with torch.neuron.stream(side):
     c = torch.empty(MIB, device="neuron")
     reuse["other_stream_gets_other_block"] = address(c) != address(b)
     del c
-    # A 64 MiB copy from the host: milliseconds of the side stream's time.
-    staged = torch.ones(16 * MIB).to("neuron")
+    staged = torch.empty(16 * MIB, device="neuron")
+    copies_start = torch.neuron.Event(enable_timing=True)
+    copies_end = torch.neuron.Event(enable_timing=True)
+    copies_start.record()
+    for _ in range(COPIES):
+        staged.copy_(host)
+    copies_end.record()
     b.record_stream(side)
 reuse["side_busy_at_free"] = not side.query()
+at_free = torch.neuron.Event(enable_timing=True)
+at_free.record(torch.neuron.default_stream())  # the default stream is idle: the host's instant
 before = torch.neuron.memory_stats()
 del b
 after = torch.neuron.memory_stats()
@@ -117,6 +130,10 @@ d = torch.empty(MIB, device="neuron")
 reuse["reused_while_side_busy"] = address(d) == a_addr
 reuse["side_busy_after"] = not side.query()
 side.synchronize()
+reuse["copies"] = COPIES
+reuse["copy_bytes"] = staged.nbytes
+reuse["copies_ms"] = copies_start.elapsed_time(copies_end)
+reuse["side_ahead_at_free_ms"] = at_free.elapsed_time(copies_end)
 e = torch.empty(MIB, device="neuron")
 reuse["reused_after_side_passed"] = address(e) == a_addr
 reuse["active_after"] = torch.neuron.memory_stats()["active_bytes.all.current"]
@@ -138,7 +155,9 @@ y = torch.empty(250, device="neuron")  # 1000 bytes: a 1 KiB block
 z = torch.empty(MIB, device="neuron")
 x_line = sys._getframe().f_lineno - 3
 with torch.neuron.stream(side):
-    held = torch.ones(16 * MIB).to("neuron")  # the side stream busy for milliseconds
+    held = torch.empty(16 * MIB, device="neuron")
+    for _ in range(COPIES):
+        held.copy_(host)  # the side stream busy for milliseconds (as above)
     z.record_stream(side)
 addresses = {"x": address(x), "y": address(y), "z": address(z)}
 del y, z  # y: reusable at once; z: pending until the side stream passes
@@ -183,6 +202,6 @@ snapshot["trace_plot"] = len(_memory_viz.trace_plot(snap))
 snapshot["segment_plot"] = len(_memory_viz.segment_plot(snap))
 snapshot["segsum"] = len(_memory_viz.segsum(snap))
 torch.neuron.memory._record_memory_history(enabled=None)
-del x, held
+del x, held, host
 out["snapshot"] = snapshot
 print("RESULT " + json.dumps(out), flush=True)

@@ -4,6 +4,7 @@
 //! takes one or more Kineto files (one per rank) and writes one `.pftrace`;
 //! [`validate`] checks such a file semantically.
 
+mod clock;
 mod convert;
 mod intern;
 mod lanes;

@@ -7,12 +7,14 @@ use std::ops::ControlFlow;
 
 use trace_format::{ArgValue, Category, Event, FlowEnd, Ident, Phase, TraceMeta, TraceSink};
 
+use super::clock::{Clocks, Stamp};
 use super::intern::Interner;
 use super::lanes::{Action, LaneSet, Pending};
 use super::proto::{
-    Clock, ClockSnapshot, DebugAnnotation, TracePacket, TrackDescriptor, TrackEvent,
-    CLOCK_BOOTTIME, CLOCK_REALTIME, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
-    TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END, UNIT_SIZE_BYTES,
+    Clock, ClockSnapshot, DebugAnnotation, TracePacket, TracePacketDefaults, TrackDescriptor,
+    TrackEvent, CLOCK_BOOTTIME, CLOCK_REALTIME, SEQ_INCREMENTAL_STATE_CLEARED,
+    SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+    UNIT_SIZE_BYTES,
 };
 use super::spill::{Item, Sorter};
 use super::tracks::{Layout, TrackKind};
@@ -58,6 +60,7 @@ pub struct Converter<W: Write> {
     last_ns: i64,
     cleared: bool,
     clock_written: bool,
+    clocks: Clocks,
     base_time_ns: Option<i64>,
     /// The file being read.
     pub file: u32,
@@ -87,6 +90,7 @@ impl<W: Write> Converter<W> {
             last_ns: i64::MIN,
             cleared: false,
             clock_written: false,
+            clocks: Clocks::default(),
             base_time_ns: None,
             file: 0,
             stats: ExportStats::default(),
@@ -94,18 +98,27 @@ impl<W: Write> Converter<W> {
         }
     }
 
+    /// The sequence flags of the next packet: the first packet of all clears the
+    /// incremental state, and packets that use it (interned data, defaults) say so.
+    fn flags(&mut self, needs_state: bool) -> Option<u32> {
+        if !self.cleared {
+            self.cleared = true;
+            return Some(SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
+        }
+        needs_state.then_some(SEQ_NEEDS_INCREMENTAL_STATE)
+    }
+
     fn write_packet(&mut self, mut packet: TracePacket) -> io::Result<()> {
         use prost::Message as _;
         packet.trusted_packet_sequence_id = Some(SEQUENCE_ID);
         if packet.track_event.is_some() {
             packet.interned_data = self.interner.take_pending();
-            packet.sequence_flags = Some(if self.cleared {
-                SEQ_NEEDS_INCREMENTAL_STATE
-            } else {
-                self.cleared = true;
-                SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
-            });
         }
+        packet.sequence_flags = self.flags(
+            packet.track_event.is_some()
+                || packet.trace_packet_defaults.is_some()
+                || packet.timestamp_clock_id.is_some(),
+        );
         self.buf.clear();
         // `Trace.packet` is field 1, length-delimited: tag 0x0a, then the packet.
         self.buf.push(0x0a);
@@ -152,23 +165,68 @@ impl<W: Write> Converter<W> {
                     Clock {
                         clock_id: Some(CLOCK_BOOTTIME),
                         timestamp: Some(at),
+                        is_incremental: None,
                     },
                     Clock {
                         clock_id: Some(CLOCK_REALTIME),
                         timestamp: Some(at),
+                        is_incremental: None,
                     },
                 ],
                 primary_trace_clock: Some(CLOCK_BOOTTIME as i32),
             }),
             ..TracePacket::default()
+        })?;
+        self.restart_clock(ts_ns)
+    }
+
+    /// Where time may go back (a new track): starts a fresh incremental clock at
+    /// `ts_ns` when needed (`clock.rs`): a snapshot pairing it with BOOTTIME, and
+    /// defaults making it the clock of the packets that follow.
+    fn restart_clock(&mut self, ts_ns: i64) -> io::Result<()> {
+        let ts = ts_ns.max(0) as u64;
+        let Some(clock_id) = self.clocks.restart(ts) else {
+            return Ok(());
+        };
+        self.write_packet(TracePacket {
+            clock_snapshot: Some(ClockSnapshot {
+                clocks: vec![
+                    Clock {
+                        clock_id: Some(CLOCK_BOOTTIME),
+                        timestamp: Some(ts),
+                        is_incremental: None,
+                    },
+                    Clock {
+                        clock_id: Some(clock_id),
+                        timestamp: Some(ts),
+                        is_incremental: Some(true),
+                    },
+                ],
+                primary_trace_clock: None,
+            }),
+            trace_packet_defaults: Some(TracePacketDefaults {
+                timestamp_clock_id: Some(clock_id),
+            }),
+            ..TracePacket::default()
         })
+    }
+
+    /// A packet's timestamp and, when it is absolute after a default clock was set,
+    /// its clock.
+    fn stamp(&mut self, ts_ns: i64) -> (u64, Option<u32>) {
+        match self.clocks.stamp(ts_ns.max(0) as u64) {
+            Stamp::Delta(delta) => (delta, None),
+            Stamp::Absolute(ts) => (ts, self.clocks.has_default().then_some(CLOCK_BOOTTIME)),
+        }
     }
 
     fn write_event(&mut self, ts_ns: i64, event: TrackEvent) -> io::Result<()> {
         self.ensure_clock(ts_ns)?;
         self.flush_descriptors()?;
+        let (timestamp, timestamp_clock_id) = self.stamp(ts_ns);
         self.write_packet(TracePacket {
-            timestamp: Some(ts_ns.max(0) as u64),
+            timestamp: Some(timestamp),
+            timestamp_clock_id,
             track_event: Some(event),
             ..TracePacket::default()
         })
@@ -548,22 +606,23 @@ impl<W: Write> Converter<W> {
             .interner
             .take_pending()
             .map(|data| data.encode_to_vec());
-        let flags = if self.cleared {
-            SEQ_NEEDS_INCREMENTAL_STATE
-        } else {
-            self.cleared = true;
-            SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE
-        };
+        let (timestamp, clock_id) = self.stamp(ts_ns);
+        let flags = self.flags(true).unwrap_or(SEQ_NEEDS_INCREMENTAL_STATE);
         let event_len = body.len() + 1 + encoded_len_varint(track_uuid);
         let buf = &mut self.buf;
         buf.clear();
         let mut packet = Vec::new();
         std::mem::swap(&mut packet, buf);
         // TracePacket: timestamp (8), trusted_packet_sequence_id (10), track_event (11),
-        // interned_data (12), sequence_flags (13).
+        // interned_data (12), sequence_flags (13), timestamp_clock_id (58).
         let mut inner = Vec::with_capacity(event_len + 32);
         inner.push(0x40);
-        encode_varint(ts_ns.max(0) as u64, &mut inner);
+        encode_varint(timestamp, &mut inner);
+        if let Some(clock_id) = clock_id {
+            // Field 58, varint: tag 58 << 3 = 464, two bytes as a varint.
+            inner.extend_from_slice(&[0xd0, 0x03]);
+            encode_varint(u64::from(clock_id), &mut inner);
+        }
         inner.push(0x50);
         encode_varint(u64::from(SEQUENCE_ID), &mut inner);
         inner.push(0x5a);
@@ -643,6 +702,8 @@ impl<W: Write> Converter<W> {
                 self.close_track(previous, actions)?;
             }
             *current = Some(track);
+            self.ensure_clock(item.ts_ns)?;
+            self.restart_clock(item.ts_ns)?;
         }
         if self.tracks[track].kind == TrackKind::Engine && !item.instant {
             self.utilization(track, Some((item.ts_ns, item.end_ns)))?;

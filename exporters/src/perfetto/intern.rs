@@ -4,8 +4,10 @@
 //! sequence; a `TrackEvent` then says `name_iid` instead of the name
 //! (`shared/reference/perfetto.md`, "Interning"). New entries are collected here and
 //! attached to the next track-event packet, which is always before their first use.
-//! Each table is capped ([`MAX_ENTRIES`]) so memory stays bounded whatever the trace:
-//! past the cap, strings are written inline.
+//! Each table is capped ([`MAX_ENTRIES`] entries, [`MAX_TABLE_BYTES`] of text) so memory
+//! stays bounded whatever the trace: past the cap, strings are written inline. Long
+//! strings are interned too: Kineto's `Call stack` values run to kilobytes and repeat on
+//! every call of an operator.
 
 use std::collections::HashMap;
 
@@ -14,13 +16,14 @@ use super::proto::{InternedData, InternedName, InternedString};
 /// Most entries per table; beyond it strings are written inline (bounded memory).
 pub const MAX_ENTRIES: usize = 1 << 16;
 
-/// Longest string value that is interned (longer ones are usually unique).
-const MAX_INTERNED_VALUE_BYTES: usize = 256;
+/// Most bytes of text per table.
+pub const MAX_TABLE_BYTES: usize = 32 << 20;
 
 /// One interning table.
 #[derive(Debug, Default)]
 struct Table {
     ids: HashMap<Box<str>, u64>,
+    bytes: usize,
 }
 
 impl Table {
@@ -29,9 +32,10 @@ impl Table {
         if let Some(&iid) = self.ids.get(text) {
             return Some((iid, false));
         }
-        if self.ids.len() >= MAX_ENTRIES {
+        if self.ids.len() >= MAX_ENTRIES || self.bytes + text.len() > MAX_TABLE_BYTES {
             return None;
         }
+        self.bytes += text.len();
         let iid = self.ids.len() as u64 + 1;
         self.ids.insert(text.into(), iid);
         Some((iid, true))
@@ -82,9 +86,6 @@ impl Interner {
 
     /// The iid of a debug annotation string value (`None`: write it inline).
     pub fn arg_value(&mut self, text: &str) -> Option<u64> {
-        if text.len() > MAX_INTERNED_VALUE_BYTES {
-            return None;
-        }
         let (iid, new) = self.arg_values.get(text)?;
         if new {
             self.pending
@@ -128,6 +129,29 @@ mod tests {
         let pending = interner.take_pending().unwrap();
         assert_eq!(pending.event_names.len(), 2);
         assert!(interner.take_pending().is_none());
-        assert_eq!(interner.arg_value(&"x".repeat(300)), None);
+        let long = "x".repeat(300);
+        assert_eq!(
+            interner.arg_value(&long),
+            Some(1),
+            "long values are interned"
+        );
+        assert_eq!(interner.arg_value(&long), Some(1));
+    }
+
+    #[test]
+    fn a_full_table_writes_inline() {
+        let mut interner = Interner::default();
+        let big = "y".repeat(MAX_TABLE_BYTES / 2);
+        assert_eq!(interner.arg_value(&big), Some(1));
+        assert_eq!(
+            interner.arg_value(&format!("{big}z")),
+            None,
+            "over the byte cap"
+        );
+        assert_eq!(
+            interner.arg_value("short"),
+            Some(2),
+            "what fits still interns"
+        );
     }
 }

@@ -39,9 +39,24 @@ pub struct TracePacket {
     /// [`SEQ_NEEDS_INCREMENTAL_STATE`]).
     #[prost(uint32, optional, tag = "13")]
     pub sequence_flags: Option<u32>,
+    /// `optional uint32 timestamp_clock_id = 58` (overrides the sequence's default).
+    #[prost(uint32, optional, tag = "58")]
+    pub timestamp_clock_id: Option<u32>,
+    /// `optional TracePacketDefaults trace_packet_defaults = 59`.
+    #[prost(message, optional, tag = "59")]
+    pub trace_packet_defaults: Option<TracePacketDefaults>,
     /// `optional TrackDescriptor track_descriptor = 60` (in the `data` oneof).
     #[prost(message, optional, tag = "60")]
     pub track_descriptor: Option<TrackDescriptor>,
+}
+
+/// `perfetto.protos.TracePacketDefaults` (only the clock): defaults for the later
+/// packets of the sequence, part of its incremental state.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TracePacketDefaults {
+    /// `optional uint32 timestamp_clock_id = 58`.
+    #[prost(uint32, optional, tag = "58")]
+    pub timestamp_clock_id: Option<u32>,
 }
 
 /// `TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED`.
@@ -66,15 +81,25 @@ pub struct Clock {
     /// `optional uint32 clock_id = 1` ([`CLOCK_REALTIME`], [`CLOCK_BOOTTIME`]).
     #[prost(uint32, optional, tag = "1")]
     pub clock_id: Option<u32>,
-    /// `optional uint64 timestamp = 2`.
+    /// `optional uint64 timestamp = 2` (absolute, also for an incremental clock).
     #[prost(uint64, optional, tag = "2")]
     pub timestamp: Option<u64>,
+    /// `optional bool is_incremental = 3`: packet timestamps on this clock are deltas
+    /// from the previous packet's on it (the first after a snapshot from the
+    /// snapshot's value). Only for sequence-scoped clocks.
+    #[prost(bool, optional, tag = "3")]
+    pub is_incremental: Option<bool>,
 }
 
 /// `BuiltinClock.BUILTIN_CLOCK_REALTIME`.
 pub const CLOCK_REALTIME: u32 = 1;
 /// `BuiltinClock.BUILTIN_CLOCK_BOOTTIME` (the default clock of packet timestamps).
 pub const CLOCK_BOOTTIME: u32 = 6;
+/// The first sequence-scoped (user-defined) clock id: ids 64–127 are valid only on the
+/// sequence whose snapshot defines them (`clock_snapshot.proto`).
+pub const FIRST_SEQUENCE_CLOCK: u32 = 64;
+/// The number of sequence-scoped clock ids (64–127).
+pub const SEQUENCE_CLOCKS: u32 = 64;
 
 /// `perfetto.protos.TrackEvent` (only the fields we write).
 #[derive(Clone, PartialEq, prost::Message)]

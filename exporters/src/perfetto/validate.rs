@@ -12,6 +12,11 @@
 //!   packet says it needs it;
 //! - interning: every `name_iid`, `category_iids`, annotation `name_iid` and
 //!   `string_value_iid` was defined in this or an earlier packet; iids are non-zero;
+//! - clocks: packet timestamps are resolved to BOOTTIME through the snapshots and
+//!   defaults of the sequence (incremental sequence-scoped clocks, 64–127, add deltas);
+//!   a clock is defined before use, only sequence-scoped clocks are incremental, and the
+//!   snapshots of one set of clocks grow strictly (Perfetto's trace processor drops or
+//!   distrusts them otherwise); defaults come after the incremental state was cleared;
 //! - tracks: uuids non-zero, described before use; parents resolve; counter events
 //!   only on counter tracks and slices/instants only on others;
 //! - slices: per track, begin/end timestamps never go back (so Perfetto's sort by
@@ -26,8 +31,9 @@ use std::fmt;
 use prost::Message as _;
 
 use super::proto::{
-    TracePacket, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER,
-    TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+    ClockSnapshot, TracePacket, CLOCK_BOOTTIME, FIRST_SEQUENCE_CLOCK, SEQUENCE_CLOCKS,
+    SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT,
+    TYPE_SLICE_BEGIN, TYPE_SLICE_END,
 };
 
 /// What a valid trace holds.
@@ -104,7 +110,97 @@ struct State {
     /// uuid → (last timestamp, open begin timestamps).
     open: HashMap<u64, (u64, Vec<u64>)>,
     flows: HashMap<u64, (u64, u64)>,
+    clocks: ClockReader,
     summary: Summary,
+}
+
+/// The clocks of the sequence, as a reader resolves packet timestamps.
+#[derive(Default)]
+struct ClockReader {
+    /// `TracePacketDefaults.timestamp_clock_id`.
+    default: Option<u32>,
+    /// Sequence-scoped clock → (incremental, last reading, BOOTTIME minus its reading).
+    clocks: HashMap<u32, (bool, u64, i128)>,
+    /// Sorted clock ids of a snapshot → its readings, for the strictly-growing check.
+    last_snapshots: HashMap<Vec<u32>, Vec<u64>>,
+}
+
+impl ClockReader {
+    fn snapshot(&mut self, snapshot: &ClockSnapshot) -> Result<(), String> {
+        let mut readings: Vec<(u32, u64)> = snapshot
+            .clocks
+            .iter()
+            .map(|c| (c.clock_id.unwrap_or(0), c.timestamp.unwrap_or(0)))
+            .collect();
+        readings.sort_unstable();
+        let ids: Vec<u32> = readings.iter().map(|(id, _)| *id).collect();
+        let values: Vec<u64> = readings.iter().map(|(_, ts)| *ts).collect();
+        if let Some(previous) = self.last_snapshots.get(&ids) {
+            if let Some((id, (before, now))) = ids
+                .iter()
+                .zip(previous.iter().zip(&values))
+                .find(|(_, (before, now))| now <= before)
+            {
+                return Err(format!(
+                    "clock {id} reads {now} in a snapshot after reading {before} in the previous one of clocks {ids:?}"
+                ));
+            }
+        }
+        self.last_snapshots.insert(ids, values);
+        let boottime = snapshot
+            .clocks
+            .iter()
+            .find(|c| c.clock_id == Some(CLOCK_BOOTTIME))
+            .and_then(|c| c.timestamp);
+        for clock in &snapshot.clocks {
+            let id = clock.clock_id.unwrap_or(0);
+            let incremental = clock.is_incremental.unwrap_or(false);
+            let sequence_scoped =
+                (FIRST_SEQUENCE_CLOCK..FIRST_SEQUENCE_CLOCK + SEQUENCE_CLOCKS).contains(&id);
+            if incremental && !sequence_scoped {
+                return Err(format!("clock {id} is incremental but not sequence-scoped"));
+            }
+            if sequence_scoped {
+                let reading = clock.timestamp.unwrap_or(0);
+                let Some(boottime) = boottime else {
+                    return Err(format!("clock {id} is snapshotted without BOOTTIME"));
+                };
+                let offset = i128::from(boottime) - i128::from(reading);
+                self.clocks.insert(id, (incremental, reading, offset));
+            }
+        }
+        Ok(())
+    }
+
+    /// The packet's time on BOOTTIME (advancing an incremental clock).
+    fn resolve(&mut self, packet: &TracePacket) -> Result<Option<u64>, String> {
+        let Some(value) = packet.timestamp else {
+            return Ok(None);
+        };
+        let id = packet
+            .timestamp_clock_id
+            .or(self.default)
+            .unwrap_or(CLOCK_BOOTTIME);
+        if id == CLOCK_BOOTTIME {
+            return Ok(Some(value));
+        }
+        let Some((incremental, last, offset)) = self.clocks.get_mut(&id) else {
+            return Err(format!(
+                "timestamp on clock {id}, which no snapshot defines"
+            ));
+        };
+        let reading = if *incremental {
+            *last = last
+                .checked_add(value)
+                .ok_or_else(|| format!("clock {id} overflows"))?;
+            *last
+        } else {
+            value
+        };
+        u64::try_from(i128::from(reading) + *offset)
+            .map(Some)
+            .map_err(|_| format!("clock {id} reading {reading} is before BOOTTIME 0"))
+    }
 }
 
 impl State {
@@ -183,7 +279,29 @@ fn check_packet(state: &mut State, index: usize, packet: &TracePacket) {
     let flags = packet.sequence_flags.unwrap_or(0);
     if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0 {
         state.cleared = true;
+        state.clocks.default = None;
     }
+    if let Some(defaults) = &packet.trace_packet_defaults {
+        if !state.cleared {
+            state.problem(
+                index,
+                "packet defaults before the incremental state was cleared".into(),
+            );
+        }
+        state.clocks.default = defaults.timestamp_clock_id;
+    }
+    if let Some(snapshot) = &packet.clock_snapshot {
+        if let Err(problem) = state.clocks.snapshot(snapshot) {
+            state.problem(index, problem);
+        }
+    }
+    let ts = match state.clocks.resolve(packet) {
+        Ok(ts) => ts.unwrap_or(0),
+        Err(problem) => {
+            state.problem(index, problem);
+            0
+        }
+    };
     if let Some(interned) = &packet.interned_data {
         if !state.cleared {
             state.problem(
@@ -237,14 +355,14 @@ fn check_packet(state: &mut State, index: usize, packet: &TracePacket) {
         }
     }
     if let Some(event) = &packet.track_event {
-        check_event(state, index, packet, flags, event);
+        check_event(state, index, ts, flags, event);
     }
 }
 
 fn check_event(
     state: &mut State,
     index: usize,
-    packet: &TracePacket,
+    ts: u64,
     flags: u32,
     event: &super::proto::TrackEvent,
 ) {
@@ -300,7 +418,6 @@ fn check_event(
             format!("event type {kind} on track {uuid} (counter track: {counter_track})"),
         );
     }
-    let ts = packet.timestamp.unwrap_or(0);
     let (last, stack) = state.open.entry(uuid).or_insert((0, Vec::new()));
     let slice_event = kind == TYPE_SLICE_BEGIN || kind == TYPE_SLICE_END;
     let went_back = (slice_event && ts < *last).then_some(*last);
@@ -522,5 +639,83 @@ mod tests {
         };
         let summary = validate(&trace.encode_to_vec()).unwrap();
         assert_eq!((summary.slices, summary.max_depth), (1, 1));
+    }
+
+    #[test]
+    fn incremental_timestamps_resolve_and_snapshots_must_grow() {
+        use crate::perfetto::proto::{Clock, ClockSnapshot, TracePacketDefaults};
+        let snapshot = |at: u64| TracePacket {
+            trusted_packet_sequence_id: Some(1),
+            sequence_flags: Some(3),
+            clock_snapshot: Some(ClockSnapshot {
+                clocks: vec![
+                    Clock {
+                        clock_id: Some(CLOCK_BOOTTIME),
+                        timestamp: Some(at),
+                        is_incremental: None,
+                    },
+                    Clock {
+                        clock_id: Some(64),
+                        timestamp: Some(at),
+                        is_incremental: Some(true),
+                    },
+                ],
+                primary_trace_clock: None,
+            }),
+            trace_packet_defaults: Some(TracePacketDefaults {
+                timestamp_clock_id: Some(64),
+            }),
+            ..TracePacket::default()
+        };
+        let descriptor = TracePacket {
+            trusted_packet_sequence_id: Some(1),
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(5),
+                ..TrackDescriptor::default()
+            }),
+            ..TracePacket::default()
+        };
+        let event = |kind: i32, delta: u64| TracePacket {
+            timestamp: Some(delta),
+            ..packet(
+                Some(TrackEvent {
+                    track_uuid: Some(5),
+                    r#type: Some(kind),
+                    ..TrackEvent::default()
+                }),
+                Some(2),
+            )
+        };
+        // Begin at 1000 + 500, end 10 later: read as absolute, the end (10) would be
+        // before the begin (500).
+        let good = Trace {
+            packet: vec![
+                snapshot(1000),
+                descriptor.clone(),
+                event(TYPE_SLICE_BEGIN, 500),
+                event(TYPE_SLICE_END, 10),
+            ],
+        };
+        assert_eq!(validate(&good.encode_to_vec()).unwrap().slices, 1);
+        let mut back = good.clone();
+        back.packet.push(snapshot(900));
+        let text = validate(&back.encode_to_vec()).unwrap_err().to_string();
+        assert!(text.contains("reads 900"), "{text}");
+        let undefined = Trace {
+            packet: vec![
+                descriptor,
+                TracePacket {
+                    timestamp_clock_id: Some(70),
+                    ..event(TYPE_INSTANT, 1)
+                },
+            ],
+        };
+        let text = validate(&undefined.encode_to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("clock 70, which no snapshot defines"),
+            "{text}"
+        );
     }
 }

@@ -6,8 +6,8 @@
 //! Perfetto drops `X` events that overlap on one thread without nesting
 //! (`shared/reference/perfetto.md`, "Perfetto and Chrome JSON"). [`perfetto`] writes
 //! Perfetto's own TrackEvent protobuf instead: named process groups per rank and device,
-//! overlapping work on extra lanes, counters, flows, args — at about a quarter of the
-//! JSON's size.
+//! overlapping work on extra lanes, counters, flows, args — at a fifth to two fifths of
+//! the JSON's size.
 //!
 //! # Key types
 //!
@@ -64,9 +64,20 @@
 //! `0x0a <varint length> <packet>` records and is written packet by packet. All packets
 //! carry `trusted_packet_sequence_id = 1` (one sequence per writer). In order:
 //!
-//! 1. A `clock_snapshot` with equal BOOTTIME (6) and REALTIME (1) readings: packet
-//!    timestamps are Kineto's Unix-epoch nanoseconds on the default BOOTTIME clock, so
-//!    the UI can show wall time, and rank files share one time axis.
+//! 1. A `clock_snapshot` with equal BOOTTIME (6) and REALTIME (1) readings: times are
+//!    Kineto's Unix-epoch nanoseconds on BOOTTIME, so the UI can show wall time, and
+//!    rank files share one time axis. This first packet sets `sequence_flags = 3`
+//!    (incremental state cleared and needed).
+//!
+//!    Packet timestamps are deltas on incremental clocks: where time goes back (each new
+//!    track, events being sorted per track), a `clock_snapshot` defines a
+//!    sequence-scoped clock (id 64–127, `is_incremental`) at that time with BOOTTIME at
+//!    the same reading, and its `trace_packet_defaults.timestamp_clock_id` makes it the
+//!    clock of the packets that follow; each `timestamp` is then the ns since the
+//!    previous packet's. A packet earlier than that (a utilization bucket, a counter read
+//!    out of order) carries its absolute time with `timestamp_clock_id: 6`. Ids are
+//!    reused only when the new time is above their last snapshot, as Perfetto requires
+//!    snapshots to grow (`perfetto/clock.rs`).
 //! 2. `track_descriptor` packets, each written before the first event that uses it:
 //!    - per (file, pid) a process group (`process {pid, process_name}`), named
 //!      `rank R: python 4242` or `rank R: device 0`; its pid is the real one for a host
@@ -100,19 +111,24 @@
 //!    budget) and merged with them: one binding pass, one writing pass. Flow ids are
 //!    FNV-1a hashes of (file, kind, Kineto id).
 //!    Names and categories are `name_iid` / `category_iids` (unpacked varints), args
-//!    are `debug_annotations` with interned names (`name_iid`), interned short string
-//!    values (`string_value_iid`), `int_value`, `uint_value`, `double_value`,
-//!    `bool_value`, and arrays/objects as `legacy_json_value`.
-//!    The first track-event packet sets `sequence_flags = 3` (incremental state cleared
-//!    and needed), later ones 2; new interned entries ride in the `interned_data` of the
-//!    first track-event packet written after they were made (so before any use).
+//!    are `debug_annotations` with interned names (`name_iid`), interned string values
+//!    (`string_value_iid`, any length while the table's 32 MiB text budget lasts),
+//!    `int_value`, `uint_value`, `double_value`, `bool_value`, and arrays/objects as
+//!    `legacy_json_value`.
+//!    Track-event packets set `sequence_flags = 2`; new interned entries ride in the
+//!    `interned_data` of the first track-event packet written after they were made (so
+//!    before any use).
 //!
-//! Example (decoded as `perfetto.protos.Trace`, printed in protobuf's text format):
+//! Example: the `matmul` begin of the crate example above (decoded with `protoc
+//! --decode=perfetto.protos.Trace`, in protobuf's text format): 1,000 ns after the
+//! previous packet (the end of `launch`), its name and category interned earlier, the
+//! `ac2g` flow ending on it:
 //!
 //! ```text
-//! packet { timestamp: 1790857026000005000 trusted_packet_sequence_id: 1
-//!   track_event { category_iids: 2 type: TYPE_SLICE_BEGIN name_iid: 3 track_uuid: 4 }
-//!   interned_data { event_names { iid: 3 name: "matmul" } } sequence_flags: 2 }
+//! packet { timestamp: 1000 trusted_packet_sequence_id: 1
+//!   track_event { category_iids: 3 type: TYPE_SLICE_BEGIN name_iid: 3 track_uuid: 3
+//!                 terminating_flow_ids: 4299409990799344212 }
+//!   sequence_flags: 2 }
 //! ```
 //!
 //! # Performance

@@ -162,16 +162,8 @@ impl<W: Write> Converter<W> {
         self.write_packet(TracePacket {
             clock_snapshot: Some(ClockSnapshot {
                 clocks: vec![
-                    Clock {
-                        clock_id: Some(CLOCK_BOOTTIME),
-                        timestamp: Some(at),
-                        is_incremental: None,
-                    },
-                    Clock {
-                        clock_id: Some(CLOCK_REALTIME),
-                        timestamp: Some(at),
-                        is_incremental: None,
-                    },
+                    Clock::reading(CLOCK_BOOTTIME, at),
+                    Clock::reading(CLOCK_REALTIME, at),
                 ],
                 primary_trace_clock: Some(CLOCK_BOOTTIME as i32),
             }),
@@ -189,21 +181,7 @@ impl<W: Write> Converter<W> {
             return Ok(());
         };
         self.write_packet(TracePacket {
-            clock_snapshot: Some(ClockSnapshot {
-                clocks: vec![
-                    Clock {
-                        clock_id: Some(CLOCK_BOOTTIME),
-                        timestamp: Some(ts),
-                        is_incremental: None,
-                    },
-                    Clock {
-                        clock_id: Some(clock_id),
-                        timestamp: Some(ts),
-                        is_incremental: Some(true),
-                    },
-                ],
-                primary_trace_clock: None,
-            }),
+            clock_snapshot: Some(ClockSnapshot::incremental_start(clock_id, ts)),
             trace_packet_defaults: Some(TracePacketDefaults {
                 timestamp_clock_id: Some(clock_id),
             }),

@@ -91,6 +91,34 @@ pub struct Clock {
     pub is_incremental: Option<bool>,
 }
 
+impl Clock {
+    /// A reading of `clock_id`.
+    pub fn reading(clock_id: u32, timestamp: u64) -> Self {
+        Clock {
+            clock_id: Some(clock_id),
+            timestamp: Some(timestamp),
+            is_incremental: None,
+        }
+    }
+}
+
+impl ClockSnapshot {
+    /// Starts the incremental sequence-scoped clock `clock_id` at `ts` (ns), with
+    /// BOOTTIME reading the same.
+    pub fn incremental_start(clock_id: u32, ts: u64) -> Self {
+        ClockSnapshot {
+            clocks: vec![
+                Clock::reading(CLOCK_BOOTTIME, ts),
+                Clock {
+                    is_incremental: Some(true),
+                    ..Clock::reading(clock_id, ts)
+                },
+            ],
+            primary_trace_clock: None,
+        }
+    }
+}
+
 /// `BuiltinClock.BUILTIN_CLOCK_REALTIME`.
 pub const CLOCK_REALTIME: u32 = 1;
 /// `BuiltinClock.BUILTIN_CLOCK_BOOTTIME` (the default clock of packet timestamps).

@@ -610,16 +610,20 @@ mod tests {
         assert!(text.contains("field 47 is packed"), "{text}");
     }
 
-    #[test]
-    fn balanced_slices_on_a_described_track_pass() {
-        let descriptor = TracePacket {
+    fn descriptor(uuid: u64) -> TracePacket {
+        TracePacket {
             trusted_packet_sequence_id: Some(1),
             track_descriptor: Some(TrackDescriptor {
-                uuid: Some(5),
+                uuid: Some(uuid),
                 ..TrackDescriptor::default()
             }),
             ..TracePacket::default()
-        };
+        }
+    }
+
+    #[test]
+    fn balanced_slices_on_a_described_track_pass() {
+        let descriptor = descriptor(5);
         let begin = TrackEvent {
             track_uuid: Some(5),
             r#type: Some(TYPE_SLICE_BEGIN),
@@ -643,38 +647,17 @@ mod tests {
 
     #[test]
     fn incremental_timestamps_resolve_and_snapshots_must_grow() {
-        use crate::perfetto::proto::{Clock, ClockSnapshot, TracePacketDefaults};
+        use crate::perfetto::proto::{ClockSnapshot, TracePacketDefaults};
         let snapshot = |at: u64| TracePacket {
             trusted_packet_sequence_id: Some(1),
             sequence_flags: Some(3),
-            clock_snapshot: Some(ClockSnapshot {
-                clocks: vec![
-                    Clock {
-                        clock_id: Some(CLOCK_BOOTTIME),
-                        timestamp: Some(at),
-                        is_incremental: None,
-                    },
-                    Clock {
-                        clock_id: Some(64),
-                        timestamp: Some(at),
-                        is_incremental: Some(true),
-                    },
-                ],
-                primary_trace_clock: None,
-            }),
+            clock_snapshot: Some(ClockSnapshot::incremental_start(64, at)),
             trace_packet_defaults: Some(TracePacketDefaults {
                 timestamp_clock_id: Some(64),
             }),
             ..TracePacket::default()
         };
-        let descriptor = TracePacket {
-            trusted_packet_sequence_id: Some(1),
-            track_descriptor: Some(TrackDescriptor {
-                uuid: Some(5),
-                ..TrackDescriptor::default()
-            }),
-            ..TracePacket::default()
-        };
+        let descriptor = descriptor(5);
         let event = |kind: i32, delta: u64| TracePacket {
             timestamp: Some(delta),
             ..packet(

@@ -18,17 +18,15 @@
 //!   devices are emulated; there is no EC2 metadata to ask). `system_data`'s
 //!   `neuron_hw_counters` has no devices and says why.
 //! - With `--prometheus ADDR` the documents go to the metrics server instead of
-//!   standard output: `GET /metrics` answers the latest period
-//!   (`exporters::prometheus`), anything else 404.
+//!   standard output (`metrics_server`, concurrent clients): `GET /metrics` answers the
+//!   latest period as rendered by `exporters::prometheus`, anything else 404.
 //! - Ctrl-C or SIGTERM ends it after the current period; a closed standard output
 //!   (`| head`) ends it quietly.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use analysis::live::{
@@ -390,18 +388,18 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
     install_stop_handlers();
     let mut collector = Collector::new(&options.dir, options.period);
     collector.prime()?;
-    let metrics = match &options.prometheus {
+    // The server lives until the loop ends; scrapes are answered on its threads.
+    let mut metrics = match &options.prometheus {
         Some(addr) => {
-            let listener =
-                TcpListener::bind(addr).with_context(|| format!("--prometheus {addr}"))?;
-            let local = listener.local_addr()?;
-            eprintln!("neuronprof monitor: serving http://{local}/metrics");
-            let metrics = Arc::new(Mutex::new(PrometheusFeed::default()));
-            let served = Arc::clone(&metrics);
-            std::thread::Builder::new()
-                .name("prometheus".into())
-                .spawn(move || serve_metrics(listener, &served))?;
-            Some(metrics)
+            let exposition = metrics_server::Exposition::default();
+            let server = metrics_server::MetricsServer::bind(addr, exposition.clone())
+                .context("--prometheus")?;
+            eprintln!(
+                "neuronprof monitor: serving http://{}{}",
+                server.local_addr(),
+                metrics_server::METRICS_PATH
+            );
+            Some((server, PrometheusFeed::new(exposition)))
         }
         None => None,
     };
@@ -410,11 +408,8 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
     while sleep_until(next) {
         next += options.period;
         let line = collector.collect()?;
-        match &metrics {
-            Some(feed) => feed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .update(&line)?,
+        match &mut metrics {
+            Some((_server, feed)) => feed.update(&line)?,
             None => {
                 let mut out = std::io::stdout().lock();
                 let wrote = out
@@ -437,82 +432,32 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The latest document as Prometheus text, with the running counters.
+/// Renders each document as Prometheus text, with the running counters, into the
+/// [`Exposition`](metrics_server::Exposition) a metrics server serves.
 #[derive(Debug, Default)]
 pub struct PrometheusFeed {
     state: exporters::prometheus::PrometheusState,
-    text: String,
+    exposition: metrics_server::Exposition,
 }
 
 impl PrometheusFeed {
+    /// A feed publishing into `exposition`.
+    pub fn new(exposition: metrics_server::Exposition) -> Self {
+        PrometheusFeed {
+            state: Default::default(),
+            exposition,
+        }
+    }
+
     /// Takes one document (a JSON line from [`Collector::collect`]).
     pub fn update(&mut self, document: &str) -> anyhow::Result<()> {
         let doc = analysis::live::parse_document(document).context("reading a document")?;
         self.state.observe(&doc);
         let mut text = Vec::new();
         self.state.render(&doc, &mut text)?;
-        self.text = String::from_utf8(text)?;
+        self.exposition.set(String::from_utf8(text)?);
         Ok(())
     }
-
-    /// The exposition text of the latest document.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-}
-
-/// Answers HTTP/1.1 requests on `listener` until the process ends: `GET /metrics`
-/// with the feed's text, 404 elsewhere, 405 for other methods.
-pub fn serve_metrics(listener: TcpListener, feed: &Mutex<PrometheusFeed>) {
-    for stream in listener.incoming().flatten() {
-        let _ = answer_http(stream, feed);
-    }
-}
-
-fn answer_http(stream: TcpStream, feed: &Mutex<PrometheusFeed>) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut reader = BufReader::new((&stream).take(16 * 1024));
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Skip the headers up to the blank line.
-    let mut header = String::new();
-    while reader.read_line(&mut header)? > 0 && header.trim_end() != "" {
-        header.clear();
-    }
-    let mut parts = request_line.split_ascii_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, content_type, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => (
-            "200 OK",
-            exporters::prometheus::CONTENT_TYPE,
-            feed.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .text()
-                .to_owned(),
-        ),
-        ("GET" | "HEAD", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found: metrics are at /metrics\n".to_owned(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "only GET is served\n".to_owned(),
-        ),
-    };
-    let mut out = &stream;
-    write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    if method != "HEAD" {
-        out.write_all(body.as_bytes())?;
-    }
-    out.flush()
 }
 
 #[cfg(test)]

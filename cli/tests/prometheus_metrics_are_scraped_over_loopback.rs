@@ -5,20 +5,25 @@
 mod skip;
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use metrics_server::{Exposition, MetricsServer};
 use neuron_backend::workloads::{run_with_hooks, FnHooks, Workload, WorkloadConfig};
-use neuronprof::monitor::{serve_metrics, Collector, PrometheusFeed};
+use neuronprof::monitor::{Collector, PrometheusFeed};
 
 fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    // The server keeps HTTP/1.1 connections alive unless asked to close.
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
@@ -58,11 +63,10 @@ fn metrics_of_each_rank_are_served_over_http() {
     config.numerics = false;
     config.detail = neuron_backend::RecordDetail::Kernels;
     let done = AtomicBool::new(false);
-    let feed = Arc::new(Mutex::new(PrometheusFeed::default()));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let served = Arc::clone(&feed);
-    std::thread::spawn(move || serve_metrics(listener, &served));
+    let exposition = Exposition::default();
+    let server = MetricsServer::bind("127.0.0.1:0", exposition.clone()).unwrap();
+    let addr = server.local_addr();
+    let mut feed = PrometheusFeed::new(exposition);
 
     let body = std::thread::scope(|scope| {
         let run = scope.spawn(|| {
@@ -91,7 +95,7 @@ fn metrics_of_each_rank_are_served_over_http() {
         for _ in 0..2 {
             std::thread::sleep(Duration::from_millis(300));
             let line = collector.collect().unwrap();
-            feed.lock().unwrap().update(&line).unwrap();
+            feed.update(&line).unwrap();
         }
         let (head, body) = get(addr, "/metrics");
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");

@@ -55,9 +55,6 @@ use std::io;
 
 use analysis::live::{MonitorDocument, RuntimeEntry};
 
-/// The content type of the text exposition format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-
 /// Running totals for the counters, fed every document in order.
 #[derive(Debug, Clone, Default)]
 pub struct PrometheusState {

@@ -23,6 +23,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("profiler", &["runtime-hooks", "trace-format"]),
     ("analysis", &["trace-format", "monitor-schema"]),
     ("exporters", &["trace-format", "analysis"]),
+    // Serves exposition text over HTTP; knows nothing of what the text says.
+    ("metrics-server", &[]),
     // SQL over traces (embedded DataFusion): the exporters' tables, read from traces.
     ("query", &["trace-format", "exporters"]),
     ("tui", &["analysis", "trace-format"]),
@@ -37,6 +39,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "profiler",
             "analysis",
             "exporters",
+            "metrics-server",
             "query",
             "tui",
             "gui",

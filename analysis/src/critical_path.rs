@@ -81,7 +81,7 @@ pub use events::CpEvent;
 pub use graph::{Cycle, Edge, EdgeKind, Graph, Node};
 
 use crate::classify::{HtaVersion, Mode};
-use crate::model::{FastMap, TraceSet};
+use crate::model::{FastMap, RankTrace, TraceSet};
 use crate::stats::NumpySort;
 
 /// What to analyze.
@@ -365,12 +365,34 @@ pub fn build_graph<'t>(
     let mut windows = Vec::new();
     // (rank, clipped positions in all_events) for the collective edges.
     let mut clipped_by_rank: Vec<ClippedRank> = Vec::new();
+    let mut per_rank: Vec<(i64, &RankTrace, Vec<CpEvent<'t>>)> = Vec::with_capacity(ranks.len());
     for rank in ranks {
         let trace = set.rank(rank).ok_or(CriticalPathError::NoRank(rank))?;
         if trace.timeline.is_none() {
             return Err(CriticalPathError::NoTimeline(rank));
         }
-        let events = events::rank_events(trace, options.mode, !compat);
+        let mut events = events::rank_events(trace, options.mode, !compat);
+        if !compat {
+            // A launch call of no duration (a runtime whose host time is modeled returns
+            // from `nrt_cc_execute` at once) lasts one tick here: HTA's clip drops events
+            // of no duration, and with it the device rows they launched.
+            for e in events.iter_mut() {
+                if !e.on_stream() && e.index_correlation > 0 && e.end == e.ts {
+                    e.end += 1;
+                }
+            }
+        }
+        per_rank.push((rank, trace, events));
+    }
+    // What each piece of device work takes without waiting, per rank (the compute rows
+    // held up by a collective's transfers weigh it: default mode only).
+    let nominal: Vec<build::Nominal<'t>> = if compat {
+        vec![Default::default(); per_rank.len()]
+    } else {
+        let slices: Vec<&[CpEvent<'t>]> = per_rank.iter().map(|(_, _, e)| e.as_slice()).collect();
+        build::nominal_durations(&slices)
+    };
+    for ((rank, trace, events), nominal) in per_rank.into_iter().zip(&nominal) {
         let path = trace.path.display().to_string();
         let window = events::annotation_window(&events, &options.annotation, options.instances)
             .map_err(|e| match e {
@@ -392,8 +414,15 @@ pub fn build_graph<'t>(
         let clipped = events::clip(&events, window);
         skipped.rows_without_launch += events::rows_without_launch(&events, window);
         let base = all_events.len() as u32;
-        let rank_graph =
-            build::build_rank(&mut graph, &events, &clipped, options, &mut skipped, base);
+        let rank_graph = build::build_rank(
+            &mut graph,
+            &events,
+            &clipped,
+            options,
+            &mut skipped,
+            base,
+            nominal,
+        );
         if rank_graph.nodes_of.is_empty() {
             return Err(CriticalPathError::EmptyWindow {
                 rank,

@@ -123,14 +123,17 @@ fn is_blocking(e: &CpEvent<'_>, mode: Mode) -> bool {
         || (mode == Mode::Default && NEURON_BLOCKING_CALLS.contains(&e.name))
 }
 
-/// Adds the nodes and edges of one rank's clipped events to `graph`.
-pub(crate) fn build_rank(
+/// Adds the nodes and edges of one rank's clipped events to `graph` (`nominal`: what
+/// each piece of the rank's device work takes without waiting).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_rank<'t>(
     graph: &mut Graph,
-    events: &[CpEvent<'_>],
+    events: &[CpEvent<'t>],
     clipped: &[u32],
     options: &Options,
     skipped: &mut Skipped,
     event_base: u32,
+    nominal: &Nominal<'t>,
 ) -> RankGraph {
     let mode = options.mode;
     // --- nodes (HTA `_create_event_nodes`): starts then ends, sorted by time.
@@ -184,7 +187,7 @@ pub(crate) fn build_rank(
     );
     if mode == Mode::Default {
         full_queue_edges(graph, events, clipped, &rank_graph);
-        contention_edges(graph, events, clipped, &rank_graph);
+        contention_edges(graph, events, clipped, &rank_graph, nominal);
         collective_input_edges(graph, events, clipped, &rank_graph);
     }
     rank_graph
@@ -825,23 +828,17 @@ fn full_queue_edges(
 /// same work does elsewhere on the rank was held up by the collective: the emulator's
 /// collectives (like real ones) move their bytes through the core's DMA engines from
 /// the last rank's arrival on, and compute queued behind those transfers waits (hw.md,
-/// Collectives). Such a row's span weighs what the same work (name, `flops`, `bytes`)
-/// takes at least on the rank, and its end gets an edge from the collective's end
+/// Collectives). Such a row's span weighs the same work's duration without the wait
+/// ([`nominal_durations`]), and its end gets an edge from the collective's end
 /// weighing the rest of the row: so it moves with the collective, that is with the
 /// last rank's arrival.
-fn contention_edges(
+fn contention_edges<'t>(
     graph: &mut Graph,
-    events: &[CpEvent<'_>],
+    events: &[CpEvent<'t>],
     clipped: &[u32],
     rank_graph: &RankGraph,
+    least: &Nominal<'t>,
 ) {
-    // The least duration of each piece of work on the rank (every row, not only the
-    // window's).
-    let mut least: FastMap<(&str, (i64, i64)), i64> = FastMap::default();
-    for e in events.iter().filter(|e| e.on_stream() && !e.is_comm) {
-        let slot = least.entry((e.name, e.work)).or_insert(i64::MAX);
-        *slot = (*slot).min(e.dur());
-    }
     // Collectives of the window per device, by end.
     let mut collectives: Vec<(Option<i64>, i64, u32)> = clipped
         .iter()
@@ -947,5 +944,152 @@ fn collective_input_edges(
                 edge.causal = true;
             }
         }
+    }
+}
+
+/// A piece of work on a rank: a device row's name and (`flops`, `bytes`).
+type Work<'t> = (&'t str, (i64, i64));
+
+/// What each piece of work takes on one rank without waiting ([`nominal_durations`]).
+pub(crate) type Nominal<'t> = FastMap<Work<'t>, i64>;
+
+/// Each rank's duration of each piece of work when it does not wait behind a
+/// collective's transfers (default mode; see [`contention_edges`]): the least duration
+/// of the same work (name, `flops`, `bytes`) on the rank, or, where less, on another
+/// rank times the two ranks' speed ratio.
+///
+/// A rank whose compute always runs behind a collective (a fast rank waiting for a
+/// straggler: every step its collectives start late, and the compute queued behind
+/// their transfers waits each time) has no step where the work ran alone, but the
+/// other ranks may: the slow rank, whose collectives start when it arrives. Devices
+/// differ in speed (a straggler's device is slower), so another rank's duration is
+/// converted by the ranks' speed ratio: the median, over the work both ranks ran
+/// without a collective in flight on their device, of the ratio of their least
+/// durations. Two ranks without such common work are not compared.
+pub(crate) fn nominal_durations<'t>(ranks: &[&[CpEvent<'t>]]) -> Vec<Nominal<'t>> {
+    // Per rank: the least duration of each work over all its rows, and over the rows
+    // no collective of their device overlapped ("clean").
+    let mut least: Vec<Nominal<'t>> = Vec::with_capacity(ranks.len());
+    let mut clean: Vec<Nominal<'t>> = Vec::with_capacity(ranks.len());
+    for events in ranks {
+        // Collectives per device, by start, with the running maximum of their ends.
+        let mut spans: Vec<(Option<i64>, i64, i64)> = events
+            .iter()
+            .filter(|e| e.on_stream() && e.is_comm)
+            .map(|e| (e.pid, e.ts, e.end))
+            .collect();
+        spans.sort_unstable();
+        let mut max_end: Vec<i64> = Vec::with_capacity(spans.len());
+        for (k, &(pid, _, end)) in spans.iter().enumerate() {
+            let before = (k > 0 && spans[k - 1].0 == pid).then(|| max_end[k - 1]);
+            max_end.push(before.map_or(end, |b| b.max(end)));
+        }
+        let mut all = Nominal::default();
+        let mut alone = Nominal::default();
+        for e in events.iter().filter(|e| e.on_stream() && !e.is_comm) {
+            let key = (e.name, e.work);
+            let slot = all.entry(key).or_insert(i64::MAX);
+            *slot = (*slot).min(e.dur());
+            // The device's collectives that started before the row ended: the row ran
+            // alone when all of them had ended by its start.
+            let lo = spans.partition_point(|&(pid, _, _)| pid < e.pid);
+            let hi = spans.partition_point(|&(pid, ts, _)| (pid, ts) < (e.pid, e.end));
+            if hi == lo || max_end[hi - 1] <= e.ts {
+                let slot = alone.entry(key).or_insert(i64::MAX);
+                *slot = (*slot).min(e.dur());
+            }
+        }
+        least.push(all);
+        clean.push(alone);
+    }
+    // ratio[r][q]: rank r's durations over rank q's, where they can be compared.
+    let ratio = |r: usize, q: usize| -> Option<f64> {
+        let mut ratios: Vec<f64> = clean[r]
+            .iter()
+            .filter(|(_, &d)| d > 0)
+            .filter_map(|(key, &d)| {
+                clean[q]
+                    .get(key)
+                    .filter(|&&dq| dq > 0)
+                    .map(|&dq| d as f64 / dq as f64)
+            })
+            .collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_unstable_by(f64::total_cmp);
+        Some(ratios[ratios.len() / 2])
+    };
+    (0..ranks.len())
+        .map(|r| {
+            let mut nominal = least[r].clone();
+            for q in (0..ranks.len()).filter(|&q| q != r) {
+                let Some(speed) = ratio(r, q) else {
+                    continue;
+                };
+                for (key, slot) in nominal.iter_mut() {
+                    if let Some(&dq) = least[q].get(key) {
+                        *slot = (*slot).min((dq as f64 * speed).round() as i64);
+                    }
+                }
+            }
+            nominal
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rank: i64, name: &'static str, ts: i64, end: i64, comm: bool) -> CpEvent<'static> {
+        CpEvent {
+            rank,
+            event_index: ts as u64,
+            ts,
+            end,
+            name,
+            category: "kernel",
+            pid: Some(1),
+            tid: Some(7),
+            stream: 7,
+            correlation: -1,
+            index_correlation: -1,
+            is_comm: comm,
+            wait_on_stream: -1,
+            wait_on_event_corr: -1,
+            work: (100, 200),
+            collective: None,
+        }
+    }
+
+    #[test]
+    fn work_that_always_waited_takes_another_ranks_duration_at_the_ranks_speed_ratio() {
+        // Rank 0 (fast): `ln` always runs while a collective is in flight (50 and 40
+        // ticks); `mm` and `add` run alone. Rank 1 runs at half speed: `mm` 20 vs 10,
+        // `add` 8 vs 4, and `ln` alone in 16.
+        let fast = [
+            row(0, "mm", 0, 10, false),
+            row(0, "add", 10, 14, false),
+            row(0, "allreduce", 14, 100, true),
+            row(0, "ln", 20, 70, false),
+            row(0, "ln", 110, 150, false),
+            row(0, "allreduce", 105, 160, true),
+        ];
+        let slow = [
+            row(1, "mm", 0, 20, false),
+            row(1, "add", 20, 28, false),
+            row(1, "ln", 30, 46, false),
+            row(1, "allreduce", 50, 100, true),
+        ];
+        let nominal = nominal_durations(&[&fast, &slow]);
+        let of = |r: usize, name| nominal[r][&(name, (100, 200))];
+        assert_eq!(of(0, "ln"), 8, "rank 1's 16 at rank 0's speed (1/2)");
+        assert_eq!(of(0, "mm"), 10);
+        assert_eq!(of(1, "ln"), 16, "its own, less than rank 0's 40 x 2");
+        assert_eq!(of(1, "add"), 8);
+        // A rank compared with no other keeps its own least duration.
+        let alone = nominal_durations(&[&fast]);
+        assert_eq!(alone[0][&("ln", (100, 200))], 40);
     }
 }

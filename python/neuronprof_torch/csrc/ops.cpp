@@ -83,6 +83,21 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::dtype_or_default(dtype));
 }
 
+// Whether `self.data = from` may swap `self`'s contents in place (VariableHooks::set_data),
+// which is how Module.to / .cuda() keep each Parameter object, and so tied weights (an
+// embedding shared with an LM head) tied. c10's TensorImpl::has_compatible_shallow_copy_type
+// knows only its own dense backends and leaves PrivateUse1 to the backend, which registers
+// this operator (c10/core/TensorImpl.h, torch 2.15); without it Module.to("neuron") makes a
+// new Parameter per module and a tied pair becomes two. A neuron tensor is a plain strided
+// TensorImpl (empty_generic above), so it is compatible with a CPU or neuron dense one.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto plain = [](const at::Tensor& t) {
+    return t.layout() == c10::kStrided && (t.is_cpu() || t.is_privateuseone());
+  };
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (plain(self) && plain(from));
+}
+
 npc_launch_t copy_launch(uint16_t kind, c10::DeviceIndex device, const at::Tensor& dst) {
   const char* name = kind == NPC_KERNEL_COPY_H2D   ? "Memcpy HtoD (Host -> Neuron)"
                      : kind == NPC_KERNEL_COPY_D2H ? "Memcpy DtoH (Neuron -> Host)"
@@ -369,6 +384,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_", set_empty);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

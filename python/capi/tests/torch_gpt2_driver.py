@@ -1,0 +1,53 @@
+"""Driver of the Hugging Face GPT-2 test (torch_gpt2.rs): one Python process trains
+`python/examples/train_gpt2.py`'s GPT-2 on the current accelerator (neuron) and on the
+CPU, each profiled (steps 4-6), and prints one `RESULT {json}` line.
+
+argv: trace folder of the neuron run, trace folder of the CPU run.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import transformers
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+import train_gpt2  # noqa: E402  (imports neuronprof_torch)
+
+neuron_trace_dir, cpu_trace_dir = sys.argv[1], sys.argv[2]
+model = train_gpt2.GPT2LMHeadModel(train_gpt2.GPT2Config(**train_gpt2.CONFIG))
+result = {
+    "device": str(torch.accelerator.current_accelerator()),
+    "torch": torch.__version__,
+    "transformers": transformers.__version__,
+    "attn_implementation": model.config._attn_implementation,
+    "hf_offline": [os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE")],
+    "tied_on_cpu": model.lm_head.weight is model.transformer.wte.weight,
+}
+# GPT-2's LM head is its token embedding: Module.to keeps the one Parameter (as on CUDA).
+model.to(torch.accelerator.current_accelerator())
+result["tied_on_device"] = model.lm_head.weight is model.transformer.wte.weight
+del model
+result["neuron_losses"] = train_gpt2.train(None, 8, neuron_trace_dir)
+torch.accelerator.synchronize()
+result["max_memory_allocated"] = torch.neuron.max_memory_allocated()
+# Memory snapshot of this run (issue 16): once torch.neuron.memory._snapshot lands
+# (helper i16d), record the history before the run, take the snapshot here and check
+# it with torch.cuda._memory_viz.
+# The CPU run's trace as PyTorch writes it, on the real clock, unwarped: its operators
+# compute their values, so their durations are the numerics the neuron run's host
+# operators must not hold. (The warp would put them on the cut timeline, where, in a
+# window of CPU-only work, a runtime boundary's retroactive run-delay cut can take in
+# the whole window: python/README.md, "Limits".)
+os.makedirs(cpu_trace_dir, exist_ok=True)
+
+
+def export_unwarped(prof):
+    torch.autograd.profiler.profile.export_chrome_trace.__wrapped__(
+        prof.profiler, os.path.join(cpu_trace_dir, "cpu.pt.trace.json")
+    )
+
+
+result["cpu_losses"] = train_gpt2.train("cpu", 8, on_trace_ready=export_unwarped)
+print("RESULT " + json.dumps(result), flush=True)

@@ -39,15 +39,6 @@ fn only_trace(dir: &Path) -> Value {
     read_trace(&traces[0])
 }
 
-fn losses(result: &Value, key: &str) -> Vec<f64> {
-    result[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {key} in {result}"))
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
-}
-
 fn count(stats: &Value, key: &str) -> i64 {
     stats[key]
         .as_i64()
@@ -62,8 +53,8 @@ fn kernel_time_us(trace: &Value) -> f64 {
 }
 
 fn check_losses(result: &Value) {
-    let eager = losses(result, "eager_losses");
-    let compiled = losses(result, "compiled_losses");
+    let eager = torch::f64s(result, "eager_losses");
+    let compiled = torch::f64s(result, "compiled_losses");
     assert_eq!(eager.len(), 20);
     assert_eq!(compiled.len(), 20);
     for (step, (e, c)) in eager.iter().zip(&compiled).enumerate() {

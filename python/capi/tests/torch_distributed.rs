@@ -428,18 +428,7 @@ print("stragglers", list(analysis.get_potential_stragglers()))
 overlap = analysis.get_comm_comp_overlap(visualize=False)
 print("overlap ranks", sorted(int(r) for r in overlap["rank"]))
 "#;
-    let output = Command::new(hta)
-        .args(["-c", script])
-        .arg(&traces_dir)
-        .current_dir(&traces_dir)
-        .output()
-        .expect("run HTA");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "HTA failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = torch::run_hta(&hta, script, &traces_dir);
     assert!(stdout.contains("overlap ranks [0, 1, 2, 3]"), "{stdout}");
     let line = stdout
         .lines()

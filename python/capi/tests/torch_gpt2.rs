@@ -108,19 +108,10 @@ fn neuronprof(binary: &Path, args: &[&std::ffi::OsStr]) -> String {
     stdout
 }
 
-fn losses(result: &Value, key: &str) -> Vec<f64> {
-    result[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {key} in {result}"))
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
-}
-
 fn check_losses(result: &Value) {
     let (neuron, cpu) = (
-        losses(result, "neuron_losses"),
-        losses(result, "cpu_losses"),
+        torch::f64s(result, "neuron_losses"),
+        torch::f64s(result, "cpu_losses"),
     );
     assert_eq!(neuron.len(), 8, "{neuron:?}");
     assert_eq!(cpu.len(), neuron.len(), "{cpu:?}");
@@ -518,18 +509,7 @@ print("HTA " + json.dumps({
     "names": sorted(set(kernels["name"])),
 }))
 "#;
-    let output = Command::new(python)
-        .args(["-c", script])
-        .arg(trace_dir)
-        .current_dir(trace_dir)
-        .output()
-        .expect("run HTA");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "HTA failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = torch::run_hta(&python, script, trace_dir);
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("HTA "))

@@ -20,7 +20,6 @@ mod torch;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use torch::{arg_i64, cat, end, events, hta_python, read_trace, traces_in, ts};
@@ -350,18 +349,7 @@ print("compute", [float(x) for x in breakdown["compute_time(us)"]])
 kernels = analysis.get_gpu_kernel_breakdown(visualize=False)[0]
 print("kernel types", sorted(kernels["kernel_type"]))
 "#;
-    let output = Command::new(python)
-        .args(["-c", script])
-        .arg(trace_dir)
-        .current_dir(trace_dir)
-        .output()
-        .expect("run HTA");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "HTA failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = torch::run_hta(&python, script, trace_dir);
     assert!(
         stdout.contains("'COMPUTATION'") && stdout.contains("'MEMORY'"),
         "{stdout}"

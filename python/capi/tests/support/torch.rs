@@ -103,6 +103,34 @@ pub fn run_driver(
     (serde_json::from_str(line).unwrap(), stderr)
 }
 
+/// Runs the HTA `script` (`python -c`) with the trace folder as its argument and working
+/// folder; its standard output (a failure panics with both outputs).
+pub fn run_hta(python: &Path, script: &str, trace_dir: &Path) -> String {
+    let output = Command::new(python)
+        .args(["-c", script])
+        .arg(trace_dir)
+        .current_dir(trace_dir)
+        .output()
+        .expect("run HTA");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "HTA failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The numbers of the array `result[key]` (losses in a driver's result).
+pub fn f64s(result: &Value, key: &str) -> Vec<f64> {
+    result[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {result}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
+}
+
 /// The JSON of a trace file.
 pub fn read_trace(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap())

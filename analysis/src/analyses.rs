@@ -2,6 +2,7 @@
 //! [`Frame`]) and returns a plain, serializable result.
 
 pub mod collectives;
+pub mod compile;
 pub mod idle_time;
 pub mod kernel_breakdown;
 pub mod launch_stats;

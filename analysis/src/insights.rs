@@ -9,6 +9,7 @@
 //! `idle_launch_delay_outliers`): work that starts late behind other queued work on a
 //! busy device is the healthy, device-bound case.
 
+mod compile;
 mod device_bound;
 
 use serde::Serialize;
@@ -39,6 +40,12 @@ pub enum FindingKind {
     LowMfu,
     /// Most DMA transfers are small, so their fixed cost dominates.
     SmallDmas,
+    /// `torch.compile` broke graphs (Dynamo's count, with reasons).
+    GraphBreaks,
+    /// `torch.compile` compiled a frame again because a guard failed.
+    Recompiles,
+    /// Ops the neuron graph compiler does not know ran eagerly inside compiled graphs.
+    EagerFallbacks,
 }
 
 /// One finding.
@@ -430,6 +437,7 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
         // A CPU-only run: nothing about a device it does not have.
         out.retain(|f| f.kind == FindingKind::MemoryNearCapacity);
     }
+    out.extend(compile::compile_findings(report));
     let mut out = merge_alike(out);
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     out

@@ -57,7 +57,9 @@
 //! [`analyses::transfers`] (copies by kind, small transfers, achieved bandwidth),
 //! [`analyses::utilization`] (neuron engines and cores active %, MFU/HFU against
 //! `deviceProperties` peaks, DMA use and small DMAs, TensorE throttling, host- versus
-//! device-bound steps), [`insights`].
+//! device-bound steps), [`analyses::compile`] (`torch.compile`: Dynamo's compiled
+//! regions, graph kernels, and the graph breaks and recompiles with their reasons from
+//! the trace's `neuron_compile` member), [`insights`].
 //! `trace_diff` and `operators` work from the same single read: the loader keeps each
 //! host operator (`cpu_op`, `user_annotation`) in 40 bytes (start, duration,
 //! `External id`, interned name and `Input Dims`, thread), each other complete event that
@@ -76,7 +78,7 @@
 //! "launch_stats", "memory", "transfers", "operators": OperatorTable | null}…],
 //! "stragglers": Stragglers | null,
 //! "steps": [StepSplit…], "collectives", "utilization": [DeviceUtilization…],
-//! "errors": [string…]}`. Times are µs (`_us`),
+//! "compile": [RankCompile…], "errors": [string…]}`. Times are µs (`_us`),
 //! sizes bytes (`_bytes`), bandwidth GB/s (`_gbps`); `null` stands where HTA prints
 //! `NaN`.
 //!

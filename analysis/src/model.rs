@@ -437,6 +437,9 @@ pub struct RankTrace {
     pub min_host_ts_rel_ns: Option<i64>,
     /// `distributedInfo.backend`.
     pub backend: Option<String>,
+    /// The top-level `neuron_compile` member's raw JSON (the PyTorch extension's compile
+    /// counts, [`crate::analyses::compile`]), when present.
+    pub compile_meta: Option<String>,
     /// `baseTimeNanoseconds` (0 when timestamps are absolute): add it to a relative time
     /// to compare ranks.
     pub base_ns: i64,

@@ -415,7 +415,91 @@ fn render_tail(out: &mut String, report: &Report) {
             s.stragglers, s.kernel, s.stream
         );
     }
+    render_compile(out, &report.compile);
     render_utilization(out, &report.utilization);
+}
+
+/// `torch.compile`: one row per rank, then each rank's graph-break and recompile
+/// reasons (Dynamo's counts are since the process started; the rest is the window's).
+fn render_compile(out: &mut String, ranks: &[crate::analyses::compile::RankCompile]) {
+    if ranks.is_empty() {
+        return;
+    }
+    let mut t = Table::new(&[
+        "rank",
+        "regions",
+        "region calls",
+        "graph kernels",
+        "graph kernel us",
+        "% of device",
+        "compiles (us)",
+        "graph breaks*",
+        "recompiles*",
+        "cache hit/miss*",
+        "eager fallbacks*",
+    ]);
+    for r in ranks {
+        let (regions, calls) = match &r.regions {
+            Some(regions) => (
+                regions.len().to_string(),
+                regions.iter().map(|g| g.calls).sum::<u64>().to_string(),
+            ),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        let share =
+            (r.device_kernel_us > 0.0).then(|| 100.0 * r.graph_kernel_us / r.device_kernel_us);
+        let counted = |f: &dyn Fn(&crate::analyses::compile::CompileCounts) -> String| {
+            r.counts.as_ref().map_or_else(|| "-".to_owned(), f)
+        };
+        t.row(vec![
+            r.rank.to_string(),
+            regions,
+            calls,
+            r.graph_kernels.to_string(),
+            num(r.graph_kernel_us),
+            opt(share),
+            format!("{} ({})", r.compile_ranges, num(r.compile_range_us)),
+            counted(&|c| c.graph_break_count().to_string()),
+            counted(&|c| c.recompiles.to_string()),
+            counted(&|c| format!("{}/{}", c.cache_hits, c.cache_misses)),
+            counted(&|c| c.eager_fallback_ops.values().sum::<u64>().to_string()),
+        ]);
+    }
+    section(out, "torch.compile", &t);
+    let _ = writeln!(
+        out,
+        "* Dynamo's and the neuron backend's counts since the process started (the \
+         trace's neuron_compile member); the other columns are the window's"
+    );
+    for r in ranks {
+        let Some(c) = &r.counts else { continue };
+        for b in &c.graph_breaks {
+            let _ = writeln!(
+                out,
+                "rank {} graph break x{}: {}",
+                r.rank,
+                b.count,
+                shorten(b.reason.lines().next().unwrap_or(""), 160)
+            );
+        }
+        for re in &c.recompile_reasons {
+            let _ = writeln!(
+                out,
+                "rank {} recompile {} of {}: {}",
+                r.rank,
+                re.compile_id,
+                re.function,
+                shorten(re.reason.lines().next().unwrap_or(""), 160)
+            );
+        }
+        if c.compiles_kept_limit == Some(c.compiles_kept) && c.compiles_kept > 0 {
+            let _ = writeln!(
+                out,
+                "rank {}: recompiles are counted among the last {} compiles, all Dynamo keeps",
+                r.rank, c.compiles_kept
+            );
+        }
+    }
 }
 
 fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {

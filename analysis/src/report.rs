@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use crate::analyses::collectives::{self, collective_parts, collectives_from, Collectives};
+use crate::analyses::compile::{rank_compile, RankCompile};
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
 use crate::analyses::kernel_breakdown::{
     kernel_breakdown_from, kernel_part, KernelBreakdown, KernelPart,
@@ -238,6 +239,10 @@ pub struct Report {
     /// host- versus device-bound steps (beyond HTA; every rank, every step or the one
     /// chosen).
     pub utilization: Vec<DeviceUtilization>,
+    /// `torch.compile` per rank that shows any (beyond HTA, [`crate::analyses::compile`]):
+    /// Dynamo's compiled regions, graph kernels, compile ranges, and the extension's
+    /// counts of graph breaks and recompiles with their reasons.
+    pub compile: Vec<RankCompile>,
     /// Analyses that could not run, with why, and damage found by a lenient read.
     pub errors: Vec<String>,
     /// Where the numbers of this mode and of the other differ, and why (HTA's rounding
@@ -400,6 +405,9 @@ struct RankSummary {
     steps: Vec<StepSplit>,
     collectives: Vec<collectives::Part>,
     utilization: Vec<DeviceUtilization>,
+    compile: Option<RankCompile>,
+    /// Why its `neuron_compile` member could not be read (reported for every rank).
+    compile_error: Option<String>,
     /// For a rank of the per-rank analyses: its memory timeline and operator table.
     from_trace: Option<(MemoryTimeline, Option<OperatorTable>)>,
     /// Why its operator table could not be made.
@@ -499,6 +507,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         });
         let (from_trace, mut utilization, errors) =
             from_trace.join().expect("trace analyses panicked");
+        let (compile, compile_error) = rank_compile(trace);
         for device in &mut utilization {
             for s in &steps {
                 match s.bound {
@@ -530,6 +539,8 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
             steps,
             collectives,
             utilization,
+            compile,
+            compile_error,
             from_trace,
             errors,
         }
@@ -642,6 +653,7 @@ fn combine(
     let mut steps = Vec::new();
     let mut collectives = Vec::new();
     let mut utilization = Vec::new();
+    let mut compile = Vec::new();
     let mut last_step_filtered = false;
     for summary in summaries {
         let view = match summary.views {
@@ -678,6 +690,8 @@ fn combine(
         overlap.push(view.overlap);
         kernels.push(view.kernels);
         stragglers.push(view.stragglers);
+        compile.extend(summary.compile);
+        errors.extend(summary.compile_error);
         if wanted(summary.rank) {
             if let (Some(parts), Some((memory, operators))) = (view.per_rank, summary.from_trace) {
                 operator_errors.extend(summary.errors);
@@ -726,6 +740,7 @@ fn combine(
         steps: if host_only { Vec::new() } else { steps },
         collectives: collectives_from(collectives, options.peak_bus_gbps),
         utilization,
+        compile,
         errors,
         notes,
     };

@@ -22,7 +22,11 @@ device (python/README.md, "Compiled graphs"):
   ``~/.cache/neuronprof/compile``. A hit (in this process or a later one) skips the
   recording run and shows no ``neuron_compile`` range. Clear it with
   :func:`clear_cache` or by deleting the folder. :func:`stats` counts hits, misses,
-  graphs, calls, fallbacks, and Dynamo's graph breaks and recompiles.
+  graphs, calls, fallbacks, and Dynamo's graph breaks and recompiles (with reasons).
+- Every trace ``torch.profiler`` writes in a process that compiled something gets those
+  counts as its top-level member ``neuron_compile`` (:func:`trace_metadata`, added when
+  the profiler stops); ``neuronprof analyze`` shows them with the trace's own compiled
+  regions (Dynamo's ``Torch-Compiled Region: F/C`` ranges) and graph kernels.
 
 Default ``torch.compile(model)`` (Inductor) on a neuron model fails with a message
 naming ``backend="neuron"``: Inductor has no code generator for the device.
@@ -87,18 +91,74 @@ def stats() -> dict:
     return out
 
 
+# A recompile or graph-break reason is kept to this many characters (Dynamo's reasons
+# can carry a whole explanation and hint).
+_REASON_CHARS = 400
+
+
 def _dynamo_counts() -> dict:
+    """Dynamo's own counts (PyTorch 2.15, torch/_dynamo/utils.py): graph breaks by reason
+    (``counters["graph_break"]``, one per break Dynamo took), graphs it captured
+    (``counters["stats"]["unique_graphs"]``), and recompiles: the compiles whose
+    ``CompilationMetrics.recompile_reason`` is set (Dynamo sets it when a frame that
+    already has a cache entry is compiled again because a guard failed), with the frame's
+    compile id, function and the first failed guard. Dynamo keeps the metrics of its last
+    compiles only (``get_compilation_metrics()``, a bounded deque): ``compiles_kept`` says
+    how many the counts come from, and ``compiles_kept_limit`` the bound."""
     dynamo = sys.modules.get("torch._dynamo.utils")
     if dynamo is None:
-        return {"graph_breaks": {}, "unique_graphs": 0, "recompiles": 0}
+        return {
+            "graph_breaks": {},
+            "unique_graphs": 0,
+            "recompiles": 0,
+            "recompile_reasons": [],
+            "compiles_kept": 0,
+            "compiles_kept_limit": None,
+        }
     counters = dynamo.counters
     breaks = {str(reason): int(n) for reason, n in counters["graph_break"].items()}
-    frames = counters["stats"]
-    unique = int(frames.get("unique_graphs", 0))
-    # Dynamo counts each frame's compiles; every compile of a frame after its first is a
-    # recompile (a guard failed).
-    recompiles = int(counters.get("recompiles", {}).get("total", 0)) if "recompiles" in counters else 0
-    return {"graph_breaks": breaks, "unique_graphs": unique, "recompiles": recompiles}
+    unique = int(counters["stats"].get("unique_graphs", 0))
+    metrics = dynamo.get_compilation_metrics()
+    reasons = [
+        {
+            "compile_id": str(m.compile_id),
+            "function": str(m.co_name),
+            "reason": str(m.recompile_reason)[:_REASON_CHARS],
+        }
+        for m in metrics
+        if m.recompile_reason is not None
+    ]
+    limit = getattr(getattr(dynamo, "_compilation_metrics", None), "maxlen", None)
+    return {
+        "graph_breaks": breaks,
+        "unique_graphs": unique,
+        "recompiles": len(reasons),
+        "recompile_reasons": reasons,
+        "compiles_kept": len(metrics),
+        "compiles_kept_limit": limit,
+    }
+
+
+# The top-level member of a profiled trace with these counts (python/README.md).
+TRACE_KEY = "neuron_compile"
+
+
+def trace_metadata() -> dict | None:
+    """What a trace's top-level ``neuron_compile`` member holds: :func:`stats` with the
+    graph breaks as a list (reason, count; most frequent first), counted since the
+    process started (``"counted_since": "process start"``) — a graph is usually
+    compiled in a step before the profiler's active window. ``None`` when nothing was
+    compiled in this process (no neuron graph, no Dynamo graph)."""
+    out = stats()
+    if out["graphs"] == 0 and out["unique_graphs"] == 0 and not out["graph_breaks"]:
+        return None
+    breaks = sorted(out["graph_breaks"].items(), key=lambda kv: (-kv[1], kv[0]))
+    out["graph_breaks"] = [
+        {"reason": reason[:_REASON_CHARS], "count": n} for reason, n in breaks
+    ]
+    out["backend"] = "neuron"
+    out["counted_since"] = "process start"
+    return out
 
 
 def _signature(args) -> tuple:

@@ -16,9 +16,16 @@ timeline (``warped(t) = t - cut before t``; an instant inside a cut maps to its 
 - ``prof.events()`` / ``prof.key_averages()``: the ``FunctionEvent``s PyTorch parses
   from its results (``_parse_kineto_results``) get warped host time ranges, so a
   printed table shows host time without the numerics too.
+
+When ``torch.profiler.profile`` stops a trace (``_KinetoProfile.stop_trace``, also each
+cycle of a schedule), a process that compiled graphs adds the compile counts as the
+trace's top-level ``neuron_compile`` member (``compile.trace_metadata``) with
+``add_metadata_json``, PyTorch's own way to put metadata in a trace (Kineto writes it at
+the top level, as it writes ``distributedInfo``).
 """
 
 import ctypes
+import json
 import os
 import sys
 
@@ -84,6 +91,27 @@ def install() -> None:
     profile.export_chrome_trace = export_chrome_trace
     profile._parse_kineto_results = _parse_kineto_results
     profile._neuronprof_warp = True
+    _install_compile_metadata()
+
+
+def _install_compile_metadata() -> None:
+    from torch.profiler import profiler as _torch_profiler
+
+    kineto = _torch_profiler._KinetoProfile
+    stop = kineto.stop_trace
+
+    def stop_trace(self) -> None:
+        if self.profiler is not None:
+            from . import compile as _compile
+
+            meta = _compile.trace_metadata()
+            if meta is not None:
+                self.add_metadata_json(_compile.TRACE_KEY, json.dumps(meta))
+        return stop(self)
+
+    stop_trace.__doc__ = stop.__doc__
+    stop_trace.__wrapped__ = stop
+    kineto.stop_trace = stop_trace
 
 
 # libkineto::devicePropertiesJson(), exported by libtorch_cpu (returns a std::string).

@@ -347,6 +347,7 @@ mod tests {
             min_ts_rel_ns: Some(0),
             min_host_ts_rel_ns: Some(0),
             backend: None,
+            compile_meta: None,
             base_ns: 0,
             damage: Vec::new(),
             device_memory_bytes: Vec::new(),

@@ -424,6 +424,9 @@ fn load_one(
     let meta = &report.meta;
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
+    trace.compile_meta = meta
+        .get(crate::analyses::compile::TRACE_KEY)
+        .map(|raw| raw.as_str().to_owned());
     trace.device_memory_bytes = meta
         .device_properties()
         .iter()
@@ -566,6 +569,7 @@ impl RankSink {
                 min_ts_rel_ns: None,
                 min_host_ts_rel_ns: None,
                 backend: None,
+                compile_meta: None,
                 base_ns: 0,
                 damage: Vec::new(),
                 device_memory_bytes: Vec::new(),

@@ -70,10 +70,13 @@ def tiny():
 
 def streams():
     device = torch.device("neuron:0")
-    # Four 4096^3 bf16 matmuls: about 4.6 ms of device time at TensorE's published rate
-    # (and seconds of CPU numerics),
-    # so the device is well ahead of the host when the copy is launched.
-    big = torch.randn(4096, 4096, dtype=torch.bfloat16).to(device)
+    # Four 4096^3 fp32 matmuls: 3.8 ms of device time each at TensorE's fp32 rate (and
+    # about two seconds of CPU numerics each, off the host clock), against the 0.3-0.5 ms
+    # of host time a launch takes here in a debug build: the device is more than 10 ms
+    # ahead of the host when the copy is launched. (With bf16, 1.0 ms each, the device
+    # was only about 2x ahead, and on a loaded machine the host caught up and launched
+    # the copy after the last matmul had ended.)
+    big = torch.randn(4096, 4096, dtype=torch.float32).to(device)
     host = torch.ones(16 << 20)  # 64 MiB, the "next batch"
     side = torch.neuron.Stream()
     start = torch.neuron.Event(enable_timing=True)

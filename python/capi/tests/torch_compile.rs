@@ -13,7 +13,12 @@
 //! - An op the lowerings do not know inside a graph (`renorm`) is an eager kernel of its
 //!   own (`renorm_f32`, costed by the default rule, its lowering naming the graph), with
 //!   eager's values; the fallback is counted.
-//! - A data-dependent branch is a graph break Dynamo counts with its reason.
+//! - A data-dependent branch is a graph break Dynamo counts with its reason; called with
+//!   another size it is compiled again. The trace of those calls carries the counts
+//!   (its top-level `neuron_compile` member), and `analyze` reports the graph break and
+//!   the recompile with their reasons, the compiled regions Dynamo's ranges show
+//!   (`Torch-Compiled Region: 0/1` for the recompiled frame) and the graph kernels; the
+//!   eager trace, profiled before anything was compiled, has no such member.
 //! - Default `torch.compile` (Inductor) on a neuron model fails with a message naming
 //!   `backend="neuron"`.
 //! - A second process compiling the same block hits the compile cache (no misses) and
@@ -177,6 +182,70 @@ fn check_fallback(result: &Value, unknown: &Value) {
     assert_eq!(compiles, 1, "a fresh compile is a host range");
 }
 
+fn analyzed(dir: &Path) -> (analysis::Report, String) {
+    let traces = traces_in(dir);
+    let set = analysis::load_paths(&traces, &analysis::LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let text = analysis::render::render_report(&report);
+    (report, text)
+}
+
+fn check_breaks(work: &Path, eager: &Value) {
+    assert!(
+        eager.get("neuron_compile").is_none(),
+        "nothing was compiled before the eager window"
+    );
+    let trace = only_trace(&work.join("breaks"));
+    let meta = &trace["neuron_compile"];
+    assert!(
+        meta.is_object(),
+        "the trace carries the compile counts: {trace:.200}"
+    );
+    let (report, text) = analyzed(&work.join("breaks"));
+    assert_eq!(report.compile.len(), 1, "{:?}", report.compile);
+    let rank = &report.compile[0];
+    let counts = rank.counts.as_ref().expect("the member is read");
+    assert!(
+        counts
+            .graph_breaks
+            .iter()
+            .any(|b| b.reason.contains("item()") && b.count >= 1),
+        "{counts:?}"
+    );
+    assert!(counts.recompiles >= 1, "{counts:?}");
+    let recompile = &counts.recompile_reasons[0];
+    assert_eq!(recompile.function, "branchy", "{counts:?}");
+    assert!(
+        recompile.reason.contains("16"),
+        "the failed size guard: {counts:?}"
+    );
+    let regions = rank.regions.as_ref().expect("host operators were loaded");
+    assert!(
+        regions.iter().any(|r| r.compile == Some(0))
+            && regions.iter().any(|r| r.compile >= Some(1)),
+        "Dynamo's ranges show the first and the recompiled frame: {regions:?}"
+    );
+    assert!(rank.graph_kernels >= 2, "{rank:?}");
+    assert!(
+        rank.compile_ranges >= 1,
+        "fresh compiles in the window: {rank:?}"
+    );
+    use analysis::insights::FindingKind;
+    for kind in [FindingKind::GraphBreaks, FindingKind::Recompiles] {
+        assert!(
+            report.insights.iter().any(|f| f.kind == kind),
+            "{kind:?} in the insights: {text}"
+        );
+    }
+    assert!(text.contains("torch.compile"), "{text}");
+    assert!(text.contains("graph break x"), "{text}");
+    assert!(
+        text.contains("recompile ") && text.contains(" of branchy: "),
+        "{text}"
+    );
+}
+
 #[test]
 fn torch_compile_runs_graphs_as_device_programs() {
     let Some(python) = torch::torch_python() else {
@@ -201,6 +270,7 @@ fn torch_compile_runs_graphs_as_device_programs() {
     let compiled = only_trace(&work.join("compiled"));
     check_compiled(&eager, &compiled);
     check_fallback(&result, &only_trace(&work.join("unknown")));
+    check_breaks(&work, &eager);
     let stats = &result["stats"];
     assert!(
         count(&result["stats_after_train"], "cache_misses") >= 2,

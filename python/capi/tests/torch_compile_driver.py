@@ -4,9 +4,10 @@ argv: scenario, output folder.
 - `train`: a 2-layer transformer block (d 64, 4 heads, sequence 32, batch 4) trains 20
   steps with SGD on `neuron`, eagerly and then compiled with `backend="neuron"`, from
   the same initial weights and data; the last 2 steps of each are profiled
-  (`<out>/eager/`, `<out>/compiled/`). Also a model with a data-dependent branch (a
-  graph break), an op the lowerings do not know inside a graph, and the default
-  `torch.compile` (Inductor) on a neuron model.
+  (`<out>/eager/`, `<out>/compiled/`). Also a function with a data-dependent branch (a
+  graph break) called with two sizes (a recompile), profiled (`<out>/breaks/`), an op
+  the lowerings do not know inside a graph, and the default `torch.compile` (Inductor)
+  on a neuron model.
 - `again`: a second process compiles the same block (the compile cache of the first
   run must serve it: `NEURONPROF_COMPILE_CACHE` names the same folder) and profiles its
   first compiled steps (`<out>/again/`).
@@ -107,6 +108,8 @@ if scenario == "train":
     result["stats_after_train"] = ncompile.stats()
 
     # A data-dependent branch: Dynamo breaks the graph at the .item() in the condition.
+    # Called again with another size (static shapes): a guard fails and Dynamo compiles
+    # the frame again. Profiled into <out>/breaks/, whose trace carries the counts.
     def branchy(x):
         y = x * 2
         if y.sum().item() > 0:
@@ -115,8 +118,14 @@ if scenario == "train":
 
     torch._dynamo.reset()
     xb = torch.ones(8, device="neuron")
-    cb = torch.compile(branchy, backend="neuron")
-    result["branch_value"] = cb(xb).cpu().tolist()
+    cb = torch.compile(branchy, backend="neuron", dynamic=False)
+    with profile(
+        activities=ACTIVITIES, on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "breaks"))
+    ):
+        result["branch_value"] = cb(xb).cpu().tolist()
+        result["branch_value_16"] = cb(torch.ones(16, device="neuron")).cpu().tolist()
+        torch.neuron.synchronize()
+    result["stats_after_breaks"] = ncompile.stats()
 
     # An op the lowerings do not know, inside a graph: an eager kernel of its own.
     def unknown(x):

@@ -195,8 +195,8 @@ fn check_warp(result: &Value, raw: &Value, warped: &Value) {
         result["second_warp"]
     );
 
-    // Host time of the matmuls: the raw trace holds their CPU numerics (4096^3 bf16,
-    // most of a second each), the warped one and key_averages' FunctionEvents do not.
+    // Host time of the matmuls: the raw trace holds their CPU numerics (4096^3 fp32,
+    // seconds each), the warped one and key_averages' FunctionEvents do not.
     let total = |trace: &Value, name: &str| -> f64 {
         cat(trace, "cpu_op")
             .iter()

@@ -154,11 +154,35 @@ def trace_metadata() -> dict | None:
         return None
     breaks = sorted(out["graph_breaks"].items(), key=lambda kv: (-kv[1], kv[0]))
     out["graph_breaks"] = [
-        {"reason": reason[:_REASON_CHARS], "count": n} for reason, n in breaks
+        {"reason": _trace_safe(reason[:_REASON_CHARS]), "count": n} for reason, n in breaks
     ]
+    for recompile in out["recompile_reasons"]:
+        for key in ("function", "reason"):
+            recompile[key] = _trace_safe(recompile[key])
+    out["eager_fallback_ops"] = {
+        _trace_safe(op): n for op, n in out["eager_fallback_ops"].items()
+    }
     out["backend"] = "neuron"
     out["counted_since"] = "process start"
     return out
+
+
+def trace_metadata_json() -> str | None:
+    """:func:`trace_metadata` as the JSON text Kineto writes verbatim (``None`` as
+    there). Kineto turns every backslash of a metadata value into ``/`` (seen with
+    PyTorch 2.15: a ``\\n`` escape arrived as ``/n``, so a ``\\"`` would end the
+    string), so the text has no escapes at all: strings are :func:`_trace_safe` and
+    non-ASCII characters are written as they are."""
+    meta = trace_metadata()
+    return None if meta is None else json.dumps(meta, ensure_ascii=False)
+
+
+def _trace_safe(text: str) -> str:
+    """``text`` with nothing JSON would escape: a line break becomes ``; ``, a double
+    quote ``'``, a backslash ``/``, other control characters a space."""
+    text = text.replace("\r\n", "\n").replace("\n", "; ")
+    text = text.replace('"', "'").replace("\\", "/")
+    return "".join(" " if ord(c) < 0x20 else c for c in text)
 
 
 def _signature(args) -> tuple:

@@ -25,7 +25,6 @@ the top level, as it writes ``distributedInfo``).
 """
 
 import ctypes
-import json
 import os
 import sys
 
@@ -104,9 +103,9 @@ def _install_compile_metadata() -> None:
         if self.profiler is not None:
             from . import compile as _compile
 
-            meta = _compile.trace_metadata()
+            meta = _compile.trace_metadata_json()
             if meta is not None:
-                self.add_metadata_json(_compile.TRACE_KEY, json.dumps(meta))
+                self.add_metadata_json(_compile.TRACE_KEY, meta)
         return stop(self)
 
     stop_trace.__doc__ = stop.__doc__

@@ -536,6 +536,23 @@ print("HTA " + json.dumps({
     );
 }
 
+/// The run's memory snapshot: its segments' totals are memory_stats' (reserved,
+/// allocated, active), its trace has the run's allocations, every host free and every
+/// block made reusable, and torch.cuda._memory_viz draws it.
+fn check_snapshot(s: &Value) {
+    assert_eq!(
+        s["segments"], s["stats"],
+        "snapshot totals vs memory_stats: {s}"
+    );
+    assert!(s["segments"][0].as_i64().unwrap() > 0, "{s}");
+    let actions = &s["actions"];
+    assert!(actions["alloc"].as_i64().unwrap() > 100, "{s}");
+    assert_eq!(actions["free_requested"], actions["free_completed"], "{s}");
+    for key in ["segment_plot", "trace_plot"] {
+        assert!(s[key].as_i64().unwrap() > 100, "{key}: {s}");
+    }
+}
+
 #[test]
 fn torch_gpt2() {
     let Some(python) = torch::torch_python() else {
@@ -564,6 +581,7 @@ fn torch_gpt2() {
         "Module.to(neuron) keeps the LM head tied to the embedding"
     );
     check_losses(result);
+    check_snapshot(&result["snapshot"]);
     check_device_activity(&run.trace);
     check_host_clock(&run.trace, &run.cpu_trace);
     check_analyze(&binary, &run.trace_path, &run.trace);

@@ -11,6 +11,7 @@ import sys
 
 import torch
 import transformers
+from torch.cuda import _memory_viz
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import train_gpt2  # noqa: E402  (imports neuronprof_torch)
@@ -29,12 +30,25 @@ result = {
 model.to(torch.accelerator.current_accelerator())
 result["tied_on_device"] = model.lm_head.weight is model.transformer.wte.weight
 del model
+# Memory snapshot of this run (issue 16): the allocation history of the neuron run, read
+# by PyTorch's own visualizer, with the segments' totals those of memory_stats.
+torch.neuron.memory._record_memory_history(stacks="python", max_entries=200000)
 result["neuron_losses"] = train_gpt2.train(None, 8, neuron_trace_dir)
 torch.accelerator.synchronize()
 result["max_memory_allocated"] = torch.neuron.max_memory_allocated()
-# Memory snapshot of this run (issue 16): once torch.neuron.memory._snapshot lands
-# (helper i16d), record the history before the run, take the snapshot here and check
-# it with torch.cuda._memory_viz.
+snap = torch.neuron.memory._snapshot()
+torch.neuron.memory._record_memory_history(enabled=None)
+stats = torch.neuron.memory_stats()
+seg0 = [s for s in snap["segments"] if s["device"] == 0]
+trace0 = snap["device_traces"][0]
+result["snapshot"] = {
+    "segments": [sum(s[k] for s in seg0) for k in ("total_size", "allocated_size", "active_size")],
+    "stats": [stats[k + ".all.current"] for k in ("reserved_bytes", "allocated_bytes", "active_bytes")],
+    "actions": {a: sum(e["action"] == a for e in trace0)
+                for a in ("alloc", "free_requested", "free_completed")},
+    "segment_plot": len(_memory_viz.segment_plot(snap)),
+    "trace_plot": len(_memory_viz.trace_plot(snap)),
+}
 # The CPU run's trace as PyTorch writes it, on the real clock, unwarped: its operators
 # compute their values, so their durations are the numerics the neuron run's host
 # operators must not hold. (The warp would put them on the cut timeline, where, in a

@@ -38,6 +38,8 @@ pub const METRICS_PATH: &str = "/metrics";
 
 /// Threads answering complete requests (reading them is tiny_http's pool's work).
 const ANSWERING_THREADS: usize = 2;
+/// How long dropping a server waits for its port to refuse connections.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The exposition text being served; clones share it.
 #[derive(Debug, Clone, Default)]
@@ -76,7 +78,8 @@ impl std::error::Error for BindError {}
 
 /// A listening metrics server; dropping it stops it.
 pub struct MetricsServer {
-    server: Arc<tiny_http::Server>,
+    /// `None` once dropped.
+    server: Option<Arc<tiny_http::Server>>,
     local_addr: SocketAddr,
     answering: Vec<JoinHandle<()>>,
 }
@@ -119,7 +122,7 @@ impl MetricsServer {
             answering.push(thread);
         }
         Ok(MetricsServer {
-            server,
+            server: Some(server),
             local_addr,
             answering,
         })
@@ -133,12 +136,31 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
+        let Some(server) = self.server.take() else {
+            return;
+        };
         // Each `unblock` wakes one thread blocked in `recv`, which then returns.
         for _ in &self.answering {
-            self.server.unblock();
+            server.unblock();
         }
         for thread in self.answering.drain(..) {
             let _ = thread.join();
+        }
+        // The last reference: tiny_http's drop tells its accept thread to stop, and that
+        // thread closes the listener afterwards, on its own. Wait (a bounded time) until
+        // the port refuses connections, so that a dropped server is not listening (and
+        // its port can be bound again) when drop returns; a CI run saw it still accept
+        // right after the drop.
+        drop(server);
+        let deadline = std::time::Instant::now() + CLOSE_WAIT;
+        while std::time::Instant::now() < deadline
+            && std::net::TcpStream::connect_timeout(
+                &self.local_addr,
+                std::time::Duration::from_millis(100),
+            )
+            .is_ok()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Size: the Perfetto output of the two traces issue 20 measured (41 % and 52 % of their
-//! JSON before string values of any length were interned and timestamps went
-//! incremental) must stay at most 40 % of the uncompressed JSON. Figures and the
+//! Size: the Perfetto output of the two traces the size target was set on (41 % and
+//! 52 % of their JSON before string values of any length were interned and timestamps
+//! went incremental) must stay at most 40 % of the uncompressed JSON. Figures and the
 //! command that prints them: docs/PERFORMANCE.md, "exporters".
 
 mod common;

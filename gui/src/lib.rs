@@ -11,7 +11,7 @@
 //!   ([`frame::build_frame`]), so frame building is tested and benchmarked headless.
 //! - [`app::ViewerApp`]: the eframe application; [`run_viewer`] opens the window.
 //!
-//! # Design choices (where issue #9 is silent)
+//! # Design choices
 //! - **Tracks.** One track per (file, pid, tid); one group per (file, pid), host
 //!   processes before devices. Unnamed neuron tracks are labelled from the emulator's
 //!   conventions (DESIGN.md): tid 1000 + 100 × core + engine → `core C · engine E`, tid

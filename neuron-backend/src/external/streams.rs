@@ -233,7 +233,7 @@ impl Device {
 
 #[cfg(test)]
 mod tests {
-    use crate::{DType, Engine, ExternalKernel, ExternalLaunch, Runtime};
+    use crate::{DType, Device, Engine, ExternalKernel, ExternalLaunch, KernelSpan, Runtime};
 
     fn add(elements: u64) -> ExternalLaunch {
         ExternalLaunch {
@@ -250,15 +250,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_queue_waits_on_the_device_for_another_queues_event() {
-        let runtime = Runtime::trn2();
-        let device = runtime.device(2).unwrap();
-        let side = device.external_pool_queue();
-        assert!(side >= device.profile().queues_per_core() as usize);
-        // Long in modeled time (a 550 GFLOP fp32 matmul, about 14 ms), so the host is
-        // still ahead of it whatever the machine's load.
-        let long = device
+    /// A 550 GFLOP fp32 matmul on queue 0: about 14 ms of modeled time, so the host is
+    /// still ahead of it whatever the machine's load.
+    fn long_matmul(device: &Device) -> KernelSpan {
+        device
             .external_launch(
                 0,
                 &ExternalLaunch {
@@ -273,7 +268,16 @@ mod tests {
                     ..add(0)
                 },
             )
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_queue_waits_on_the_device_for_another_queues_event() {
+        let runtime = Runtime::trn2();
+        let device = runtime.device(2).unwrap();
+        let side = device.external_pool_queue();
+        assert!(side >= device.profile().queues_per_core() as usize);
+        let long = long_matmul(&device);
         let before = runtime_hooks::clock::now_ns();
         let event = device.external_record_event(0).unwrap();
         let after = runtime_hooks::clock::now_ns();
@@ -306,23 +310,8 @@ mod tests {
         let runtime = Runtime::trn2();
         let device = runtime.device(1).unwrap();
         let side = device.external_pool_queue();
-        // About 14 ms of modeled time (as above): the event completes long after now.
-        let long = device
-            .external_launch(
-                0,
-                &ExternalLaunch {
-                    kernel: ExternalKernel::Matmul {
-                        batch: 1,
-                        m: 8192,
-                        k: 4096,
-                        n: 8192,
-                        dtype: DType::F32,
-                        bias: false,
-                    },
-                    ..add(0)
-                },
-            )
-            .unwrap();
+        // The event completes long after now.
+        let long = long_matmul(&device);
         let event = device.external_record_event(0).unwrap();
         assert!(event.ready_ns >= long.end_ns);
         device.external_wait_event(side, &event).unwrap();

@@ -130,16 +130,33 @@ fn data_parallel_groups_at_the_same_time_share_the_chip_links() {
         let w = world(8);
         w.tp_dp_groups(4).unwrap();
         let ends = w.run(|rank| {
+            let d = rank.device();
             let x = Tensor::from_f32(&[1], vec![0.0])
                 .unwrap()
-                .to_device(rank.device())
+                .to_device(d)
                 .unwrap();
-            let grads = rank.device().zeros(&[64 * MIB / 4], DType::F32).unwrap();
+            let grads = d.zeros(&[64 * MIB / 4], DType::F32).unwrap();
+            let square = d.zeros(&[4096, 4096], DType::F32).unwrap();
             rank.world_group().barrier().unwrap();
-            let start = runtime_hooks::clock::now_ns();
+            // The groups' all-reduces must start at the same modeled instant whatever the
+            // host threads' skew (a loaded machine runs them milliseconds apart): a long
+            // matmul (milliseconds of device time) and then a world all-reduce of one
+            // element end at one instant `aligned` on every rank, long after every host
+            // has queued the data-parallel all-reduce behind them.
+            let _ = square.matmul(&square).unwrap();
+            let aligned = rank
+                .world_group()
+                .all_reduce_async(&x, ReduceOp::Sum)
+                .unwrap()
+                .end_ns();
             let dp = rank.group_with_prefix("dp").unwrap();
             let end = if all_groups || dp.name() == "dp0" {
-                Some(dp.all_reduce_async(&grads, ReduceOp::Avg).unwrap().end_ns() - start)
+                let work = dp.all_reduce_async(&grads, ReduceOp::Avg).unwrap();
+                assert!(
+                    runtime_hooks::clock::now_ns() < aligned,
+                    "the host queued the all-reduce after the aligning collective ended"
+                );
+                Some(work.end_ns() - aligned)
             } else {
                 None
             };

@@ -41,6 +41,14 @@ struct Consumer {
     lock: Mutex<()>,
 }
 
+// `push` writes a record's first four fields as one word: they must fill bytes 0..8.
+const _: () = {
+    use std::mem::offset_of;
+    assert!(offset_of!(Record, kind) == 0 && offset_of!(Record, phase) == 1);
+    assert!(offset_of!(Record, op) == 2 && offset_of!(Record, thread_id) == 4);
+    assert!(offset_of!(Record, start_ns) == 8);
+};
+
 /// A single-producer, lock-serialized-consumer ring of records.
 pub(crate) struct Ring {
     producer: CachePadded<Producer>,
@@ -150,7 +158,23 @@ impl Ring {
         // SAFETY: `index <= mask < slots.len()`. The slot at `head` is free: the consumer
         // finished reading it before publishing a `tail` with `head - tail < capacity`
         // (Acquire above pairs with its Release store), and no other producer exists.
-        unsafe { (*self.slots.get_unchecked(index).get()).write(*record) };
+        unsafe {
+            let slot = (*self.slots.get_unchecked(index).get()).as_mut_ptr();
+            // Field by field into the slot, the header as one word built in registers: a
+            // whole-record copy would load 16-byte chunks of a record the caller has just
+            // stored field by field (1-, 2-, 4- and 8-byte stores), and a load that spans
+            // several stores still in flight cannot be forwarded from them; it waits.
+            let mut header = [0u8; 8];
+            header[0] = record.kind;
+            header[1] = record.phase;
+            header[2..4].copy_from_slice(&record.op.to_ne_bytes());
+            header[4..8].copy_from_slice(&record.thread_id.to_ne_bytes());
+            let header = u64::from_ne_bytes(header);
+            slot.cast::<u64>().write(header);
+            std::ptr::addr_of_mut!((*slot).start_ns).write(record.start_ns);
+            std::ptr::addr_of_mut!((*slot).end_ns).write(record.end_ns);
+            std::ptr::addr_of_mut!((*slot).payload).write(record.payload);
+        }
         producer.head.store(head + 1, Ordering::Release);
         true
     }

@@ -375,9 +375,15 @@ pub fn build_graph<'t>(
         if !compat {
             // A launch call of no duration (a runtime whose host time is modeled returns
             // from `nrt_cc_execute` at once) lasts one tick here: HTA's clip drops events
-            // of no duration, and with it the device rows they launched.
+            // of no duration, and with it the device rows they launched. So does a
+            // device-side wait (`nrt_event_wait`, which returns at once): dropped, the
+            // wait's edge from its collective is lost and the stream-order gap carries
+            // the wait as a fixed delay.
             for e in events.iter_mut() {
-                if !e.on_stream() && e.index_correlation > 0 && e.end == e.ts {
+                if !e.on_stream()
+                    && e.end == e.ts
+                    && (e.index_correlation > 0 || e.name == build::NEURON_EVENT_WAIT)
+                {
                     e.end += 1;
                 }
             }

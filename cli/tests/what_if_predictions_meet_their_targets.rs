@@ -2,15 +2,15 @@
 //! one emulator run against an actual run of the same workload changed the way the
 //! what-if assumed, with the issue's targets.
 //!
+//! - (a) a run with a straggler (rank 2's device at half speed) predicted with rank 2's
+//!   device work scaled 0.5, against a run without the straggler: the step within 5 %;
 //! - (c) matmul kernels scaled 0.5, against a run whose TensorE is twice as fast (a
 //!   device-profile override): the step within 10 %.
 //!
 //! The runs' host time is modeled (`neuron_backend::HostCost`: every rank thread's
 //! clock advances by eager PyTorch's cost per op, not by what the emulator itself takes),
 //! so a debug build on a loaded machine records the same timelines as a release build
-//! on a quiet one, and these checks are exact reruns of the table's. Check (a) (a
-//! straggler predicted at full speed, target 5 %) still misses (docs/WHAT-IF.md) and
-//! is not here yet.
+//! on a quiet one, and these checks are exact reruns of the table's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -103,6 +103,18 @@ fn check(what: &str, predicted: &Path, scale: &str, actual: &Path, target: f64) 
             "{what}, step {instance}: predicted {prediction:.1} us is not nearer the actual \
              {real:.1} us than half the way from the recorded {recorded:.1} us"
         );
+    }
+}
+
+#[test]
+fn a_straggler_predicted_at_full_speed_meets_the_run_without_it() {
+    let slow = scratch("straggler");
+    let full = scratch("no-straggler");
+    run_gpt(&slow, "4", &["--straggler", "2:2"]);
+    run_gpt(&full, "4", &[]);
+    check("(a) rank:2=0.5", &slow, "rank:2=0.5", &full, 0.05);
+    for dir in [slow, full] {
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

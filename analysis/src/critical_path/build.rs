@@ -34,7 +34,7 @@ type Thread = (Option<i64>, Option<i64>);
 
 /// The neuron runtime's device-side wait (`neuron-backend` `Work::wait`,
 /// `Stream::wait_event`): later work on the stream waits for the event.
-const NEURON_EVENT_WAIT: &str = "nrt_event_wait";
+pub(crate) const NEURON_EVENT_WAIT: &str = "nrt_event_wait";
 
 /// Default mode: which device row waits for which collective. A host thread's
 /// `nrt_event_wait` makes its stream wait for the oldest collective the thread launched
@@ -66,6 +66,9 @@ fn neuron_event_waits(events: &[CpEvent<'_>], clipped: &[u32]) -> Vec<(u32, u32)
         }
     }
     let mut out = Vec::new();
+    // A row has several host calls pointing at it (neuron: `nrt_cc_execute` and the
+    // `nrt_queue_submit` inside it): it is launched once, by the first.
+    let mut launched: crate::model::FastSet<u32> = Default::default();
     for calls in per_thread.values_mut() {
         calls.sort_unstable();
         let mut unwaited: std::collections::VecDeque<u32> = Default::default();
@@ -79,6 +82,9 @@ fn neuron_event_waits(events: &[CpEvent<'_>], clipped: &[u32]) -> Vec<(u32, u32)
             let Some(&row) = by_index.get(&(e.index_correlation as u64)) else {
                 continue;
             };
+            if !launched.insert(row) {
+                continue;
+            }
             if events[row as usize].is_comm {
                 unwaited.push_back(row);
             } else {
@@ -1061,6 +1067,49 @@ mod tests {
             work: (100, 200),
             collective: None,
         }
+    }
+
+    #[test]
+    fn each_wait_takes_the_next_collective_also_when_two_calls_launch_it() {
+        // A host call on thread 7 of process 9 pointing at the device row at `target`.
+        let call = |name: &'static str, index: u64, ts: i64, target: i64| CpEvent {
+            event_index: index,
+            ts,
+            end: ts + 1,
+            category: "privateuse1_runtime",
+            pid: Some(9),
+            stream: -1,
+            index_correlation: target,
+            ..row(0, name, ts, ts + 1, false)
+        };
+        // Two collectives, each launched by `nrt_cc_execute` and the `nrt_queue_submit`
+        // inside it, two waits, then a compute launch: it waits for both collectives.
+        let mut c1 = row(0, "allreduce", 10, 50, true);
+        c1.event_index = 100;
+        let mut c2 = row(0, "allreduce", 20, 60, true);
+        c2.event_index = 101;
+        let mut mm = row(0, "mm", 60, 70, false);
+        mm.event_index = 102;
+        let events = vec![
+            call("nrt_cc_execute", 1, 1, 100),
+            call("nrt_queue_submit", 2, 1, 100),
+            call("nrt_cc_execute", 3, 2, 101),
+            call("nrt_queue_submit", 4, 2, 101),
+            call(NEURON_EVENT_WAIT, 5, 3, -1),
+            call(NEURON_EVENT_WAIT, 6, 4, -1),
+            call("nrt_execute", 7, 5, 102),
+            c1,
+            c2,
+            mm,
+        ];
+        let clipped: Vec<u32> = (0..events.len() as u32).collect();
+        let mut waits = neuron_event_waits(&events, &clipped);
+        waits.sort_unstable();
+        assert_eq!(
+            waits,
+            vec![(9, 7), (9, 8)],
+            "mm waits for c1 and c2, once each"
+        );
     }
 
     #[test]

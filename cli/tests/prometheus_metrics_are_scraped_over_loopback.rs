@@ -35,12 +35,16 @@ fn samples(text: &str) -> Vec<(String, String, f64)> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|line| {
-            let (head, value) = line.rsplit_once(' ').expect("name{labels} value");
+            let (head, value) = line
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("not `name{{labels}} value`: {line:?}\n{text}"));
             let (name, labels) = head.split_once('{').unwrap_or((head, ""));
             (
                 name.to_owned(),
                 labels.to_owned(),
-                value.parse().expect("a number"),
+                value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("not a number: {line:?}")),
             )
         })
         .collect()

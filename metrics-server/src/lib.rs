@@ -202,8 +202,11 @@ fn answer(
             true,
         ),
     };
-    // tiny_http leaves the body out of answers to HEAD and keeps its Content-Length.
+    // tiny_http leaves the body out of answers to HEAD and keeps its Content-Length. It
+    // would send a body of 32 KiB or more chunked; the body is already whole in memory,
+    // so it always goes with its length (a fleet's exposition is larger than that).
     let mut response = Response::from_data(body)
+        .with_chunked_threshold(usize::MAX)
         .with_status_code(status)
         .with_header(header("Content-Type", content_type));
     if allow {

@@ -38,6 +38,27 @@ fn get_answers_the_latest_text_with_the_exposition_content_type() {
 }
 
 #[test]
+fn a_large_text_is_sent_whole_with_its_length() {
+    // A fleet's exposition passes 32 KiB (tiny_http's default threshold for chunked
+    // transfer encoding); it is still one body with a Content-Length, which the simplest
+    // scraper (and this test's client) reads as is.
+    let (exposition, server) = server();
+    let text: String = (0..4000)
+        .map(|i| format!("neuronprof_sample{{rank=\"{i}\"}} {i}\n"))
+        .collect();
+    assert!(text.len() > 64 * 1024);
+    exposition.set(text.clone());
+    let answer = request(server.local_addr(), "GET", "/metrics");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.header("transfer-encoding"), None);
+    assert_eq!(
+        answer.header("content-length"),
+        Some(&*text.len().to_string())
+    );
+    assert!(answer.body == text, "the body is the text, unframed");
+}
+
+#[test]
 fn head_answers_the_headers_without_the_body() {
     let (_exposition, server) = server();
     let answer = request(server.local_addr(), "HEAD", "/metrics");

@@ -1,5 +1,5 @@
 //! A wrong query names the position of the offending text (line, column and a caret),
-//! for syntax errors and for unknown tables and columns.
+//! for syntax errors and for unknown tables and columns (in any clause).
 
 use query::{Engine, OutputFormat, QueryError, QueryOptions, Source};
 
@@ -51,6 +51,17 @@ fn sql_errors_point_at_the_query_position() {
     let (text, position) = error(&engine, "SELECT name FROM kernals");
     assert!(text.contains("kernals"), "{text}");
     assert_eq!(position, Some((1, 18)), "{text}");
+
+    // The engine gives no span for a column unknown in GROUP BY or ORDER BY: the
+    // column is found in the query (not in the string literal or the comment).
+    let sql = "SELECT name, count(*) AS n FROM kernels -- by nme\n\
+               WHERE name <> 'nme' GROUP BY nme";
+    let (text, position) = error(&engine, sql);
+    assert_eq!(position, Some((2, 30)), "{text}");
+    // Selected and in the input, `kernels.name` is listed once.
+    assert_eq!(text.matches("kernels.name,").count(), 1, "{text}");
+    let (text, position) = error(&engine, "SELECT name FROM kernels ORDER BY Dur");
+    assert_eq!(position, Some((1, 35)), "{text}");
 
     // A correct query still runs.
     let mut out = Vec::new();

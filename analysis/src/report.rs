@@ -524,8 +524,9 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
             step_names,
             damage: (trace.counts.events_skipped > 0 || !trace.damage.is_empty()).then(|| {
                 format!(
-                    "rank {}: {} damaged events skipped; {}",
+                    "rank {}: {} events read, {} damaged events skipped; {}",
                     trace.rank,
+                    trace.counts.events,
                     trace.counts.events_skipped,
                     trace.damage.join("; ")
                 )

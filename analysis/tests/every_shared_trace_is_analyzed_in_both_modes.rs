@@ -111,6 +111,9 @@ fn a_truncated_trace_is_read_leniently_and_its_damage_reported() {
         2.0
     );
     let note = report.errors.join("\n");
-    assert!(note.contains("1 damaged events skipped"), "{note}");
+    assert!(
+        note.contains("2 events read, 1 damaged events skipped"),
+        "{note}"
+    );
     assert!(note.contains("truncated"), "{note}");
 }

@@ -95,8 +95,9 @@ pub fn render_damaged_files(
     for file in files {
         writeln!(
             out,
-            "  rank {}: {} damaged event(s) skipped; {}",
+            "  rank {}: {} event(s) read, {} damaged event(s) skipped; {}",
             file.rank,
+            file.events,
             file.events_skipped,
             file.damage.join("; ")
         )?;

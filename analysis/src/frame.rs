@@ -399,6 +399,16 @@ impl<'t> Prepared<'t> {
         prepared
     }
 
+    /// A device row whose iteration is its launch's: HTA takes rows on a stream > 0. A
+    /// PrivateUse1 device (neuron) writes its default stream as 0, where HTA takes
+    /// nothing, so the default mode also takes device rows on stream 0.
+    pub(crate) fn is_correlated_device_row(&self, row: &Row) -> bool {
+        row.stream > 0
+            || (self.mode == Mode::Default
+                && row.stream == 0
+                && self.facts.is_device_category[row.category as usize])
+    }
+
     fn is_gpu_filter_row(&self, row: &Row) -> bool {
         (row.stream >= 0 && row.correlation >= 0) || self.facts.is_sync[row.name as usize]
     }
@@ -642,7 +652,7 @@ impl<'t> Prepared<'t> {
         }
         let host_iteration = iteration.clone();
         for (i, row) in trace.rows.iter().enumerate() {
-            if row.stream > 0 {
+            if self.is_correlated_device_row(row) {
                 iteration[i] = match self.index_correlation[i] {
                     ic if ic > 0 => trace
                         .row_of_event(ic as u64)

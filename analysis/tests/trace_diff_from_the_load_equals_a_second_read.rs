@@ -101,10 +101,15 @@ fn steps_in(set: &TraceSet, mode: Mode) -> Steps {
             .iter()
             .filter_map(|r| step_of(frame.name(r)).map(|n| (r.start_ticks, r.dur_ticks(), n)))
             .collect(),
+        // HTA's device rows (stream > 0) and, in the default mode, device rows on
+        // stream 0 (a PrivateUse1 device's default stream).
         device_iteration: frame
             .rows
             .iter()
-            .filter(|r| frame.model_row(r).stream > 0)
+            .filter(|r| {
+                let stream = frame.model_row(r).stream;
+                stream > 0 || (mode == Mode::Default && stream == 0 && r.is_device)
+            })
             .map(|r| (frame.model_row(r).event_index, r.iteration))
             .collect(),
         rounding: mode == Mode::HtaCompat && frame.trace.ts_is_float,
@@ -140,7 +145,9 @@ fn summary(
         } else {
             (e.ts_rel_ns, e.dur_ns as f64 / 1000.0)
         };
-        let iteration = if e.stream < 0 || (e.stream == 0 && e.cpu_op) {
+        let iteration = if let Some(&iteration) = device_iteration.get(&e.index) {
+            iteration
+        } else if e.stream < 0 || (e.stream == 0 && e.cpu_op) {
             let mut found = -1;
             for &(s, d, n) in steps {
                 if s <= start && start < s + d {
@@ -148,8 +155,6 @@ fn summary(
                 }
             }
             found
-        } else if e.stream > 0 {
-            device_iteration.get(&e.index).copied().unwrap_or(-1)
         } else {
             -1
         };
@@ -265,4 +270,40 @@ fn without_host_ops_the_summary_says_why() {
         err.to_string().contains("trace_diff") && err.to_string().contains("not kept"),
         "{err}"
     );
+}
+
+#[test]
+fn a_kernel_on_stream_0_is_in_its_launchs_step_in_the_default_mode() {
+    // A PrivateUse1 device (neuron) writes its default stream as 0. HTA gives rows on
+    // stream 0 no iteration, so its diff leaves such kernels out; the default mode
+    // takes them, through their launch's correlation, like kernels on other streams.
+    let json = r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0.0, "dur": 10},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 3, "args": {"External id": 1}},
+  {"ph": "X", "cat": "privateuse1_runtime", "name": "nrt_execute", "pid": 1, "tid": 1, "ts": 2.0, "dur": 1, "args": {"correlation": 5, "External id": 1}},
+  {"ph": "X", "cat": "privateuse1_runtime", "name": "nrt_execute", "pid": 1, "tid": 1, "ts": 3.0, "dur": 1, "args": {"correlation": 6, "External id": 1}},
+  {"ph": "X", "cat": "kernel", "name": "mm_f32", "pid": 0, "tid": 0, "ts": 12.0, "dur": 4, "args": {"stream": 0, "correlation": 5, "device": 0}},
+  {"ph": "X", "cat": "kernel", "name": "add_f32", "pid": 0, "tid": 7, "ts": 16.0, "dur": 2, "args": {"stream": 7, "correlation": 6, "device": 0}}
+]}"#;
+    let dir = std::env::temp_dir().join(format!("diff-stream0-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("rank0.json");
+    std::fs::write(&path, json).unwrap();
+    let set = load_paths(&[&path], &LoadOptions::default()).unwrap();
+    let kernels = |mode: Mode| {
+        let options = DiffOptions::default().device(DeviceFilter::Gpu).mode(mode);
+        let summary = ops_summary(&set, &options).unwrap();
+        assert_eq!(summary.iterations, [3]);
+        summary
+            .ops
+            .iter()
+            .map(|(name, t)| (name.clone(), t.counts, t.total_duration_us))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        kernels(Mode::Default),
+        [("add_f32".into(), 1, 2.0), ("mm_f32".into(), 1, 4.0)]
+    );
+    assert_eq!(kernels(Mode::HtaCompat), [("add_f32".into(), 1, 2.0)]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

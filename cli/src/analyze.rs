@@ -12,7 +12,9 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use analysis::analyses::trace_diff::{compare_traces, ops_summary, DiffOptions, TraceDiff};
+use analysis::analyses::trace_diff::{
+    compare_traces, ops_summary, DeviceFilter, DiffOptions, TraceDiff,
+};
 use analysis::inputs::Window;
 use analysis::stats::NumpySort;
 use analysis::{
@@ -97,6 +99,7 @@ pub fn run_diff(
     control: &PathBuf,
     test: &PathBuf,
     rank: Option<i64>,
+    rows: DeviceFilter,
     hta_compat: bool,
 ) -> anyhow::Result<TraceDiff> {
     let mode = if hta_compat {
@@ -108,7 +111,7 @@ pub fn run_diff(
         let plan = plan_inputs(std::slice::from_ref(path), Window::Latest)?;
         report_skipped(&plan.skipped);
         let set = plan.load(&LoadOptions::default())?;
-        let mut options = DiffOptions::default().mode(mode);
+        let mut options = DiffOptions::default().mode(mode).device(rows);
         options.rank = rank;
         ops_summary(&set, &options).with_context(|| format!("summarising {}", path.display()))
     };

@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use analysis::analyses::trace_diff::DeviceFilter;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
@@ -289,6 +290,10 @@ enum Command {
         /// The rank to compare (default: the first).
         #[arg(long)]
         rank: Option<i64>,
+        /// Which rows: host operators and calls, device kernels and copies, or both
+        /// (HTA's `device_type` CPU / GPU / ALL).
+        #[arg(long, default_value = "all", value_parser = ["host", "device", "all"])]
+        rows: String,
         /// HTA's rounding (durations in integer microseconds).
         #[arg(long)]
         hta_compat: bool,
@@ -561,11 +566,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             control,
             test,
             rank,
+            rows,
             hta_compat,
             top,
             json,
         } => {
-            let diff = neuronprof::analyze::run_diff(&control, &test, rank, hta_compat)?;
+            let rows = match rows.as_str() {
+                "host" => DeviceFilter::Cpu,
+                "device" => DeviceFilter::Gpu,
+                _ => DeviceFilter::All,
+            };
+            let diff = neuronprof::analyze::run_diff(&control, &test, rank, rows, hta_compat)?;
             print_report(json, &diff, |diff, out| {
                 out.write_all(analysis::render::render_diff(diff, top).as_bytes())
             })?;

@@ -179,4 +179,25 @@ fn diff_of_identical_first_steps_lists_every_name_as_unchanged() {
     );
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.starts_with("7 names: 0 added, 0 deleted"), "{text}");
+
+    // --rows splits them: host rows and device rows, which together are all 7.
+    let names = |rows: &str| {
+        let out = neuronprof(
+            &["diff", "--json", "--rows", rows],
+            &[
+                dir.join("hta/compare_base.json.gz"),
+                dir.join("hta/compare_test.json.gz"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        diff["rows"].as_array().unwrap().len()
+    };
+    let (host, device) = (names("host"), names("device"));
+    assert!(host > 0 && device > 0, "{host} host, {device} device");
+    assert_eq!(host + device, 7);
 }

@@ -146,10 +146,17 @@ pub fn ops_summary<'t>(
         .iter()
         .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start_ticks, r.dur_ticks(), n)))
         .collect();
+    // Device rows take their launch's iteration: HTA's rows on a stream > 0 and, in the
+    // default mode, device rows on stream 0 (a PrivateUse1 device's default stream;
+    // HTA takes nothing there, so a neuron trace's kernels were left out of the diff).
+    let correlated = |r: &crate::frame::FrameRow| {
+        let stream = frame.model_row(r).stream;
+        stream > 0 || (options.mode == Mode::Default && stream == 0 && r.is_device)
+    };
     let device_iteration: HashMap<u64, i64> = frame
         .rows
         .iter()
-        .filter(|r| frame.model_row(r).stream > 0)
+        .filter(|r| correlated(r))
         .map(|r| (frame.model_row(r).event_index, r.iteration))
         .collect();
     let rounding = options.mode == Mode::HtaCompat && trace.ts_is_float;
@@ -200,13 +207,10 @@ pub fn ops_summary<'t>(
             continue;
         }
         let (start, dur) = times(row.ts_rel_ns, row.dur_ns);
-        let iteration = if row.stream < 0 || (row.stream == 0 && trace.category(row) == "cpu_op") {
+        let iteration = if let Some(&iteration) = device_iteration.get(&row.event_index) {
+            iteration
+        } else if row.stream < 0 || (row.stream == 0 && trace.category(row) == "cpu_op") {
             host_iteration(start)
-        } else if row.stream > 0 {
-            device_iteration
-                .get(&row.event_index)
-                .copied()
-                .unwrap_or(-1)
         } else {
             -1
         };

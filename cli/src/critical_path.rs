@@ -30,6 +30,10 @@ pub struct CriticalPathRequest {
     pub hta_compat: bool,
     /// With `hta_compat`: the HTA release.
     pub hta_version: HtaVersion,
+    /// `what-if --device`: re-cost the device rows for this built-in profile.
+    pub device: Option<String>,
+    /// `what-if --lnc`: re-cost the device rows at this LNC.
+    pub lnc: Option<u32>,
 }
 
 impl CriticalPathRequest {
@@ -111,17 +115,52 @@ pub fn run_what_if_writing(
     scales: &[String],
     out: Option<&std::path::Path>,
 ) -> anyhow::Result<(WhatIf, Vec<PathBuf>)> {
-    let rules: Vec<ScaleRule> = scales
+    let mut rules: Vec<ScaleRule> = scales
         .iter()
         .map(|s| s.parse().map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<_>>()?;
-    if rules.is_empty() {
-        anyhow::bail!("what-if needs at least one --scale (kernel:REGEX=F, op:REGEX=F, rank:R=F, host=F, collective=F)");
+    let recosting = request.device.is_some() || request.lnc.is_some();
+    if rules.is_empty() && !recosting {
+        anyhow::bail!("what-if needs at least one --scale (kernel:REGEX=F, op:REGEX=F, rank:R=F, host=F, collective=F) or --device/--lnc");
     }
     let set = load(request)?;
+    let mut labels = scales.to_vec();
+    if recosting {
+        let recost = crate::recost::recost(&set, request.device.as_deref(), request.lnc)?;
+        if recost.factors.is_empty() {
+            anyhow::bail!(
+                "--device/--lnc: no kernel row has `<engine> busy (ns)` args ({} without); \
+                 record the run with --detail instructions",
+                recost.without_busy
+            );
+        }
+        if recost.without_busy > 0 {
+            eprintln!(
+                "neuronprof: {} kernel rows without `<engine> busy (ns)` args keep their \
+                 recorded time",
+                recost.without_busy
+            );
+        }
+        if recost.profiles.iter().any(|(_, from, to)| {
+            from.rsplit_once("LNC=").map(|f| f.1) != to.rsplit_once("LNC=").map(|t| t.1)
+        }) {
+            eprintln!(
+                "neuronprof: re-costing for another LNC is not checked against a run: on the \
+                 demo GPT it predicted a step 20 % longer than a run at that LNC (docs/WHAT-IF.md)"
+            );
+        }
+        let mut moves: Vec<String> = recost
+            .profiles
+            .iter()
+            .map(|(_, from, to)| format!("{from} -> {to}"))
+            .collect();
+        moves.dedup();
+        labels.push(format!("device: {}", moves.join(", ")));
+        rules.push(ScaleRule::Rows(std::sync::Arc::new(recost.factors)));
+    }
     let request = rank_for_compat(request, &set);
     let graph = build_graph(&set, &request.options())?;
-    let answer = what_if(&graph, &rules, scales)?;
+    let answer = what_if(&graph, &rules, &labels)?;
     let files = match out {
         Some(dir) => {
             analysis::critical_path::predicted::write_predicted(&set, &graph, &answer, dir)?

@@ -30,4 +30,5 @@ pub mod inspect;
 pub mod monitor;
 pub mod paths;
 pub mod query;
+pub mod recost;
 pub mod run;

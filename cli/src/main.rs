@@ -246,8 +246,15 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// A scaling rule; repeat for several.
-        #[arg(long = "scale", required = true)]
+        #[arg(long = "scale", required_unless_present_any = ["device", "lnc"])]
         scales: Vec<String>,
+        /// Re-cost the device rows of emulator traces (recorded with --detail
+        /// instructions) for this built-in device profile: trn2, trn2-lnc1, trn3, trn3-lnc1.
+        #[arg(long)]
+        device: Option<String>,
+        /// Re-cost the device rows at this LNC (physical cores per logical core).
+        #[arg(long)]
+        lnc: Option<u32>,
         /// Only this rank.
         #[arg(long)]
         rank: Option<i64>,
@@ -335,6 +342,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 instance,
                 hta_compat,
                 hta_version: analysis::HtaVersion::V0_5,
+                ..Default::default()
             };
             let (path, files) =
                 neuronprof::critical_path::run_critical_path_overlay(&request, overlay.as_deref())?;
@@ -355,12 +363,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             instance,
             out: out_dir,
             json,
+            device,
+            lnc,
         } => {
             let request = neuronprof::critical_path::CriticalPathRequest {
                 paths,
                 rank,
                 annotation,
                 instance,
+                device,
+                lnc,
                 ..Default::default()
             };
             let (answer, files) = neuronprof::critical_path::run_what_if_writing(

@@ -140,6 +140,29 @@ fn bad_scales_and_annotations_are_clear_errors() {
         err.contains("no event name contains the annotation \"nope\""),
         "{err}"
     );
+    // Re-costing: an unknown profile, an LNC the chip cannot have, a trace the
+    // emulator did not record.
+    let simple_add =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces/hta/simple_add.json.gz");
+    for (args, expected) in [
+        (
+            vec![ours().to_str().unwrap(), "--device", "trn9"],
+            "--device \"trn9\": not a built-in profile (trn2, trn2-lnc1, trn3, trn3-lnc1)",
+        ),
+        (
+            vec![ours().to_str().unwrap(), "--lnc", "3"],
+            "--lnc 3: must divide the 8 physical cores of a trn2 chip",
+        ),
+        (
+            vec![simple_add.to_str().unwrap(), "--device", "trn3"],
+            "simple_add.json.gz) has no deviceProperties profile",
+        ),
+    ] {
+        let out = neuronprof(&[&["what-if"], args.as_slice()].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
 }
 
 /// A rank trace of ours, decompressed (one event per line, as our writer puts them).

@@ -4,6 +4,8 @@
 //!
 //! - (a) a run with a straggler (rank 2's device at half speed) predicted with rank 2's
 //!   device work scaled 0.5, against a run without the straggler: the step within 5 %;
+//! - (b) a trn2 run re-costed for trn3 (`--device trn3`), against a trn3 run: the step
+//!   within 10 %;
 //! - (c) matmul kernels scaled 0.5, against a run whose TensorE is twice as fast (a
 //!   device-profile override): the step within 10 %.
 //!
@@ -35,9 +37,14 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// `neuronprof run gpt` of the demo's shape, timing only, 4 steps (2 recorded), into
-/// `out`, with `extra` arguments.
+/// `neuronprof run gpt` of the demo's shape, timing only, 4 steps (2 recorded), kernel
+/// detail, into `out`, with `extra` arguments.
 fn run_gpt(out: &Path, ranks: &str, extra: &[&str]) {
+    run_gpt_detail(out, ranks, "kernels", extra);
+}
+
+/// [`run_gpt`] with the trace's `detail` (`kernels`, `instructions`).
+fn run_gpt_detail(out: &Path, ranks: &str, detail: &str, extra: &[&str]) {
     let mut args = vec![
         "run",
         "gpt",
@@ -50,7 +57,7 @@ fn run_gpt(out: &Path, ranks: &str, extra: &[&str]) {
         "--numerics",
         "off",
         "--detail",
-        "kernels",
+        detail,
         "--out",
         out.to_str().unwrap(),
     ];
@@ -59,18 +66,13 @@ fn run_gpt(out: &Path, ranks: &str, extra: &[&str]) {
 }
 
 /// (recorded, predicted) step of the slowest rank, µs, of `what-if --json` on step
-/// `instance` of `dir`.
-fn what_if(dir: &Path, instance: usize, scale: &str) -> (f64, f64) {
+/// `instance` of `dir` with `how` (`--scale RULE`, `--device NAME`).
+fn what_if(dir: &Path, instance: usize, how: &[&str]) -> (f64, f64) {
     let instance = instance.to_string();
-    let json = neuronprof(&[
-        "what-if",
-        "--json",
-        "--instance",
-        &instance,
-        "--scale",
-        scale,
-        dir.to_str().unwrap(),
-    ]);
+    let mut args = vec!["what-if", "--json", "--instance", &instance];
+    args.extend_from_slice(how);
+    args.push(dir.to_str().unwrap());
+    let json = neuronprof(&args);
     let value: serde_json::Value = serde_json::from_str(&json).expect("what-if's JSON");
     (
         value["step_us"].as_f64().unwrap(),
@@ -78,12 +80,12 @@ fn what_if(dir: &Path, instance: usize, scale: &str) -> (f64, f64) {
     )
 }
 
-/// Checks each recorded step: the prediction on `predicted` with `scale` against the
+/// Checks each recorded step: the prediction on `predicted` with `how` against the
 /// same step of `actual`, within `target` (a fraction).
-fn check(what: &str, predicted: &Path, scale: &str, actual: &Path, target: f64) {
+fn check(what: &str, predicted: &Path, how: &[&str], actual: &Path, target: f64) {
     for instance in [0, 1] {
-        let (recorded, prediction) = what_if(predicted, instance, scale);
-        let (real, _) = what_if(actual, instance, "host=1");
+        let (recorded, prediction) = what_if(predicted, instance, how);
+        let (real, _) = what_if(actual, instance, &["--scale", "host=1"]);
         let error = (prediction - real) / real;
         eprintln!(
             "{what}, step {instance}: recorded {recorded:.1} us, predicted {prediction:.1} us, \
@@ -112,8 +114,34 @@ fn a_straggler_predicted_at_full_speed_meets_the_run_without_it() {
     let full = scratch("no-straggler");
     run_gpt(&slow, "4", &["--straggler", "2:2"]);
     run_gpt(&full, "4", &[]);
-    check("(a) rank:2=0.5", &slow, "rank:2=0.5", &full, 0.05);
+    check(
+        "(a) rank:2=0.5",
+        &slow,
+        &["--scale", "rank:2=0.5"],
+        &full,
+        0.05,
+    );
     for dir in [slow, full] {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_trn2_run_re_costed_for_trn3_meets_a_trn3_run() {
+    // One rank: with engine instructions recorded, more ranks of this shape overflow
+    // the recording rings; the kernels' `<engine> busy (ns)` args need them.
+    let trn2 = scratch("trn2-instructions");
+    let trn3 = scratch("trn3-instructions");
+    run_gpt_detail(&trn2, "1", "instructions", &[]);
+    run_gpt_detail(&trn3, "1", "instructions", &["--device", "trn3"]);
+    check(
+        "(b) --device trn3",
+        &trn2,
+        &["--device", "trn3"],
+        &trn3,
+        0.10,
+    );
+    for dir in [trn2, trn3] {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -135,7 +163,7 @@ fn matmuls_at_half_time_meet_a_run_with_tensore_twice_as_fast() {
     check(
         "(c) kernel:^(matmul|linear)=0.5",
         &base,
-        "kernel:^(matmul|linear)=0.5",
+        &["--scale", "kernel:^(matmul|linear)=0.5"],
         &fast,
         0.10,
     );

@@ -9,7 +9,9 @@
 //!   spans attributed to them;
 //! - `rank:R=F`: rank R's device work except collectives (a slow or fast device);
 //! - `host=F`: every host span;
-//! - `collective=F`: collectives' transfer time (their waiting follows from the ranks).
+//! - `collective=F`: collectives' transfer time (their waiting follows from the ranks);
+//! - [`ScaleRule::Rows`]: a factor per device row (the CLI's `--device`/`--lnc`
+//!   re-costing of emulator traces for another device profile).
 //!
 //! Factors multiply when several rules select a span. Delays and gaps (launch delays,
 //! kernel-kernel gaps) keep their observed weight, host time between top-level
@@ -40,6 +42,9 @@ pub enum ScaleRule {
     Host(f64),
     /// `collective=F`.
     Collective(f64),
+    /// A factor per device row, by (rank, event index); rows not in the map keep
+    /// theirs (not parsed from text: the CLI computes it).
+    Rows(std::sync::Arc<std::collections::HashMap<(i64, u64), f64>>),
 }
 
 impl std::str::FromStr for ScaleRule {
@@ -228,6 +233,10 @@ fn factor_of(graph: &CpGraph<'_>, edge: &Edge, rules: &[ScaleRule]) -> f64 {
             (ScaleRule::Kernel(re, f), Some(e)) if !on_host && re.is_match(e.name) => *f,
             (ScaleRule::Rank(r, f), Some(e)) if !on_host && !e.is_comm && e.rank == *r => *f,
             (ScaleRule::Collective(f), Some(e)) if !on_host && e.is_comm => *f,
+            (ScaleRule::Rows(factors), Some(e)) if !on_host => factors
+                .get(&(e.rank, e.event_index))
+                .copied()
+                .unwrap_or(1.0),
             _ => 1.0,
         };
     }

@@ -387,6 +387,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
 }
 
+// Ops whose CPU kernel PyTorch 2.15 gives every other backend as a composite
+// (math_native_layer_norm as native_batch_norm + addcmul, math_group_norm, silu_backward's
+// formula, ...): the composite rounds differently from the CPU kernel, so a neuron run
+// would not have the CPU's values (a LayerNorm differs in the last bit). Their CPU kernels
+// run through the fallback instead, as one launch named after the op (the describe
+// table's norm rows). Autograd is unchanged: each has its own derivative formula.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* name : {"native_layer_norm", "native_group_norm", "silu_backward", "addr",
+                           "addr.out", "_stack", "_stack.out", "any.dims", "any.dims_out",
+                           "all.dims", "all.dims_out"})
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
 }

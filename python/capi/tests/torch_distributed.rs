@@ -253,23 +253,16 @@ fn losses(out: &Output) -> Vec<(i64, i64, f64)> {
     all
 }
 
-#[test]
-fn ddp_on_neuron_matches_gloo() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(python) = python_or_skip("torch_distributed (DDP)") else {
-        return;
-    };
-    build_extension(&python);
-    let work = torch::work_dir("torch-dist-ddp");
-    let script = repo_dir().join("python/examples/train_ddp.py");
-    let traces_dir = work.join("traces");
+/// Runs `script` on neuron (tracing into `traces_dir`) and on the CPU with gloo: every
+/// rank prints `steps` losses, equal within 1e-6 on both, and rank 0's loss falls.
+fn same_losses_on_neuron_and_cpu(python: &Path, script: &Path, traces_dir: &Path, steps: usize) {
     let dir_arg = traces_dir.to_string_lossy().into_owned();
-    let neuron = torchrun(&python, &script, &["--trace-dir", &dir_arg], &[]);
-    let cpu = torchrun(&python, &script, &["--device", "cpu"], &[]);
+    let neuron = torchrun(python, script, &["--trace-dir", &dir_arg], &[]);
+    let cpu = torchrun(python, script, &["--device", "cpu"], &[]);
     let (on_neuron, on_cpu) = (losses(&neuron), losses(&cpu));
     let printed = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(on_neuron.len(), 4 * 8, "printed:\n{}", printed(&neuron));
-    assert_eq!(on_cpu.len(), 4 * 8, "printed:\n{}", printed(&cpu));
+    assert_eq!(on_neuron.len(), 4 * steps, "printed:\n{}", printed(&neuron));
+    assert_eq!(on_cpu.len(), 4 * steps, "printed:\n{}", printed(&cpu));
     for (a, b) in on_neuron.iter().zip(&on_cpu) {
         assert_eq!((a.0, a.1), (b.0, b.1));
         assert!(
@@ -284,6 +277,40 @@ fn ddp_on_neuron_matches_gloo() {
     let first = on_neuron.iter().find(|l| l.1 == 0).unwrap().2;
     let last = on_neuron.iter().rev().find(|l| l.0 == 0).unwrap().2;
     assert!(last < first, "the loss falls: {first} -> {last}");
+}
+
+/// What `neuronprof analyze` reports on `traces`: every collective matched on the four
+/// ranks by group and sequence number; returns the instances.
+fn matched_on_every_rank(
+    traces: &[PathBuf],
+    at_least: usize,
+) -> Vec<analysis::analyses::collectives::CollectiveInstance> {
+    let set = analysis::load_paths(traces, &analysis::LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let instances = report.collectives.instances;
+    assert!(instances.len() >= at_least, "{instances:#?}");
+    for instance in &instances {
+        assert_eq!(
+            instance.ranks.len(),
+            4,
+            "matched on every rank: {instance:?}"
+        );
+        assert!(instance.seq.is_some(), "{instance:?}");
+    }
+    instances
+}
+
+#[test]
+fn ddp_on_neuron_matches_gloo() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(python) = python_or_skip("torch_distributed (DDP)") else {
+        return;
+    };
+    build_extension(&python);
+    let work = torch::work_dir("torch-dist-ddp");
+    let script = repo_dir().join("python/examples/train_ddp.py");
+    let traces_dir = work.join("traces");
+    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 8);
 
     let traces = traces_in(&traces_dir);
     assert_eq!(traces.len(), 4, "{traces:?}");
@@ -297,24 +324,67 @@ fn ddp_on_neuron_matches_gloo() {
         );
     }
 
-    // What `neuronprof analyze` reports: every collective is matched on the four ranks
-    // (by group and sequence number).
-    let set = analysis::load_paths(&traces, &analysis::LoadOptions::default()).unwrap();
-    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
-    let collectives = &report.collectives;
-    assert!(
-        collectives.instances.len() >= 6 * 3,
-        "{:#?}",
-        collectives.instances
-    );
-    for instance in &collectives.instances {
-        assert_eq!(
-            instance.ranks.len(),
-            4,
-            "matched on every rank: {instance:?}"
+    matched_on_every_rank(&traces, 6 * 3);
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn fsdp2_on_neuron_matches_gloo() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(python) = python_or_skip("torch_distributed (FSDP2)") else {
+        return;
+    };
+    build_extension(&python);
+    let work = torch::work_dir("torch-dist-fsdp");
+    let script = repo_dir().join("python/examples/train_fsdp.py");
+    let traces_dir = work.join("traces");
+    // The model has LayerNorms: their CPU kernel runs on neuron too (not PyTorch's
+    // composite for other backends, which rounds differently), so the losses are equal.
+    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 6);
+
+    let traces = traces_in(&traces_dir);
+    assert_eq!(traces.len(), 4, "{traces:?}");
+    // Four recorded steps of 4 FSDP units (3 blocks and the root): per step, forward
+    // all-gathers every unit, backward all-gathers the 3 blocks again (resharded after
+    // forward) and reduce-scatters every unit's gradients.
+    for rank in 0..4 {
+        let trace = trace_of_rank(&traces, rank);
+        check_distributed_info(&trace, rank);
+        let gathers = kernels_named(&trace, "ncclKernel_AllGather_");
+        let scatters = kernels_named(&trace, "ncclKernel_ReduceScatter_");
+        assert_eq!(gathers.len(), 4 * 7, "rank {rank}: {gathers:#?}");
+        assert_eq!(scatters.len(), 4 * 4, "rank {rank}: {scatters:#?}");
+        for k in gathers.iter().chain(&scatters) {
+            assert!(k["args"]["stream"].as_i64().unwrap() > 0, "{k}");
+            assert_eq!(k["args"]["Group size"], 4, "{k}");
+        }
+        // The gradients are averaged by the collective (FSDP2 asks for AVG in fp32).
+        assert!(
+            scatters
+                .iter()
+                .all(|k| k["name"].as_str().unwrap().contains("_Avg_f32")),
+            "{scatters:#?}"
         );
-        assert!(instance.seq.is_some(), "{instance:?}");
+        let comms: Vec<&Value> = events(&trace)
+            .iter()
+            .filter(|e| e["name"] == "record_param_comms")
+            .collect();
+        let named = |name: &str| {
+            comms
+                .iter()
+                .filter(|c| c["args"]["Collective name"] == name)
+                .count()
+        };
+        assert_eq!(named("_allgather_base"), 4 * 7, "rank {rank}");
+        assert_eq!(named("_reduce_scatter_base"), 4 * 4, "rank {rank}");
     }
+    let instances = matched_on_every_rank(&traces, 4 * 11);
+    assert!(
+        instances
+            .iter()
+            .any(|i| i.collective == "_reduce_scatter_base"),
+        "{instances:#?}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 

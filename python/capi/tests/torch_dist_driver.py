@@ -80,6 +80,15 @@ def run_all():
     dist.reduce(t, dst=3)
     if RANK == 3:
         check("reduce", t, sum(every()[1:], every()[0].clone()))
+    # scatter and gather, rooted at rank 2
+    out = torch.empty(6, device=DEV)
+    dist.scatter(out, [inp(r).to(DEV) for r in range(WORLD)] if RANK == 2 else None, src=2)
+    check("scatter", out, inp(RANK))
+    outs = [torch.empty(6, device=DEV) for _ in range(WORLD)] if RANK == 2 else None
+    dist.gather(inp(RANK).to(DEV), outs, dst=2)
+    if RANK == 2:
+        for r in range(WORLD):
+            check(f"gather [{r}]", outs[r], inp(r))
     # all_gather (list), all_gather_into_tensor
     outs = [torch.empty(6, device=DEV) for _ in range(WORLD)]
     dist.all_gather(outs, inp(RANK).to(DEV))

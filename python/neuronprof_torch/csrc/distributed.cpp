@@ -245,6 +245,8 @@ struct Call {
   std::vector<at::Tensor> outputs;
   int64_t in_nelems = 0;
   int64_t out_nelems = 0;
+  // The size every rank must agree on (in_nelems unless a call says otherwise; -1: none).
+  int64_t checked_nelems = 0;
   at::ScalarType dtype = at::kFloat;
   uint64_t message_bytes = 0;
   std::vector<int64_t> in_split, out_split;
@@ -533,6 +535,8 @@ class NeuronBackend : public c10d::Backend {
     Call c = base(in_split.empty() && out_split.empty() ? "all_to_all" : "all_to_allv",
                   NPC_COLL_ALL_TO_ALL, "AllToAll", OpType::ALLTOALL_BASE, ins, outs);
     c.message_bytes = nbytes(ins);
+    if (std::string_view(c.coll_name) == "all_to_allv")
+      c.checked_nelems = -1;  // the inputs may differ in size from rank to rank
     c.in_split = in_split;
     c.out_split = out_split;
     auto in = std::make_shared<at::Tensor>(cpu_view(input));
@@ -562,6 +566,42 @@ class NeuronBackend : public c10d::Backend {
     auto out = std::make_shared<std::vector<at::Tensor>>(cpu_views(outputs));
     c.exchange = [this, in, out, opts] { return data_->alltoall(*out, *in, opts); };
     return run(std::move(c));
+  }
+
+  // scatter and gather move (N-1)/N of the whole buffer through the root's link, as
+  // every rank's link carries in an all-to-all: the topology model costs them as an
+  // all-to-all of the whole buffer (flat across instances, like an all-to-all). The
+  // buffer's size is the same on every rank (the root's list, N of this rank's tensor),
+  // so every rank computes the same end.
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override {
+    check_dense("scatter", outputs);
+    const bool root = getRank() == opts.rootRank;
+    check_root_list("scatter", opts.rootRank, inputs, outputs);
+    Call c = base("scatter", NPC_COLL_ALL_TO_ALL, "Scatter", OpType::SCATTER,
+                  root ? inputs[0] : std::vector<at::Tensor>{}, outputs);
+    c.message_bytes = nbytes(outputs) * static_cast<uint64_t>(getSize());
+    c.checked_nelems = c.out_nelems;
+    auto in = std::make_shared<std::vector<std::vector<at::Tensor>>>(cpu_views(inputs));
+    auto out = std::make_shared<std::vector<at::Tensor>>(cpu_views(outputs));
+    c.exchange = [this, in, out, opts] { return data_->scatter(*out, *in, opts); };
+    return run(std::move(c), opts.rootRank);
+  }
+
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override {
+    check_dense("gather", inputs);
+    const bool root = getRank() == opts.rootRank;
+    check_root_list("gather", opts.rootRank, outputs, inputs);
+    Call c = base("gather", NPC_COLL_ALL_TO_ALL, "Gather", OpType::GATHER, inputs,
+                  root ? outputs[0] : std::vector<at::Tensor>{});
+    c.message_bytes = nbytes(inputs) * static_cast<uint64_t>(getSize());
+    auto in = std::make_shared<std::vector<at::Tensor>>(cpu_views(inputs));
+    auto out = std::make_shared<std::vector<std::vector<at::Tensor>>>(cpu_views(outputs));
+    c.exchange = [this, in, out, opts] { return data_->gather(*out, *in, opts); };
+    return run(std::move(c), opts.rootRank);
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& /*opts*/) override {
@@ -596,6 +636,32 @@ class NeuronBackend : public c10d::Backend {
     }
   }
 
+  // The root's list of scatter's inputs (gather's outputs): one list of one tensor per
+  // rank, each like this rank's own; no list on the other ranks.
+  void check_root_list(const char* what, int64_t root,
+                       const std::vector<std::vector<at::Tensor>>& lists,
+                       const std::vector<at::Tensor>& mine) const {
+    TORCH_CHECK(mine.size() == 1, "neuron: ", what, " takes one tensor per rank; got ",
+                mine.size());
+    TORCH_CHECK(root >= 0 && root < getSize(), "neuron: ", what, " from root ", root,
+                " in a group of ", getSize());
+    if (getRank() != root) {
+      TORCH_CHECK(lists.empty() || (lists.size() == 1 && lists[0].empty()), "neuron: ", what,
+                  ": only the root (rank ", root, ") passes a list; rank ", getRank(),
+                  " passed one");
+      return;
+    }
+    TORCH_CHECK(lists.size() == 1 && static_cast<int>(lists[0].size()) == getSize(),
+                "neuron: ", what, " on the root needs one list of ", getSize(),
+                " tensors (one per rank)");
+    check_dense(what, lists[0]);
+    for (const at::Tensor& t : lists[0])
+      TORCH_CHECK(t.sizes() == mine[0].sizes() && t.scalar_type() == mine[0].scalar_type(),
+                  "neuron: ", what, ": the root's tensors must be like rank ", getRank(),
+                  "'s own (", mine[0].sizes(), " ", c10::toString(mine[0].scalar_type()),
+                  "); got ", t.sizes(), " ", c10::toString(t.scalar_type()));
+  }
+
   void check_peer(const char* what, int peer) const {
     TORCH_CHECK(peer >= 0 && peer < getSize() && peer != getRank(), "neuron: ", what,
                 " to/from rank ", peer, " of a group of ", getSize(), " (this is rank ",
@@ -608,6 +674,7 @@ class NeuronBackend : public c10d::Backend {
     c.type = type;
     c.in_nelems = numel(inputs);
     c.out_nelems = numel(outputs);
+    c.checked_nelems = c.in_nelems;
     if (!inputs.empty())
       c.dtype = inputs[0].scalar_type();
     else if (!outputs.empty())
@@ -770,10 +837,8 @@ class NeuronBackend : public c10d::Backend {
     // Every rank's ready instant, sequence number and signature, then the data.
     std::vector<uint64_t> ready_all(getSize());
     exchange(c.coll_name, seq, [&] {
-      // all_to_allv's inputs may differ in size from rank to rank.
-      const bool sized = std::string_view(c.coll_name) != "all_to_allv";
       const int64_t sig = static_cast<int64_t>(
-          signature(c.coll_name, sized ? c.in_nelems : -1, static_cast<int64_t>(c.dtype), root));
+          signature(c.coll_name, c.checked_nelems, static_cast<int64_t>(c.dtype), root));
       at::Tensor mine = at::empty({3}, at::kLong);
       int64_t* m = mine.data_ptr<int64_t>();
       m[0] = static_cast<int64_t>(ready);

@@ -2,7 +2,7 @@
 //! `torchrun`: four rank processes on one machine, each on its own logical core.
 //!
 //! - Collectives (`tests/torch_dist_driver.py`): every collective's values on every
-//!   rank (all_reduce with each reduction and three types, broadcast, reduce,
+//!   rank (all_reduce with each reduction and three types, broadcast, reduce, scatter, gather,
 //!   all_gather, all_gather_into_tensor, reduce_scatter_tensor and the list form,
 //!   all_to_all_single with equal and uneven splits, barrier, send/recv,
 //!   batch_isend_irecv, async work and its future, a subgroup); then the profiled
@@ -37,6 +37,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use analysis::analyses::collectives::CollectiveInstance;
 use serde_json::Value;
 use torch::{cat, end, events, read_trace, repo_dir, traces_in};
 
@@ -279,23 +280,28 @@ fn same_losses_on_neuron_and_cpu(python: &Path, script: &Path, traces_dir: &Path
     assert!(last < first, "the loss falls: {first} -> {last}");
 }
 
-/// What `neuronprof analyze` reports on `traces`: every collective matched on the four
-/// ranks by group and sequence number; returns the instances.
-fn matched_on_every_rank(
-    traces: &[PathBuf],
-    at_least: usize,
-) -> Vec<analysis::analyses::collectives::CollectiveInstance> {
+/// What `neuronprof analyze` reports on `traces`: the collectives, at least `at_least`
+/// of them, each matched by group and sequence number.
+fn matched_collectives(traces: &[PathBuf], at_least: usize) -> Vec<CollectiveInstance> {
     let set = analysis::load_paths(traces, &analysis::LoadOptions::default()).unwrap();
     let report = analysis::analyze(&set, &analysis::ReportOptions::default());
     let instances = report.collectives.instances;
     assert!(instances.len() >= at_least, "{instances:#?}");
+    for instance in &instances {
+        assert!(instance.seq.is_some(), "{instance:?}");
+    }
+    instances
+}
+
+/// [`matched_collectives`] of a job whose collectives all run on the four ranks.
+fn matched_on_every_rank(traces: &[PathBuf], at_least: usize) -> Vec<CollectiveInstance> {
+    let instances = matched_collectives(traces, at_least);
     for instance in &instances {
         assert_eq!(
             instance.ranks.len(),
             4,
             "matched on every rank: {instance:?}"
         );
-        assert!(instance.seq.is_some(), "{instance:?}");
     }
     instances
 }
@@ -385,6 +391,89 @@ fn fsdp2_on_neuron_matches_gloo() {
             .any(|i| i.collective == "_reduce_scatter_base"),
         "{instances:#?}"
     );
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn a_2x2_mesh_has_tp_and_dp_process_groups() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(python) = python_or_skip("torch_distributed (2 x 2 mesh)") else {
+        return;
+    };
+    build_extension(&python);
+    let work = torch::work_dir("torch-dist-mesh");
+    let script = repo_dir().join("python/examples/train_mesh.py");
+    let traces_dir = work.join("traces");
+    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 6);
+
+    let traces = traces_in(&traces_dir);
+    assert_eq!(traces.len(), 4, "{traces:?}");
+    // The mesh [[0, 1], [2, 3]]: tp groups [0, 1] and [2, 3], dp groups [0, 2] and [1, 3].
+    let group_of = |rank: i64, dim: &str| -> &'static str {
+        match (dim, rank) {
+            ("tp", 0 | 1) => "[0, 1]",
+            ("tp", _) => "[2, 3]",
+            (_, 0 | 2) => "[0, 2]",
+            _ => "[1, 3]",
+        }
+    };
+    // (description, name, ranks) of every group some rank is in
+    let mut groups: Vec<(String, String, &str)> = Vec::new();
+    for rank in 0..4 {
+        let trace = trace_of_rank(&traces, rank);
+        check_distributed_info(&trace, rank);
+        let configs = trace["distributedInfo"]["pg_config"].as_array().unwrap();
+        // Per recorded step (4 of them): over tp, 2 blocks x (the row-parallel output in
+        // forward, the column-parallel input's gradient in backward); over dp, one
+        // all-reduce per parameter (12).
+        for (dim, count) in [("tp", 4 * 4), ("dp", 4 * 12)] {
+            let ranks = group_of(rank, dim);
+            let desc = format!("mesh_{dim}");
+            let config = configs
+                .iter()
+                .find(|c| c["pg_desc"] == desc.as_str())
+                .unwrap_or_else(|| panic!("rank {rank}: no {desc} in {configs:#?}"));
+            let name = config["pg_name"].as_str().unwrap().to_owned();
+            let comms: Vec<&Value> = events(&trace)
+                .iter()
+                .filter(|e| {
+                    e["name"] == "record_param_comms"
+                        && e["args"]["Process Group Description"] == desc.as_str()
+                })
+                .collect();
+            assert_eq!(comms.len(), count, "rank {rank}: {desc}: {comms:#?}");
+            let kernels: Vec<&Value> = kernels_named(&trace, "ncclKernel_AllReduce_")
+                .into_iter()
+                .filter(|k| k["args"]["Process Group Name"] == name.as_str())
+                .collect();
+            assert_eq!(kernels.len(), count, "rank {rank}: {desc}");
+            for e in comms.iter().chain(&kernels) {
+                assert_eq!(e["args"]["Process Group Name"], name.as_str(), "{e}");
+                assert_eq!(e["args"]["Process Group Ranks"], ranks, "{e}");
+                assert_eq!(e["args"]["Group size"], 2, "{e}");
+            }
+            groups.push((desc, name, ranks));
+        }
+    }
+    // Four groups of two, each named alike on both of its ranks.
+    groups.sort();
+    groups.dedup();
+    assert_eq!(groups.len(), 4, "{groups:?}");
+    // `neuronprof analyze` matches every collective within its group: on the group's
+    // two ranks, never across groups; both kinds are there.
+    let instances = matched_collectives(&traces, 3 * 16 * 4 / 2);
+    let mut dims = std::collections::BTreeSet::new();
+    for instance in &instances {
+        let mut ranks: Vec<i64> = instance.ranks.iter().map(|r| r.rank).collect();
+        ranks.sort();
+        let text = format!("{ranks:?}");
+        let (desc, _, _) = groups
+            .iter()
+            .find(|(_, name, members)| *name == instance.process_group && *members == text)
+            .unwrap_or_else(|| panic!("{instance:?} is not one group's: {groups:?}"));
+        dims.insert(desc.clone());
+    }
+    assert_eq!(dims.len(), 2, "{dims:?}");
     let _ = std::fs::remove_dir_all(&work);
 }
 

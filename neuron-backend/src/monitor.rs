@@ -43,7 +43,9 @@
 //! Each rank of a [`World`](crate::dist::World) (a thread) is one element of
 //! `neuron_runtime_data`, tagged `<pid>/rank<N>` (`<pid>` for a one-rank world or a
 //! [`Runtime`](crate::Runtime), whose logical cores are one entry). A finished rank
-//! stays listed with `"state": "finished"` for 30 s.
+//! stays listed with `"state": "finished"` for 30 s. A process that is one rank of a
+//! multi-process job (a PyTorch rank under `torchrun`, see [`set_process_rank`]) tags
+//! its runtime's entry `<pid>/rank<N>` with the job's rank and world size.
 //!
 //! # What the numbers mean
 //!
@@ -190,6 +192,14 @@ pub fn socket_path() -> Option<PathBuf> {
 /// the endpoint's sampler while a socket client is attached.
 pub fn report_json(period_s: f64) -> String {
     server::report_json(period_s)
+}
+
+/// Says that this process is rank `rank` of a job of `world_size` processes (one per
+/// rank, as `torchrun` starts them; the PyTorch extension calls it with the default
+/// process group's rank): its runtime's entry then reports `rank` and `world_size` and
+/// is tagged `<pid>/rank<rank>`, as the ranks of a [`World`](crate::dist::World) are.
+pub fn set_process_rank(rank: usize, world_size: usize) {
+    registry::set_process_rank(rank, world_size);
 }
 
 /// Stops publishing the runtimes and ranks that have finished, now rather than 30 s

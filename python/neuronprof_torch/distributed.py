@@ -61,6 +61,10 @@ def _create(options, _pg_options=None):
     data = dist.ProcessGroupGloo(dist.PrefixStore("neuron-data/", store), rank, size, timeout)
     control = dist.ProcessGroupGloo(dist.PrefixStore("neuron-ctl/", store), rank, size, timeout)
     ranks = list(options.global_ranks_in_group) or list(range(size))
+    if options.group_id == "0":
+        # The default group: its rank is this process's rank in the job, the tag of its
+        # live-monitoring entry (`neuronprof monitor`, `neuron-top`).
+        _C.monitor_set_rank(rank, size)
     return _C.NeuronBackend(
         store, rank, size, data, control, timeout.total_seconds(), ranks
     )

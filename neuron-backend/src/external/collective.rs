@@ -135,6 +135,16 @@ impl Device {
         };
         let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, payload);
         let launch_ns = crate::dispatch::submit_waiting(self, c.queue, payload, super::sleep_until);
+        if !matches!(c.op, CollectiveOp::Send | CollectiveOp::Recv) {
+            let group = runtime_hooks::resolve(c.group_name_id);
+            self.shared.live.external_issued(
+                in_flight_name(c.op),
+                group.as_deref().unwrap_or(""),
+                c.corr_id,
+                c.message_bytes,
+                &c.ranks,
+            );
+        }
         let _cut = runtime_hooks::clock::cut_scope();
         let timeline = self.timeline();
         let inputs_ready = timeline.queues[c.inputs_queue].last_end_ns;
@@ -209,6 +219,7 @@ impl Device {
             span
         };
         let waited_ns = start_ns.saturating_sub(mine);
+        self.shared.live.external_placed(c.corr_id);
         self.shared.live.collective_done(
             span.dur_ns(),
             c.ranks.get(last).copied().unwrap_or(0),
@@ -221,6 +232,21 @@ impl Device {
             waited_ns,
             algorithm: cost.algorithm,
         })
+    }
+}
+
+/// The name of a collective in flight, as `crate::dist` names them.
+fn in_flight_name(op: CollectiveOp) -> &'static str {
+    match op {
+        CollectiveOp::AllReduce => "all_reduce",
+        CollectiveOp::AllGather => "all_gather",
+        CollectiveOp::ReduceScatter => "reduce_scatter",
+        CollectiveOp::Broadcast => "broadcast",
+        CollectiveOp::Reduce => "reduce",
+        CollectiveOp::AllToAll => "all_to_all",
+        CollectiveOp::Send => "send",
+        CollectiveOp::Recv => "recv",
+        CollectiveOp::Barrier => "barrier",
     }
 }
 
@@ -259,6 +285,33 @@ mod tests {
             kernel_stem: "AllReduce".into(),
             reduce: Some("Sum".into()),
             dtype_name: "f32".into(),
+        }
+    }
+
+    #[test]
+    fn a_collective_is_in_flight_from_its_issue_to_its_placement() {
+        let runtime = Runtime::new(DeviceProfile::trn2()).unwrap();
+        let topology = Topology::for_profile(&DeviceProfile::trn2());
+        let device = runtime.device(0).unwrap();
+        for seq in 1..=2 {
+            let c = call(&device, 1);
+            let ready = device.external_collective_issue(&c).unwrap();
+            {
+                let stats = device.shared.live.lock_collectives();
+                assert_eq!(stats.in_flight.len(), 1, "{:?}", stats.in_flight);
+                let f = &stats.in_flight[0];
+                assert_eq!((f.op, f.group.as_str(), f.seq), ("all_reduce", "0", seq));
+                assert_eq!(
+                    (f.bytes, f.participants.as_slice()),
+                    (4 << 20, &[0, 1, 2, 3][..])
+                );
+            }
+            device
+                .external_collective_place(&c, &topology, &[ready; 4])
+                .unwrap();
+            let stats = device.shared.live.lock_collectives();
+            assert!(stats.in_flight.is_empty(), "{:?}", stats.in_flight);
+            assert_eq!(stats.completed, seq);
         }
     }
 

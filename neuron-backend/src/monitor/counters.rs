@@ -198,6 +198,11 @@ pub(crate) struct CollectiveStats {
     /// ready), indexed by global rank.
     pub(crate) waited_for_ns: Vec<u64>,
     pub(crate) in_flight: Vec<InFlight>,
+    /// Collectives (not sends and receives) a host program issued, per process group
+    /// name (`Device::external_collective_issue`): the count is the c10d backend's
+    /// sequence number of the latest, as it issues each of its collectives once, in
+    /// order.
+    pub(crate) external_issued: std::collections::HashMap<String, u64>,
 }
 
 impl Default for CollectiveStats {
@@ -210,6 +215,7 @@ impl Default for CollectiveStats {
             completed: 0,
             waited_for_ns: Vec::new(),
             in_flight: Vec::new(),
+            external_issued: std::collections::HashMap::new(),
         }
     }
 }
@@ -318,6 +324,37 @@ impl DeviceLive {
     /// A collective call entered its meeting.
     pub(crate) fn collective_begin(&self, in_flight: InFlight) {
         lock(&self.collectives).in_flight.push(in_flight);
+    }
+
+    /// A host program issued collective `op` (not a send or receive) on process group
+    /// `group` with correlation id `corr_id`: it is in flight, with the next sequence
+    /// number of its group, until [`Self::external_placed`].
+    pub(crate) fn external_issued(
+        &self,
+        op: &'static str,
+        group: &str,
+        corr_id: u64,
+        bytes: u64,
+        participants: &[usize],
+    ) {
+        let mut stats = lock(&self.collectives);
+        let seq = stats.external_issued.entry(group.to_owned()).or_default();
+        *seq += 1;
+        let seq = *seq;
+        stats.in_flight.push(InFlight {
+            op,
+            group: group.to_owned(),
+            meeting: (0, format!("external {corr_id}")),
+            seq,
+            bytes,
+            since: Instant::now(),
+            participants: participants.to_vec(),
+        });
+    }
+
+    /// The host program's collective of `corr_id` was placed (the ranks met).
+    pub(crate) fn external_placed(&self, corr_id: u64) {
+        self.collective_left(&(0, format!("external {corr_id}")));
     }
 
     /// The collective of `seq` on `group` left its meeting (met, failed or timed out).

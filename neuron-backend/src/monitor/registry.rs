@@ -298,6 +298,19 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 static WORKLOAD: Mutex<String> = Mutex::new(String::new());
 
+/// `(rank, world size)` of this process in a job of one process per rank.
+static PROCESS_RANK: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+
+/// This process is rank `rank` of `world_size` (see `monitor::set_process_rank`).
+pub(crate) fn set_process_rank(rank: usize, world_size: usize) {
+    *PROCESS_RANK.lock().unwrap_or_else(|p| p.into_inner()) = Some((rank, world_size));
+}
+
+/// The rank and world size [`set_process_rank`] gave, if any.
+pub(crate) fn process_rank() -> Option<(usize, usize)> {
+    *PROCESS_RANK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Names the workload that publishers registered from now on run.
 pub(crate) fn set_workload(name: &str) {
     *WORKLOAD.lock().unwrap_or_else(|p| p.into_inner()) = name.to_owned();

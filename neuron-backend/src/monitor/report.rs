@@ -348,7 +348,8 @@ pub(crate) fn build(
         EntryKind::Rank {
             rank, world_size, ..
         } => (Some(rank as u32), Some(world_size as u32)),
-        EntryKind::Runtime => (None, None),
+        EntryKind::Runtime => super::registry::process_rank()
+            .map_or((None, None), |(r, n)| (Some(r as u32), Some(n as u32))),
     };
     let dropped_records = match entry
         .devices

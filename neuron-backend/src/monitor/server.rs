@@ -221,16 +221,26 @@ fn error_document(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 
-/// The tags of `entries`: `<pid>/rank<N>` for ranks of a multi-rank world, `<pid>`
-/// otherwise; a tag that would repeat (two worlds alive at once, or a runtime beside
-/// a single-rank world) gets `/<n>` (the entry's position) on all but the newest.
+/// The tags of `entries`: `<pid>/rank<N>` for ranks of a multi-rank world and for the
+/// runtime of a process that is rank N of a multi-process job, `<pid>` otherwise; a tag
+/// that would repeat (two worlds alive at once, or a runtime beside a single-rank
+/// world) gets `/<n>` (the entry's position) on all but the newest.
 fn tags(pid: u32, entries: &[Arc<Entry>]) -> Vec<String> {
+    let process_rank = registry::process_rank();
     let base: Vec<String> = entries
         .iter()
-        .map(|e| match e.kind {
-            EntryKind::Rank {
-                rank, world_size, ..
-            } if world_size > 1 => format!("{pid}/rank{rank}"),
+        .map(|e| match (e.kind, process_rank) {
+            (
+                EntryKind::Rank {
+                    rank, world_size, ..
+                },
+                _,
+            )
+            | (EntryKind::Runtime, Some((rank, world_size)))
+                if world_size > 1 =>
+            {
+                format!("{pid}/rank{rank}")
+            }
             _ => pid.to_string(),
         })
         .collect();

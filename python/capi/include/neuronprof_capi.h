@@ -317,6 +317,9 @@ uint64_t npc_event_synchronize(const npc_event_t *event);
  * npc_collective_place puts the collective from there to the last arrival plus the
  * topology model's cost (NEURONPROF_TOPOLOGY, else the profile's default). */
 int32_t npc_collective_queue(uint16_t device, uint32_t slot); /* -1: no such device */
+/* This process is rank `rank` of a job of `world_size` processes (the default process
+ * group): its live-monitoring entry reports them and is tagged <pid>/rank<rank>. */
+int32_t npc_monitor_set_rank(uint32_t rank, uint32_t world_size);
 int32_t npc_collective_issue(const npc_collective_t *c, uint64_t *ready_ns);
 int32_t npc_collective_place(const npc_collective_t *c, const uint64_t *ready_ns,
                              npc_collective_span_t *out);

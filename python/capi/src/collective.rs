@@ -158,6 +158,21 @@ unsafe fn convert(c: &NpcCollective) -> Result<ExternalCollective, String> {
     })
 }
 
+/// This process is rank `rank` of a job of `world_size` processes (the c10d backend
+/// calls it for the default process group): its live-monitoring entry reports them and
+/// is tagged `<pid>/rank<rank>` (`neuron_backend::monitor::set_process_rank`).
+#[no_mangle]
+pub extern "C" fn npc_monitor_set_rank(rank: u32, world_size: u32) -> i32 {
+    if rank >= world_size {
+        return fail(
+            NPC_ERR_ARGUMENT,
+            format!("npc_monitor_set_rank: rank {rank} of a job of {world_size}"),
+        );
+    }
+    neuron_backend::monitor::set_process_rank(rank as usize, world_size as usize);
+    NPC_OK
+}
+
 /// The collective queue of the `slot`-th process group of this process on `device`
 /// (the core's collective queues, round-robin); -1 for a device that does not exist.
 #[no_mangle]

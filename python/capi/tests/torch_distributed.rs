@@ -478,6 +478,101 @@ fn a_2x2_mesh_has_tp_and_dp_process_groups() {
 }
 
 #[test]
+fn every_rank_process_publishes_to_the_live_monitor() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(python) = python_or_skip("torch_distributed (live monitor)") else {
+        return;
+    };
+    build_extension(&python);
+    let work = torch::work_dir("torch-dist-live");
+    // A private endpoint folder: only this job's four rank processes publish there.
+    let runtime_dir = work.join("run");
+    std::fs::create_dir_all(&runtime_dir).unwrap();
+    let endpoints = analysis::live_client::endpoint_dir_for(
+        Some(runtime_dir.clone().into_os_string()),
+        analysis::live_client::current_uid().unwrap_or(0),
+    );
+    let script = repo_dir().join("python/examples/train_ddp.py");
+    let mut command = Command::new(&python);
+    command
+        .args([
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "4",
+        ])
+        .arg(&script)
+        .args(["--steps", "400"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join("stderr.txt")).unwrap());
+    rank_env(&mut command);
+    command.env("XDG_RUNTIME_DIR", &runtime_dir);
+    let mut job = command.spawn().expect("start torchrun");
+    // What `neuronprof monitor` reads: each endpoint's document, polled until the four
+    // ranks have been seen with their rank tags and completed collectives.
+    let started = Instant::now();
+    let mut seen: std::collections::BTreeMap<u64, Value> = std::collections::BTreeMap::new();
+    let mut slowest = std::collections::BTreeSet::new();
+    while started.elapsed() < Duration::from_secs(240) {
+        if job.try_wait().unwrap().is_some() {
+            break;
+        }
+        let found = analysis::live_client::discover(&endpoints).unwrap_or_default();
+        for endpoint in &found.endpoints {
+            let Ok(text) =
+                analysis::live_client::fetch(&endpoint.path, 1.0, Duration::from_secs(2))
+            else {
+                continue;
+            };
+            let document: Value = serde_json::from_str(&text).unwrap();
+            for entry in document["neuron_runtime_data"].as_array().unwrap() {
+                let ours = &entry["report"]["neuronprof"];
+                let Some(rank) = ours["rank"].as_u64() else {
+                    continue;
+                };
+                if let Some(r) = ours["collectives"]["slowest_rank"].as_u64() {
+                    slowest.insert(r);
+                }
+                if ours["collectives"]["completed"].as_u64() > Some(0) {
+                    seen.insert(rank, entry.clone());
+                }
+            }
+        }
+        if seen.len() == 4 && !slowest.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The job runs to its end (killing torchrun would leave its ranks behind).
+    let status = job.wait().unwrap();
+    let stderr = std::fs::read_to_string(work.join("stderr.txt")).unwrap_or_default();
+    assert!(status.success(), "torchrun failed ({status}):\n{stderr}");
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        vec![0, 1, 2, 3],
+        "the ranks published with completed collectives ({:.0?}):\n{stderr}",
+        started.elapsed(),
+    );
+    for (rank, entry) in &seen {
+        let ours = &entry["report"]["neuronprof"];
+        assert_eq!(ours["world_size"], 4, "{entry}");
+        let pid = entry["pid"].as_u64().unwrap();
+        assert_eq!(
+            entry["neuron_runtime_tag"],
+            format!("{pid}/rank{rank}"),
+            "{entry}"
+        );
+        let latency = &ours["collectives"]["latency_s"];
+        assert!(!latency.is_null(), "{entry}");
+    }
+    // Some rank waited for another (the rank everyone waits for, in neuron-top).
+    assert!(!slowest.is_empty(), "no slowest rank reported: {seen:#?}");
+    println!("slowest ranks reported: {slowest:?}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
 fn a_slower_device_is_named_the_straggler() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Some(python) = python_or_skip("torch_distributed (straggler)") else {

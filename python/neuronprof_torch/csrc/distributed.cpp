@@ -1004,6 +1004,15 @@ void register_distributed(py::module& m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("data"),
            py::arg("control"), py::arg("timeout_s"), py::arg("global_ranks"),
            py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "monitor_set_rank",
+      [](uint32_t rank, uint32_t world_size) {
+        const int32_t status = npc_monitor_set_rank(rank, world_size);
+        if (status != NPC_OK) throw_last_error("monitor rank", status);
+      },
+      "Tags this process's live-monitoring entry with its rank in the job (neuronprof "
+      "monitor, neuron-top)",
+      py::arg("rank"), py::arg("world_size"));
 }
 
 }  // namespace neuronprof

@@ -29,52 +29,23 @@ step, so use few steps (the profiler waits one
 step when there are 5 or more, warms up one, and records the rest).
 """
 
-import argparse
-import json
-import os
-import sys
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.profiler import ProfilerActivity
 
 import neuronprof_torch  # noqa: F401  (the `neuron` device and its c10d backend)
-
-
-def emit(line: dict) -> None:
-    """Prints one JSON line with a single write. Under ``PYTHONUNBUFFERED=1`` (set on
-    many CI machines, ours included) ``print`` writes the text and its newline in two
-    calls, and four ranks sharing torchrun's stdout then interleave (``{...}{...}`` and
-    an empty line). One write of a few hundred bytes to a pipe is atomic (POSIX: up to
-    ``PIPE_BUF`` bytes)."""
-    os.write(sys.stdout.fileno(), (json.dumps(line) + "\n").encode())
-
-
-def make_data(samples: int, features: int, classes: int, seed: int):
-    """A learnable synthetic task: labels from a fixed random linear teacher."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(samples, features, generator=gen)
-    teacher = torch.randn(features, classes, generator=gen)
-    return x, (x @ teacher).argmax(dim=1)
+from dist_common import emit, example_parser, init, resident_batches, start_profiler
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", default="neuron", choices=["neuron", "cpu"])
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--width", type=int, default=64)
-    parser.add_argument("--trace-dir")
+    parser = example_parser(__doc__, steps=8)
     parser.add_argument("--bucket-mb", type=float, default=0.01,
                         help="DDP bucket size (small: several all-reduces per step)")
     args = parser.parse_args()
 
-    dist.init_process_group("neuron" if args.device == "neuron" else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(args.device, local) if args.device == "neuron" else torch.device("cpu")
+    rank, world, device = init(args.device)
 
     torch.manual_seed(0)
     features, classes = args.width, 10
@@ -88,32 +59,10 @@ def main():
     ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    x_all, y_all = make_data(args.batch * args.steps * world, features, classes, seed=1)
-    # This rank's batches go to the device before the loop (a resident data set): a copy
-    # from pageable host memory inside the loop would make the host wait for the device.
-    batches = []
-    for step in range(args.steps):
-        lo = (step * world + rank) * args.batch
-        batches.append((x_all[lo:lo + args.batch].to(device), y_all[lo:lo + args.batch].to(device)))
+    batches = resident_batches(args.steps, args.batch, world, rank, features,
+                               classes, device)
 
-    profiler = None
-    if args.trace_dir:
-        if args.steps < 2:
-            parser.error("--trace-dir needs --steps >= 2 (one warm-up step, then recorded)")
-        wait = 1 if args.steps >= 5 else 0
-        activities = [ProfilerActivity.CPU]
-        if args.device == "neuron":
-            activities.append(ProfilerActivity.PrivateUse1)
-        profiler = torch.profiler.profile(
-            activities=activities,
-            schedule=torch.profiler.schedule(wait=wait, warmup=1, active=args.steps - 1 - wait,
-                                             repeat=1),
-            on_trace_ready=torch.profiler.tensorboard_trace_handler(
-                args.trace_dir, worker_name=f"rank{rank}"
-            ),
-            record_shapes=True,
-        )
-        profiler.start()
+    profiler = start_profiler(parser, args, rank)
     losses = []
     for step in range(args.steps):
         x, y = batches[step]

@@ -18,33 +18,15 @@ the ranks. After the loop every rank prints one JSON line per step (``{"rank", "
 are equal.
 """
 
-import argparse
-import json
-import os
-import sys
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-from torch.profiler import ProfilerActivity
 
 import neuronprof_torch  # noqa: F401  (the `neuron` device and its c10d backend)
-
-
-def emit(line: dict) -> None:
-    """One JSON line in a single write (four ranks share torchrun's stdout; see
-    train_ddp.py)."""
-    os.write(sys.stdout.fileno(), (json.dumps(line) + "\n").encode())
-
-
-def make_data(samples: int, features: int, classes: int, seed: int):
-    """A learnable synthetic task: labels from a fixed random linear teacher."""
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(samples, features, generator=gen)
-    teacher = torch.randn(features, classes, generator=gen)
-    return x, (x @ teacher).argmax(dim=1)
+from dist_common import Stack, emit, example_parser, init, resident_batches, start_profiler
 
 
 class Block(nn.Module):
@@ -60,70 +42,29 @@ class Block(nn.Module):
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
 
 
-class Model(nn.Module):
-    def __init__(self, features: int, width: int, classes: int, blocks: int):
-        super().__init__()
-        self.embed = nn.Linear(features, width)
-        self.blocks = nn.ModuleList(Block(width) for _ in range(blocks))
-        self.head = nn.Linear(width, classes)
-
-    def forward(self, x):
-        x = self.embed(x)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--device", default="neuron", choices=["neuron", "cpu"])
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--width", type=int, default=64)
+    parser = example_parser(__doc__, steps=6)
     parser.add_argument("--blocks", type=int, default=3)
-    parser.add_argument("--trace-dir")
     args = parser.parse_args()
 
-    dist.init_process_group("neuron" if args.device == "neuron" else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(args.device, local) if args.device == "neuron" else torch.device("cpu")
+    rank, world, device = init(args.device)
     mesh = init_device_mesh(args.device, (world,), mesh_dim_names=("dp",))
 
     features, classes = 32, 10
     # The same initial weights on every rank and device (made on the CPU, then moved):
     # fully_shard keeps this rank's shard of each.
     torch.manual_seed(0)
-    model = Model(features, args.width, classes, args.blocks).to(device)
+    blocks = [Block(args.width) for _ in range(args.blocks)]
+    model = Stack(features, args.width, classes, blocks).to(device)
     for block in model.blocks:
         fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     loss_fn = nn.CrossEntropyLoss()
-    x_all, y_all = make_data(args.batch * args.steps * world, features, classes, seed=1)
-    batches = []
-    for step in range(args.steps):
-        lo = (step * world + rank) * args.batch
-        batches.append((x_all[lo:lo + args.batch].to(device), y_all[lo:lo + args.batch].to(device)))
+    batches = resident_batches(args.steps, args.batch, world, rank, features,
+                               classes, device)
 
-    profiler = None
-    if args.trace_dir:
-        if args.steps < 2:
-            parser.error("--trace-dir needs --steps >= 2 (one warm-up step, then recorded)")
-        wait = 1 if args.steps >= 5 else 0
-        activities = [ProfilerActivity.CPU]
-        if args.device == "neuron":
-            activities.append(ProfilerActivity.PrivateUse1)
-        profiler = torch.profiler.profile(
-            activities=activities,
-            schedule=torch.profiler.schedule(wait=wait, warmup=1, active=args.steps - 1 - wait,
-                                             repeat=1),
-            on_trace_ready=torch.profiler.tensorboard_trace_handler(
-                args.trace_dir, worker_name=f"rank{rank}"
-            ),
-            record_shapes=True,
-        )
-        profiler.start()
+    profiler = start_profiler(parser, args, rank)
     losses = []
     for step in range(args.steps):
         x, y = batches[step]

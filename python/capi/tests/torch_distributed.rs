@@ -280,6 +280,22 @@ fn same_losses_on_neuron_and_cpu(python: &Path, script: &Path, traces_dir: &Path
     assert!(last < first, "the loss falls: {first} -> {last}");
 }
 
+/// Runs `python/examples/<example>.py` on neuron and with gloo
+/// ([`same_losses_on_neuron_and_cpu`], `steps` steps): its work folder and the four rank
+/// traces of the neuron run; `None` when the test is skipped (no PyTorch). The caller
+/// holds [`ONE_AT_A_TIME`].
+fn trained_on_both(what: &str, example: &str, steps: usize) -> Option<(PathBuf, Vec<PathBuf>)> {
+    let python = python_or_skip(&format!("torch_distributed ({what})"))?;
+    build_extension(&python);
+    let work = torch::work_dir(&format!("torch-dist-{example}"));
+    let script = repo_dir().join(format!("python/examples/{example}.py"));
+    let traces_dir = work.join("traces");
+    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, steps);
+    let traces = traces_in(&traces_dir);
+    assert_eq!(traces.len(), 4, "{traces:?}");
+    Some((work, traces))
+}
+
 /// What `neuronprof analyze` reports on `traces`: the collectives, at least `at_least`
 /// of them, each matched by group and sequence number.
 fn matched_collectives(traces: &[PathBuf], at_least: usize) -> Vec<CollectiveInstance> {
@@ -309,17 +325,9 @@ fn matched_on_every_rank(traces: &[PathBuf], at_least: usize) -> Vec<CollectiveI
 #[test]
 fn ddp_on_neuron_matches_gloo() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(python) = python_or_skip("torch_distributed (DDP)") else {
+    let Some((work, traces)) = trained_on_both("DDP", "train_ddp", 8) else {
         return;
     };
-    build_extension(&python);
-    let work = torch::work_dir("torch-dist-ddp");
-    let script = repo_dir().join("python/examples/train_ddp.py");
-    let traces_dir = work.join("traces");
-    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 8);
-
-    let traces = traces_in(&traces_dir);
-    assert_eq!(traces.len(), 4, "{traces:?}");
     for rank in 0..4 {
         let trace = trace_of_rank(&traces, rank);
         check_distributed_info(&trace, rank);
@@ -337,19 +345,11 @@ fn ddp_on_neuron_matches_gloo() {
 #[test]
 fn fsdp2_on_neuron_matches_gloo() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(python) = python_or_skip("torch_distributed (FSDP2)") else {
-        return;
-    };
-    build_extension(&python);
-    let work = torch::work_dir("torch-dist-fsdp");
-    let script = repo_dir().join("python/examples/train_fsdp.py");
-    let traces_dir = work.join("traces");
     // The model has LayerNorms: their CPU kernel runs on neuron too (not PyTorch's
     // composite for other backends, which rounds differently), so the losses are equal.
-    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 6);
-
-    let traces = traces_in(&traces_dir);
-    assert_eq!(traces.len(), 4, "{traces:?}");
+    let Some((work, traces)) = trained_on_both("FSDP2", "train_fsdp", 6) else {
+        return;
+    };
     // Four recorded steps of 4 FSDP units (3 blocks and the root): per step, forward
     // all-gathers every unit, backward all-gathers the 3 blocks again (resharded after
     // forward) and reduce-scatters every unit's gradients.
@@ -397,17 +397,9 @@ fn fsdp2_on_neuron_matches_gloo() {
 #[test]
 fn a_2x2_mesh_has_tp_and_dp_process_groups() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(python) = python_or_skip("torch_distributed (2 x 2 mesh)") else {
+    let Some((work, traces)) = trained_on_both("2 x 2 mesh", "train_mesh", 6) else {
         return;
     };
-    build_extension(&python);
-    let work = torch::work_dir("torch-dist-mesh");
-    let script = repo_dir().join("python/examples/train_mesh.py");
-    let traces_dir = work.join("traces");
-    same_losses_on_neuron_and_cpu(&python, &script, &traces_dir, 6);
-
-    let traces = traces_in(&traces_dir);
-    assert_eq!(traces.len(), 4, "{traces:?}");
     // The mesh [[0, 1], [2, 3]]: tp groups [0, 1] and [2, 3], dp groups [0, 2] and [1, 3].
     let group_of = |rank: i64, dim: &str| -> &'static str {
         match (dim, rank) {

@@ -45,7 +45,10 @@
 //! [`Runtime`](crate::Runtime), whose logical cores are one entry). A finished rank
 //! stays listed with `"state": "finished"` for 30 s. A process that is one rank of a
 //! multi-process job (a PyTorch rank under `torchrun`, see [`set_process_rank`]) tags
-//! its runtime's entry `<pid>/rank<N>` with the job's rank and world size.
+//! its runtime's entry `<pid>/rank<N>` with the job's rank and world size, and its
+//! entry lists only the logical cores it has used (a kernel run or memory reserved;
+//! all of them until it has used one): the job's other ranks drive the others, and a
+//! reader that sums the entries counts each core and its HBM once.
 //!
 //! # What the numbers mean
 //!

@@ -153,6 +153,36 @@ pub(crate) struct ReportContext<'a> {
 }
 
 /// The report of `entry` over the window from `before` to `now`.
+/// Which of an entry's logical cores its report shows. A process that is one rank of a
+/// multi-process job (a PyTorch rank under `torchrun`, on `neuron:<LOCAL_RANK>`) holds
+/// an emulated runtime of every core of the device, but the job's other ranks drive
+/// the other cores: such an entry shows only the cores it has used (a kernel run or
+/// memory reserved), as neuron-monitor lists a runtime's `neuroncores_in_use`, so a
+/// reader summing the ranks' entries counts each core, and its HBM, once. Until it has
+/// used one it shows them all; any other entry shows every core.
+fn shown_cores(entry: &Entry, now: &Sample) -> Vec<bool> {
+    let every = vec![true; entry.devices.len()];
+    let one_of_many = matches!(entry.kind, EntryKind::Runtime)
+        && super::registry::process_rank().is_some_and(|(_, world_size)| world_size > 1);
+    if !one_of_many {
+        return every;
+    }
+    let used: Vec<bool> = entry
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, device)| {
+            now.cores.get(i).is_some_and(|c| c.executions > 0)
+                || device.memory_stats().reserved_bytes > 0
+        })
+        .collect();
+    if used.iter().any(|&u| u) {
+        used
+    } else {
+        every
+    }
+}
+
 pub(crate) fn build(
     entry: &Entry,
     before: &Sample,
@@ -184,10 +214,14 @@ pub(crate) fn build(
         .filter(|d| !d.shared.live.lock_collectives().latency_us.is_empty())
         .count();
 
+    let shown = shown_cores(entry, now);
     for (i, device) in entry.devices.iter().enumerate() {
         let (Some(a), Some(b)) = (before.cores.get(i), now.cores.get(i)) else {
             continue;
         };
+        if !shown[i] {
+            continue;
+        }
         let profile = device.profile();
         let key = u32::try_from(device.index()).unwrap_or(u32::MAX);
         let window_ns = b.timeline_ns.saturating_sub(a.timeline_ns) as f64;

@@ -152,6 +152,18 @@ pub struct ExternalLaunch {
     pub kernel: ExternalKernel,
 }
 
+/// A kernel name as the `&'static str` the live operator table keys on: each distinct
+/// name is leaked once (kernel names are few: one per op kind and dtype, one per graph).
+fn static_name(name_id: NameId) -> &'static str {
+    static NAMES: std::sync::Mutex<std::collections::BTreeMap<NameId, &'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    names.entry(name_id).or_insert_with(|| {
+        let name = runtime_hooks::resolve(name_id);
+        Box::leak(name.as_deref().unwrap_or("(unnamed kernel)").into())
+    })
+}
+
 impl Device {
     /// Launches an externally computed kernel on execution queue `queue`: records the
     /// `nrt_execute` launch (holding the `nrt_queue_submit`, long when the queue was full
@@ -212,8 +224,14 @@ impl Device {
         // timeline like the numerics.
         let (start_ns, end_ns) = {
             let _cut = runtime_hooks::clock::cut_scope();
-            self.timeline()
-                .run_kernel(queue, launch_ns, kernel, detail, lower)
+            let mut timeline = self.timeline();
+            let span = timeline.run_kernel(queue, launch_ns, kernel, detail, lower);
+            // The live operator table: an external launch knows its kernel's name
+            // (`mm_f32`, `graph_1_forward`), not PyTorch's operator, so that is the row.
+            timeline
+                .live
+                .note_op(static_name(name_id), span.1.saturating_sub(span.0));
+            span
         };
         Ok(KernelSpan {
             corr_id,

@@ -104,10 +104,22 @@ pub fn now_ns() -> u64 {
     LOCAL.with(|local| local.now_ns())
 }
 
+/// How long after its latest run-delay boundary a thread's next stamp is preceded by
+/// another boundary, ns: a stamp taken after the thread was preempted would keep that
+/// delay from being cut (a retroactive cut never reaches back over a stamp handed out).
+const STALE_BOUNDARY_NS: u64 = 50_000;
+
 impl crate::local::Local {
     #[inline]
     pub(crate) fn now_ns(&self) -> u64 {
         let real_ns = if self.emulation_depth.get() == 0 {
+            let boundary_ns = self.boundary_ns.get();
+            if boundary_ns != 0
+                && self.cut_depth.get() == 0
+                && monotonic_ns().saturating_sub(boundary_ns) > STALE_BOUNDARY_NS
+            {
+                cut_run_delay();
+            }
             process_ns()
         } else {
             self.emulation_start_ns.get()

@@ -42,6 +42,9 @@ pub(crate) struct Local {
     pub(crate) cpu: crate::clock::cpu::CpuClock,
     /// Nesting depth of this thread's process-wide cuts ([`crate::clock::cut_begin`]).
     pub(crate) cut_depth: Cell<u32>,
+    /// Monotonic instant of the thread's latest run-delay boundary
+    /// ([`crate::clock::cut_run_delay`]); 0: the thread has never been one.
+    pub(crate) boundary_ns: Cell<u64>,
 }
 
 thread_local! {
@@ -54,6 +57,7 @@ thread_local! {
             last_ns: Cell::new(0),
             cpu: crate::clock::cpu::CpuClock::off(),
             cut_depth: Cell::new(0),
+            boundary_ns: Cell::new(0),
         }
     };
     static EXIT_GUARD: ExitGuard = const { ExitGuard { ring: Cell::new(None) } };

@@ -15,6 +15,10 @@
 //! [`CUT_LOG_CAPACITY`] intervals, older ones dropped and counted), from which
 //! [`CutLog::warp`] maps an instant of the real (monotonic) clock to the cut timeline:
 //! `warped(t) = t − (cut before t)`, an instant inside a cut mapping to the cut's start.
+//! A run-delay cut ([`cut_run_delay`], in `cut/run_delay.rs`) is logged as a share of
+//! the interval it covers, spread evenly over it: an instant inside moves back by that
+//! share of the part before it, so instants keep their order and lengths shrink in
+//! proportion.
 //! That is how timestamps taken with the real clock by someone else (PyTorch's
 //! profiler) are put on the same timeline afterwards.
 //!
@@ -37,6 +41,10 @@ use std::sync::{Mutex, MutexGuard};
 use super::monotonic_ns;
 use crate::local::LOCAL;
 
+mod run_delay;
+
+pub use run_delay::cut_run_delay;
+
 /// Intervals the cut log keeps (16 bytes each; the oldest are dropped beyond this).
 pub const CUT_LOG_CAPACITY: usize = 1 << 20;
 
@@ -52,12 +60,50 @@ static TOTAL_NS: AtomicU64 = AtomicU64::new(0);
 /// The latest monotonic instant a clock read handed out (once cuts exist).
 static LAST_READ_NS: AtomicU64 = AtomicU64::new(0);
 
+/// One finished cut of the log: a real interval (monotonic ns) and how much of it is cut
+/// — all of it for a cut some thread was inside ([`cut_begin`] .. [`cut_end`]), a share
+/// spread evenly over it for a run-delay cut ([`cut_run_delay`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutInterval {
+    /// Monotonic instant the interval begins, ns.
+    pub start_ns: u64,
+    /// Monotonic instant it ends, ns (`>= start_ns`).
+    pub end_ns: u64,
+    /// Time cut from it, ns (`<= end_ns - start_ns`).
+    pub cut_ns: u64,
+}
+
+impl CutInterval {
+    /// An interval cut whole.
+    pub fn whole(start_ns: u64, end_ns: u64) -> Self {
+        CutInterval {
+            start_ns,
+            end_ns,
+            cut_ns: end_ns.saturating_sub(start_ns),
+        }
+    }
+
+    /// Cut time of this interval before the monotonic instant `t_ns`: its share of the
+    /// part before `t_ns` (all of it for a whole cut).
+    fn cut_before_ns(&self, t_ns: u64) -> u64 {
+        if t_ns >= self.end_ns {
+            return self.cut_ns;
+        }
+        let part_ns = t_ns.saturating_sub(self.start_ns);
+        let len_ns = self.end_ns - self.start_ns;
+        if self.cut_ns == len_ns {
+            return part_ns;
+        }
+        (u128::from(self.cut_ns) * u128::from(part_ns) / u128::from(len_ns)) as u64
+    }
+}
+
 #[derive(Debug)]
 struct Writer {
     /// Threads inside a cut now.
     threads: u32,
-    /// Finished cuts `(start, end)` in monotonic ns, oldest first.
-    log: VecDeque<(u64, u64)>,
+    /// Finished cuts, oldest first, not overlapping.
+    log: VecDeque<CutInterval>,
     /// Cuts dropped from the log, and their total length.
     dropped: u64,
     dropped_ns: u64,
@@ -79,12 +125,12 @@ fn writer() -> MutexGuard<'static, Writer> {
 }
 
 /// Appends a finished cut to the log, dropping (and counting) the oldest when it is full.
-fn push_log(w: &mut Writer, cut: (u64, u64)) {
+fn push_log(w: &mut Writer, cut: CutInterval) {
     if w.log.len() == CUT_LOG_CAPACITY {
-        if let Some((old_start, old_end)) = w.log.pop_front() {
+        if let Some(old) = w.log.pop_front() {
             w.dropped += 1;
-            w.dropped_ns += old_end - old_start;
-            w.dropped_until_ns = old_end;
+            w.dropped_ns += old.cut_ns;
+            w.dropped_until_ns = old.end_ns;
         }
     }
     w.log.push_back(cut);
@@ -162,6 +208,7 @@ pub fn cut_begin() {
     if !outermost {
         return;
     }
+    run_delay::before_cut();
     let mut w = writer();
     w.threads += 1;
     if w.threads == 1 {
@@ -183,6 +230,7 @@ pub fn cut_end() {
     if outermost != Some(true) {
         return;
     }
+    run_delay::before_cut_end();
     let mut w = writer();
     w.threads = w.threads.saturating_sub(1);
     if w.threads > 0 {
@@ -199,99 +247,7 @@ pub fn cut_end() {
         TOTAL_NS.fetch_add(end_ns - start_ns, Ordering::Relaxed);
         START_NS.store(CLOSED, Ordering::Relaxed);
     });
-    push_log(&mut w, (start_ns, end_ns));
-}
-
-/// Minimum run delay worth a retroactive cut, ns (a schedstat read costs about 1 µs).
-const MIN_RUN_DELAY_NS: u64 = 5_000;
-
-/// This thread's scheduler statistics (`/proc/thread-self/schedstat`, opened by the
-/// thread itself so it names this thread) and the run delay it last reported.
-struct RunDelay {
-    file: std::fs::File,
-    last_ns: u64,
-}
-
-thread_local! {
-    static RUN_DELAY: std::cell::RefCell<Option<Option<RunDelay>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// The calling thread's total run delay (time runnable but waiting for a CPU), ns;
-/// `None` where the kernel does not report it.
-#[cfg(unix)]
-fn read_run_delay(file: &std::fs::File) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = [0u8; 96];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    let text = std::str::from_utf8(&buf[..n]).ok()?;
-    text.split_ascii_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(not(unix))]
-fn read_run_delay(_file: &std::fs::File) -> Option<u64> {
-    None
-}
-
-/// A runtime boundary on the PyTorch path: the time the calling thread spent waiting for
-/// a CPU (its run delay, from the kernel's scheduler statistics) since its previous
-/// boundary is cut from the process timeline, retroactively — as if the thread had not
-/// been preempted. The cut ends now and reaches back by the delay, but never before the
-/// latest instant any clock read handed out, nor into an earlier cut, so no timestamp
-/// already taken moves and the timeline stays monotonic for every thread. (The delay
-/// happened somewhere since the previous boundary; placing it just before this one can
-/// misplace it within that stretch, never across a timestamp of ours.) Nothing is cut
-/// while another cut is open, for delays under 5 µs, or where the kernel keeps no
-/// scheduler statistics. Returns the time cut, ns.
-///
-/// Costs one read of `/proc/thread-self/schedstat` (about 1 µs; the first call on a
-/// thread also opens it).
-pub fn cut_run_delay() -> u64 {
-    let delay_ns = RUN_DELAY.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let state = cell.get_or_insert_with(|| {
-            let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
-            let last_ns = read_run_delay(&file)?;
-            Some(RunDelay { file, last_ns })
-        });
-        let state = state.as_mut()?;
-        let now_ns = read_run_delay(&state.file)?;
-        let delay_ns = now_ns.saturating_sub(state.last_ns);
-        state.last_ns = now_ns;
-        Some(delay_ns)
-    });
-    let Some(delay_ns) = delay_ns.filter(|&d| d >= MIN_RUN_DELAY_NS) else {
-        return 0;
-    };
-    if in_cut() {
-        return 0;
-    }
-    let mut w = writer();
-    if w.threads > 0 {
-        return 0;
-    }
-    if w.log.len() < CUT_LOG_CAPACITY {
-        w.log.reserve(1);
-    }
-    let log_end_ns = w.log.back().map_or(0, |&(_, end)| end);
-    let mut cut = (0, 0);
-    publish(|| {
-        let now_ns = monotonic_ns();
-        let start_ns = now_ns
-            .saturating_sub(delay_ns)
-            .max(LAST_READ_NS.load(Ordering::Relaxed))
-            .max(log_end_ns)
-            .min(now_ns);
-        if now_ns - start_ns >= MIN_RUN_DELAY_NS {
-            TOTAL_NS.fetch_add(now_ns - start_ns, Ordering::Relaxed);
-            cut = (start_ns, now_ns);
-        }
-    });
-    if cut.1 == 0 {
-        return 0;
-    }
-    push_log(&mut w, cut);
-    cut.1 - cut.0
+    push_log(&mut w, CutInterval::whole(start_ns, end_ns));
 }
 
 /// Guard for a cut; ends it when dropped.
@@ -336,9 +292,9 @@ pub fn cut_total_ns() -> u64 {
 /// A snapshot of the cut log, to put real-clock instants on the cut timeline.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CutLog {
-    /// Cuts `(start_ns, end_ns)` in monotonic ns, oldest first, not overlapping (an open
-    /// cut is included up to the snapshot).
-    pub intervals: Vec<(u64, u64)>,
+    /// Cuts, oldest first, not overlapping (an open cut is included, whole, up to the
+    /// snapshot).
+    pub intervals: Vec<CutInterval>,
     /// `prefix_ns[i]`: cut time before `intervals[i]` began.
     prefix_ns: Vec<u64>,
     /// Cuts that had been dropped from the log (beyond [`CUT_LOG_CAPACITY`]).
@@ -351,17 +307,12 @@ pub struct CutLog {
 /// A snapshot of the cut log (see [`CutLog`]).
 pub fn cut_log() -> CutLog {
     let w = writer();
-    let mut intervals: Vec<(u64, u64)> = w.log.iter().copied().collect();
+    let mut intervals: Vec<CutInterval> = w.log.iter().copied().collect();
     let start_ns = START_NS.load(Ordering::Relaxed);
     if start_ns != CLOSED {
-        intervals.push((start_ns, monotonic_ns().max(start_ns)));
+        intervals.push(CutInterval::whole(start_ns, monotonic_ns().max(start_ns)));
     }
-    let mut prefix_ns = Vec::with_capacity(intervals.len());
-    let mut sum = w.dropped_ns;
-    for &(start, end) in &intervals {
-        prefix_ns.push(sum);
-        sum += end - start;
-    }
+    let prefix_ns = prefix_sums(&intervals, w.dropped_ns);
     CutLog {
         intervals,
         prefix_ns,
@@ -370,16 +321,32 @@ pub fn cut_log() -> CutLog {
     }
 }
 
+/// `prefix[i]`: `first_ns` plus the cut time of `intervals[..i]`.
+fn prefix_sums(intervals: &[CutInterval], first_ns: u64) -> Vec<u64> {
+    let mut prefix_ns = Vec::with_capacity(intervals.len());
+    let mut sum = first_ns;
+    for cut in intervals {
+        prefix_ns.push(sum);
+        sum += cut.cut_ns;
+    }
+    prefix_ns
+}
+
 impl CutLog {
-    /// A log of the given cuts (sorted, not overlapping), with nothing dropped: for
-    /// tests and for replaying a recorded log.
+    /// A log of the given whole cuts `(start_ns, end_ns)` (sorted, not overlapping), with
+    /// nothing dropped: for tests and for replaying a recorded log.
     pub fn from_intervals(intervals: Vec<(u64, u64)>) -> Self {
-        let mut prefix_ns = Vec::with_capacity(intervals.len());
-        let mut sum = 0;
-        for &(start, end) in &intervals {
-            prefix_ns.push(sum);
-            sum += end.saturating_sub(start);
-        }
+        Self::from_cuts(
+            intervals
+                .into_iter()
+                .map(|(start_ns, end_ns)| CutInterval::whole(start_ns, end_ns))
+                .collect(),
+        )
+    }
+
+    /// A log of the given cuts (sorted, not overlapping), with nothing dropped.
+    pub fn from_cuts(intervals: Vec<CutInterval>) -> Self {
+        let prefix_ns = prefix_sums(&intervals, 0);
         CutLog {
             intervals,
             prefix_ns,
@@ -392,13 +359,12 @@ impl CutLog {
     /// counts up to `t_ns`).
     pub fn cut_before_ns(&self, t_ns: u64) -> u64 {
         // Index of the first cut starting after t.
-        let after = self.intervals.partition_point(|&(start, _)| start <= t_ns);
+        let after = self.intervals.partition_point(|cut| cut.start_ns <= t_ns);
         if after == 0 {
             return self.prefix_ns.first().copied().unwrap_or(0);
         }
         let i = after - 1;
-        let (start, end) = self.intervals[i];
-        self.prefix_ns[i] + t_ns.min(end) - start
+        self.prefix_ns[i] + self.intervals[i].cut_before_ns(t_ns)
     }
 
     /// The monotonic instant `t_ns` on the cut timeline ([`process_ns`]'s).
@@ -414,7 +380,7 @@ impl CutLog {
     /// Total cut time in the log (dropped cuts included).
     pub fn total_ns(&self) -> u64 {
         match (self.intervals.last(), self.prefix_ns.last()) {
-            (Some(&(start, end)), Some(&prefix)) => prefix + end - start,
+            (Some(cut), Some(&prefix)) => prefix + cut.cut_ns,
             _ => 0,
         }
     }
@@ -530,7 +496,11 @@ mod tests {
         let t1 = monotonic_ns();
         let host_t1 = process_ns();
         let log = cut_log();
-        let (start, end) = *log.intervals.last().unwrap();
+        let CutInterval {
+            start_ns: start,
+            end_ns: end,
+            ..
+        } = *log.intervals.last().unwrap();
         assert!(t0 <= start && end <= t1);
         // Inside the cut: its start. After it: shifted by everything cut before.
         assert_eq!(log.warp(start + 1_000), log.warp(start));
@@ -555,74 +525,25 @@ mod tests {
     }
 
     #[test]
-    fn a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves() {
-        let _serial = serial();
-        if std::fs::read_to_string("/proc/thread-self/schedstat").is_err() {
-            println!("SKIPPED: no scheduler statistics on this kernel");
-            return;
-        }
-        // Three spinning threads pinned with this one to one CPU: this thread waits
-        // for the CPU most of the time.
-        drop(cut_scope()); // cuts exist: reads note what they hand out
-                           // SAFETY: sched_getcpu has no preconditions.
-        let cpu = unsafe { libc::sched_getcpu() }.max(0);
-        let pin = move || {
-            // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes into it.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu as usize, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            }
-        };
-        pin();
-        cut_run_delay();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let spinners: Vec<_> = (0..3)
-            .map(|_| {
-                let stop = std::sync::Arc::clone(&stop);
-                std::thread::spawn(move || {
-                    pin();
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
-            })
-            .collect();
-        let (real_start, host_start) = (monotonic_ns(), process_ns());
-        let mut stamps = vec![host_start];
-        let mut cut_ns = 0;
-        while monotonic_ns() - real_start < 60_000_000 {
-            // Busy work, then a boundary.
-            let spin_until = monotonic_ns() + 200_000;
-            while monotonic_ns() < spin_until {
-                std::hint::spin_loop();
-            }
-            cut_ns += cut_run_delay();
-            stamps.push(process_ns());
-        }
-        stop.store(true, Ordering::Relaxed);
-        spinners.into_iter().for_each(|t| t.join().unwrap());
-        let real = monotonic_ns() - real_start;
-        let host = process_ns() - host_start;
+    fn a_spread_cut_moves_instants_back_by_its_share_and_keeps_their_order() {
+        // 100 ns cut from [1000, 1400]: a quarter of every stretch inside it.
+        let log = CutLog::from_cuts(vec![
+            CutInterval::whole(100, 150),
+            CutInterval {
+                start_ns: 1000,
+                end_ns: 1400,
+                cut_ns: 100,
+            },
+        ]);
+        assert_eq!(log.warp(1000), 950);
+        assert_eq!(log.warp(1200), 1100);
+        assert_eq!(log.warp(1400), 1250);
+        assert_eq!(log.warp(1500), 1350);
+        let warped: Vec<u64> = (1000..=1400).step_by(40).map(|t| log.warp(t)).collect();
         assert!(
-            stamps.windows(2).all(|w| w[0] <= w[1]),
-            "the timeline went back"
+            warped.windows(2).all(|w| w[1] - w[0] == 30),
+            "40 ns apart inside become 30: {warped:?}"
         );
-        assert!(
-            cut_ns > real / 4,
-            "cut {cut_ns} of {real} ns while sharing a CPU four ways"
-        );
-        assert!(
-            host + cut_ns <= real + 1_000_000,
-            "host {host} + cut {cut_ns} > real {real}"
-        );
-        // SAFETY: resets this thread's affinity to every CPU.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for i in 0..libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(i, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
+        assert_eq!(log.total_ns(), 150);
     }
 }

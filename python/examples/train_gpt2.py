@@ -81,10 +81,12 @@ def setup(device, seed: int = 0):
     return model, step
 
 
-def train(device=None, steps: int = 8, trace_dir: str | None = None, on_trace_ready=None):
+def train(device=None, steps: int = 8, trace_dir: str | None = None, on_trace_ready=None,
+          after_step=None):
     """Trains `steps` steps on `device` (default: the current accelerator); returns the
     losses. With `trace_dir` (or another `on_trace_ready` handler) the run is profiled
-    (wait 2, warm-up 2, active 3)."""
+    (wait 2, warm-up 2, active 3). `after_step(i)`, if given, runs after step `i` (and
+    the profiler's step), while the model and the optimizer's state are alive."""
     device = torch.device(device) if device is not None else torch.accelerator.current_accelerator()
     _, step = setup(device)
     activities = [ProfilerActivity.CPU]
@@ -108,6 +110,8 @@ def train(device=None, steps: int = 8, trace_dir: str | None = None, on_trace_re
         print(json.dumps({"device": str(device), "step": i, "loss": losses[-1]}), flush=True)
         if profiler is not None:
             profiler.step()
+        if after_step is not None:
+            after_step(i)
     if profiler is not None:
         profiler.stop()
     return losses

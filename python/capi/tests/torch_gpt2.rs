@@ -536,15 +536,22 @@ print("HTA " + json.dumps({
     );
 }
 
-/// The run's memory snapshot: its segments' totals are memory_stats' (reserved,
-/// allocated, active), its trace has the run's allocations, every host free and every
-/// block made reusable, and torch.cuda._memory_viz draws it.
+/// The memory snapshot taken during the run (after the step that closes the profiled
+/// window, model and optimizer state alive): its segments' totals are memory_stats' at
+/// that moment (reserved, allocated, active), blocks are allocated, its trace has the
+/// run's allocations, every host free and every block made reusable, and
+/// torch.cuda._memory_viz draws it.
 fn check_snapshot(s: &Value) {
+    assert_eq!(s["after_step"], 6, "{s}");
     assert_eq!(
         s["segments"], s["stats"],
         "snapshot totals vs memory_stats: {s}"
     );
     assert!(s["segments"][0].as_i64().unwrap() > 0, "{s}");
+    assert!(
+        s["segments"][1].as_i64().unwrap() > 0,
+        "nothing allocated during the run: {s}"
+    );
     let actions = &s["actions"];
     assert!(actions["alloc"].as_i64().unwrap() > 100, "{s}");
     assert_eq!(actions["free_requested"], actions["free_completed"], "{s}");

@@ -30,30 +30,38 @@ result = {
 model.to(torch.accelerator.current_accelerator())
 result["tied_on_device"] = model.lm_head.weight is model.transformer.wte.weight
 del model
-# Memory snapshot of this run (issue 16): the allocation history of the neuron run, read
-# by PyTorch's own visualizer, with the segments' totals those of memory_stats.
+# Memory snapshot taken during the run: after step 6 (the one that closes the profiled
+# window: wait 2, warm-up 2, active 3), with the model, its gradients' blocks and AdamW's
+# state alive, read by PyTorch's own visualizer; its segments' totals are those of
+# memory_stats at that moment. The allocation history is recorded from the start.
 torch.neuron.memory._record_memory_history(stacks="python", max_entries=200000)
-result["neuron_losses"] = train_gpt2.train(None, 8, neuron_trace_dir)
+
+
+def snapshot_during_run(i):
+    if i != 6:
+        return
+    snap = torch.neuron.memory._snapshot()
+    stats = torch.neuron.memory_stats()
+    seg0 = [s for s in snap["segments"] if s["device"] == 0]
+    trace0 = snap["device_traces"][0]
+    result["snapshot"] = {
+        "after_step": i,
+        "segments": [sum(s[k] for s in seg0) for k in ("total_size", "allocated_size", "active_size")],
+        "stats": [stats[k + ".all.current"] for k in ("reserved_bytes", "allocated_bytes", "active_bytes")],
+        "actions": {a: sum(e["action"] == a for e in trace0)
+                    for a in ("alloc", "free_requested", "free_completed")},
+        "segment_plot": len(_memory_viz.segment_plot(snap)),
+        "trace_plot": len(_memory_viz.trace_plot(snap)),
+    }
+
+
+result["neuron_losses"] = train_gpt2.train(None, 8, neuron_trace_dir, after_step=snapshot_during_run)
 torch.accelerator.synchronize()
 result["max_memory_allocated"] = torch.neuron.max_memory_allocated()
-snap = torch.neuron.memory._snapshot()
 torch.neuron.memory._record_memory_history(enabled=None)
-stats = torch.neuron.memory_stats()
-seg0 = [s for s in snap["segments"] if s["device"] == 0]
-trace0 = snap["device_traces"][0]
-result["snapshot"] = {
-    "segments": [sum(s[k] for s in seg0) for k in ("total_size", "allocated_size", "active_size")],
-    "stats": [stats[k + ".all.current"] for k in ("reserved_bytes", "allocated_bytes", "active_bytes")],
-    "actions": {a: sum(e["action"] == a for e in trace0)
-                for a in ("alloc", "free_requested", "free_completed")},
-    "segment_plot": len(_memory_viz.segment_plot(snap)),
-    "trace_plot": len(_memory_viz.trace_plot(snap)),
-}
 # The CPU run's trace as PyTorch writes it, on the real clock, unwarped: its operators
 # compute their values, so their durations are the numerics the neuron run's host
-# operators must not hold. (The warp would put them on the cut timeline, where, in a
-# window of CPU-only work, a runtime boundary's retroactive run-delay cut can take in
-# the whole window: python/README.md, "Limits".)
+# operators must not hold. (The warp would shrink them by the process's run delay.)
 os.makedirs(cpu_trace_dir, exist_ok=True)
 
 

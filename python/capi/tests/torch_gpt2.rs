@@ -154,8 +154,8 @@ fn check_device_activity(trace: &Value) {
         .map(|k| k["name"].as_str().unwrap())
         .collect();
     // GPT-2's Conv1D layers (addmm), its LM head tied to the token embedding (mm),
-    // attention (sdpa's math path on neuron: bmm, softmax), layer norm (forward through
-    // batch norm, PyTorch's composite), the embeddings (index_select forward), the
+    // attention (sdpa's math path on neuron: bmm, softmax), layer norm (its own CPU
+    // kernel, forward and backward), the embeddings (index_select forward), the
     // tanh GELU, the cross-entropy loss, AdamW's foreach update.
     for expected in [
         "addmm_f32",
@@ -163,7 +163,7 @@ fn check_device_activity(trace: &Value) {
         "bmm_f32",
         "_softmax_f32",
         "_softmax_backward_data_f32",
-        "native_batch_norm_f32",
+        "native_layer_norm_f32",
         "native_layer_norm_backward_f32",
         "index_select_f32",
         "embedding_dense_backward_f32",

@@ -254,16 +254,10 @@ fn check_losses(result: &Value) {
     assert_eq!(direct_after, direct, "the copying run used no direct path");
     let copying = losses("neuron_copying_losses");
     assert_eq!(copying.len(), cpu.len());
-    for ((n, m), c) in neuron.iter().zip(&copying).zip(&cpu) {
-        assert!(
-            (n - c).abs() <= 1e-5 * c.abs().max(1.0),
-            "neuron {n} vs cpu {c}"
-        );
-        assert!(
-            (m - c).abs() <= 1e-5 * c.abs().max(1.0),
-            "copying path {m} vs cpu {c}"
-        );
-    }
+    // Bit-identical: every op of the MLP's training runs ATen's CPU kernel on the
+    // tensors' own memory (both fallback paths).
+    assert_eq!(neuron, cpu, "neuron vs cpu losses");
+    assert_eq!(copying, cpu, "copying path vs cpu losses");
 }
 
 fn check_reader_analysis_perfetto(path: &Path) {
@@ -375,9 +369,13 @@ fn torch_training_profiles_neuron() {
     assert!(result["accelerator_count"].as_i64().unwrap() >= 1);
     assert_eq!(result["accelerator_count"], result["neuron_count"]);
     assert!(result["max_memory_allocated"].as_i64().unwrap() > 0);
+    // Not bit-identical, by one op: `scaled_dot_product_attention` is a composite that
+    // calls the CPU's flash-attention kernel only for CPU tensors, so on neuron it takes
+    // PyTorch's math path (measured: 2.4e-7 on a (2, 4, 8, 8) attention, 4.8e-7 on this
+    // layer; every other op of the layer matches bit for bit).
     let diff = result["transformer_max_diff"].as_f64().unwrap();
     assert!(
-        diff < 1e-5,
+        diff < 2e-6,
         "a transformer layer on neuron:1 vs cpu: {diff}"
     );
     assert!(

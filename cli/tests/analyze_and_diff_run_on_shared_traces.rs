@@ -154,50 +154,32 @@ fn analyze_truncated_trace_names_the_damage_unless_lenient() {
 #[test]
 fn diff_of_identical_first_steps_lists_every_name_as_unchanged() {
     let dir = shared_traces();
-    let out = neuronprof(
-        &["diff", "--json"],
-        &[
-            dir.join("hta/compare_base.json.gz"),
-            dir.join("hta/compare_test.json.gz"),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = diff["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 7);
-    assert!(rows.iter().all(|r| r["counts_change_category"] == "="));
-    let text = neuronprof(
-        &["diff"],
-        &[
-            dir.join("hta/compare_base.json.gz"),
-            dir.join("hta/compare_test.json.gz"),
-        ],
-    );
-    let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.starts_with("7 names: 0 added, 0 deleted"), "{text}");
-
-    // --rows splits them: host rows and device rows, which together are all 7.
-    let names = |rows: &str| {
-        let out = neuronprof(
-            &["diff", "--json", "--rows", rows],
-            &[
-                dir.join("hta/compare_base.json.gz"),
-                dir.join("hta/compare_test.json.gz"),
-            ],
-        );
+    let inputs = [
+        dir.join("hta/compare_base.json.gz"),
+        dir.join("hta/compare_test.json.gz"),
+    ];
+    let rows = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = neuronprof(&[&["diff", "--json"], args].concat(), &inputs);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        diff["rows"].as_array().unwrap().len()
+        diff["rows"].as_array().unwrap().clone()
     };
-    let (host, device) = (names("host"), names("device"));
+    let all = rows(&[]);
+    assert_eq!(all.len(), 7);
+    assert!(all.iter().all(|r| r["counts_change_category"] == "="));
+    let text = neuronprof(&["diff"], &inputs);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.starts_with("7 names: 0 added, 0 deleted"), "{text}");
+
+    // --rows splits them: host rows and device rows, which together are all 7.
+    let (host, device) = (
+        rows(&["--rows", "host"]).len(),
+        rows(&["--rows", "device"]).len(),
+    );
     assert!(host > 0 && device > 0, "{host} host, {device} device");
     assert_eq!(host + device, 7);
 }

@@ -63,8 +63,8 @@ def load(verbose: bool = False):
         sources=[
             str(csrc / f)
             for f in (
-                "device.cpp", "ops.cpp", "aliased.cpp", "errors.cpp", "kineto.cpp",
-                "distributed.cpp", "compile.cpp", "memory.cpp", "module.cpp",
+                "device.cpp", "ops.cpp", "aliased.cpp", "attention.cpp", "errors.cpp",
+                "kineto.cpp", "distributed.cpp", "compile.cpp", "memory.cpp", "module.cpp",
             )
         ],
         # shared/reference/torch-privateuse1.md: the kineto headers need C++20, the

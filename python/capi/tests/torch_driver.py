@@ -1,21 +1,24 @@
 """Driver of the real-PyTorch test (torch_training_profiles_neuron.rs): one Python
 process runs every check that needs PyTorch and prints one `RESULT {json}` line.
 
-argv: trace folder of the profiled neuron run, path for the CPU-only trace.
+argv: trace folder of the profiled neuron run, path for the CPU-only trace, path for
+the trace of one scaled_dot_product_attention on neuron.
 """
 
+import contextlib
 import json
 import os
 import sys
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import neuronprof_torch  # noqa: E402,F401
 import train_mlp  # noqa: E402
 
-trace_dir, cpu_only_trace = sys.argv[1], sys.argv[2]
+trace_dir, cpu_only_trace, attention_trace = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {
     "backend": torch._C._get_privateuse1_backend_name(),
     "accelerator": str(torch.accelerator.current_accelerator()),
@@ -56,6 +59,38 @@ out["transformer_max_diff"] = max(
     float((a - b).abs().max()) for a, b in zip(transformer("neuron:1"), transformer("cpu"))
 )
 out["transformer_memory_on_1"] = torch.neuron.max_memory_allocated(1)
+
+
+# One causal attention, forward and backward: neuron takes the CPU's choice of kernel
+# (flash attention for the CPU; math when flash is switched off, as on the CPU), so
+# the output and gradients are the CPU's bit for bit. The output's grad_fn names the
+# kernel the choice took.
+def attention(device, math=False):
+    g = torch.Generator().manual_seed(5)
+    leaves = [torch.randn(2, 4, 8, 16, generator=g).to(device).requires_grad_() for _ in range(3)]
+    with sdpa_kernel(SDPBackend.MATH) if math else contextlib.nullcontext():
+        choice = int(torch._fused_sdp_choice(*leaves, is_causal=True))
+        y = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=True)
+    y.square().sum().backward()
+    values = [y.detach().cpu()] + [t.grad.cpu() for t in leaves]
+    return {"choice": choice, "grad_fn": y.grad_fn.name(), "values": values}
+
+
+for path, math in (("flash", False), ("math", True)):
+    runs = {device: attention(device, math) for device in ("neuron", "cpu")}
+    out[f"attention_{path}"] = {
+        device: {"choice": r["choice"], "grad_fn": r["grad_fn"]} for device, r in runs.items()
+    }
+    out[f"attention_{path}"]["max_diff"] = max(
+        float((a - b).abs().max())
+        for a, b in zip(runs["neuron"]["values"], runs["cpu"]["values"])
+    )
+with torch.profiler.profile(
+    activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+) as prof:
+    attention("neuron")
+    torch.neuron.synchronize()
+prof.export_chrome_trace(attention_trace)
 
 # PyTorch lists the PrivateUse1 runtime among CPU-only activities too: a CPU-only
 # profile after a device profile must hold no device activity.

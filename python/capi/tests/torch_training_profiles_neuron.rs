@@ -33,13 +33,20 @@ struct Run {
     trace: Value,
     trace_path: PathBuf,
     cpu_only: Value,
+    attention: Value,
 }
 
 fn run_pytorch(python: &Path) -> Run {
     let work = torch::work_dir("torch-test");
     let trace_dir = work.join("neuron");
     let cpu_only = work.join("cpu_only.json");
-    let (result, _) = torch::run_driver(python, "torch_driver.py", &[&trace_dir, &cpu_only], &[]);
+    let attention = work.join("attention.json");
+    let (result, _) = torch::run_driver(
+        python,
+        "torch_driver.py",
+        &[&trace_dir, &cpu_only, &attention],
+        &[],
+    );
     let traces = traces_in(&trace_dir);
     assert_eq!(traces.len(), 1, "one profiled window: {traces:?}");
     Run {
@@ -47,6 +54,7 @@ fn run_pytorch(python: &Path) -> Run {
         trace: read_trace(&traces[0]),
         trace_path: traces[0].clone(),
         cpu_only: read_trace(&cpu_only),
+        attention: read_trace(&attention),
     }
 }
 
@@ -350,6 +358,58 @@ print("kernel types", sorted(kernels["kernel_type"]))
     );
 }
 
+/// `scaled_dot_product_attention` on neuron takes the kernel the CPU takes: flash
+/// attention for the CPU by default (one kernel each way, costed as attention), math
+/// when flash is switched off; output and gradients equal the CPU's bit for bit.
+fn check_attention(result: &Value, trace: &Value) {
+    const FLASH: &str = "ScaledDotProductFlashAttentionForCpuBackward0";
+    const SDP_FLASH: i64 = 1; // sdp::SDPBackend::flash_attention
+    const SDP_MATH: i64 = 0;
+    for (path, choice) in [("attention_flash", SDP_FLASH), ("attention_math", SDP_MATH)] {
+        let r = &result[path];
+        assert_eq!(r["cpu"]["choice"], choice, "{path}: {r}");
+        assert_eq!(r["neuron"]["choice"], r["cpu"]["choice"], "{path}: {r}");
+        assert_eq!(r["neuron"]["grad_fn"], r["cpu"]["grad_fn"], "{path}: {r}");
+        assert_eq!(r["max_diff"].as_f64(), Some(0.0), "{path}: {r}");
+    }
+    assert_eq!(result["attention_flash"]["neuron"]["grad_fn"], FLASH);
+    assert_ne!(result["attention_math"]["neuron"]["grad_fn"], FLASH);
+    let kernels = cat(trace, "kernel");
+    let names: Vec<&str> = kernels
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    for (name, lowering) in [
+        (
+            "_scaled_dot_product_flash_attention_for_cpu_f32",
+            "attention: ",
+        ),
+        (
+            "_scaled_dot_product_flash_attention_for_cpu_backward_f32",
+            "attention backward: ",
+        ),
+    ] {
+        let kernel = kernels
+            .iter()
+            .find(|k| k["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} kernel among {names:?}"));
+        let args = &kernel["args"];
+        assert!(
+            args["lowering"]
+                .as_str()
+                .is_some_and(|l| l.starts_with(lowering)),
+            "{name} costed as attention: {args}"
+        );
+        assert!(args.get("costed_by").is_none(), "{name}: {args}");
+    }
+    for math in ["bmm_f32", "_softmax_f32", "_safe_softmax_f32"] {
+        assert!(
+            !names.contains(&math),
+            "no math-path kernel ({math}) in {names:?}"
+        );
+    }
+}
+
 #[test]
 fn torch_training_profiles_neuron() {
     let Some(python) = torch::torch_python() else {
@@ -369,15 +429,12 @@ fn torch_training_profiles_neuron() {
     assert!(result["accelerator_count"].as_i64().unwrap() >= 1);
     assert_eq!(result["accelerator_count"], result["neuron_count"]);
     assert!(result["max_memory_allocated"].as_i64().unwrap() > 0);
-    // Not bit-identical, by one op: `scaled_dot_product_attention` is a composite that
-    // calls the CPU's flash-attention kernel only for CPU tensors, so on neuron it takes
-    // PyTorch's math path (measured: 2.4e-7 on a (2, 4, 8, 8) attention, 4.8e-7 on this
-    // layer; every other op of the layer matches bit for bit).
+    // Bit-identical: every op of the layer runs its CPU kernel, and
+    // `scaled_dot_product_attention` takes the CPU's choice of kernel (flash attention
+    // for the CPU). On PyTorch's math path, which a non-CPU device gets without that
+    // choice, the layer was 4.8e-7 off.
     let diff = result["transformer_max_diff"].as_f64().unwrap();
-    assert!(
-        diff < 2e-6,
-        "a transformer layer on neuron:1 vs cpu: {diff}"
-    );
+    assert_eq!(diff, 0.0, "a transformer layer on neuron:1 vs cpu");
     assert!(
         result["transformer_memory_on_1"].as_i64().unwrap() > 0,
         "it ran on neuron:1"
@@ -392,6 +449,7 @@ fn torch_training_profiles_neuron() {
         "a CPU-only profile holds no device activity"
     );
     check_losses(result);
+    check_attention(result, &run.attention);
     check_device_activity(&run.trace);
     check_memory(&run.trace);
     check_reader_analysis_perfetto(&run.trace_path);

@@ -64,20 +64,28 @@ out["transformer_memory_on_1"] = torch.neuron.max_memory_allocated(1)
 # One causal attention, forward and backward: neuron takes the CPU's choice of kernel
 # (flash attention for the CPU; math when flash is switched off, as on the CPU), so
 # the output and gradients are the CPU's bit for bit. The output's grad_fn names the
-# kernel the choice took.
-def attention(device, math=False):
+# kernel the choice took. `strided_mask`: a float mask whose last dimension is strided
+# instead of causal (the CPU's flash kernel takes it, the GPUs' do not).
+def attention(device, math=False, strided_mask=False):
     g = torch.Generator().manual_seed(5)
     leaves = [torch.randn(2, 4, 8, 16, generator=g).to(device).requires_grad_() for _ in range(3)]
+    mask = {"is_causal": True}
+    if strided_mask:
+        mask = {"attn_mask": torch.randn(8, 8, generator=g).to(device).t()}
     with sdpa_kernel(SDPBackend.MATH) if math else contextlib.nullcontext():
-        choice = int(torch._fused_sdp_choice(*leaves, is_causal=True))
-        y = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=True)
+        choice = int(torch._fused_sdp_choice(*leaves, **mask))
+        y = torch.nn.functional.scaled_dot_product_attention(*leaves, **mask)
     y.square().sum().backward()
     values = [y.detach().cpu()] + [t.grad.cpu() for t in leaves]
     return {"choice": choice, "grad_fn": y.grad_fn.name(), "values": values}
 
 
-for path, math in (("flash", False), ("math", True)):
-    runs = {device: attention(device, math) for device in ("neuron", "cpu")}
+for path, math, strided in (
+    ("flash", False, False),
+    ("math", True, False),
+    ("flash_strided_mask", False, True),
+):
+    runs = {device: attention(device, math, strided) for device in ("neuron", "cpu")}
     out[f"attention_{path}"] = {
         device: {"choice": r["choice"], "grad_fn": r["grad_fn"]} for device, r in runs.items()
     }

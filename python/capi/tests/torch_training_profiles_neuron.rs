@@ -359,13 +359,18 @@ print("kernel types", sorted(kernels["kernel_type"]))
 }
 
 /// `scaled_dot_product_attention` on neuron takes the kernel the CPU takes: flash
-/// attention for the CPU by default (one kernel each way, costed as attention), math
-/// when flash is switched off; output and gradients equal the CPU's bit for bit.
+/// attention for the CPU by default (one kernel each way, costed as attention) and with
+/// a mask whose last dimension is strided (which GPU kernels refuse), math when flash
+/// is switched off; output and gradients equal the CPU's bit for bit.
 fn check_attention(result: &Value, trace: &Value) {
     const FLASH: &str = "ScaledDotProductFlashAttentionForCpuBackward0";
     const SDP_FLASH: i64 = 1; // sdp::SDPBackend::flash_attention
     const SDP_MATH: i64 = 0;
-    for (path, choice) in [("attention_flash", SDP_FLASH), ("attention_math", SDP_MATH)] {
+    for (path, choice) in [
+        ("attention_flash", SDP_FLASH),
+        ("attention_math", SDP_MATH),
+        ("attention_flash_strided_mask", SDP_FLASH),
+    ] {
         let r = &result[path];
         assert_eq!(r["cpu"]["choice"], choice, "{path}: {r}");
         assert_eq!(r["neuron"]["choice"], r["cpu"]["choice"], "{path}: {r}");
@@ -373,6 +378,10 @@ fn check_attention(result: &Value, trace: &Value) {
         assert_eq!(r["max_diff"].as_f64(), Some(0.0), "{path}: {r}");
     }
     assert_eq!(result["attention_flash"]["neuron"]["grad_fn"], FLASH);
+    assert_eq!(
+        result["attention_flash_strided_mask"]["neuron"]["grad_fn"],
+        FLASH
+    );
     assert_ne!(result["attention_math"]["neuron"]["grad_fn"], FLASH);
     let kernels = cat(trace, "kernel");
     let names: Vec<&str> = kernels

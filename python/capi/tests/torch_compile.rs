@@ -13,6 +13,8 @@
 //! - An op the lowerings do not know inside a graph (`renorm`) is an eager kernel of its
 //!   own (`renorm_f32`, costed by the default rule, its lowering naming the graph), with
 //!   eager's values; the fallback is counted.
+//! - `scaled_dot_product_attention` in a graph (forward and backward) takes the CPU's
+//!   flash kernels, which the programs lower (no eager fallback), with eager's values.
 //! - A data-dependent branch is a graph break Dynamo counts with its reason; called with
 //!   another size it is compiled again. The trace of those calls carries the counts
 //!   (its top-level `neuron_compile` member), and `analyze` reports the graph break and
@@ -182,6 +184,45 @@ fn check_fallback(result: &Value, unknown: &Value) {
     assert_eq!(compiles, 1, "a fresh compile is a host range");
 }
 
+/// `scaled_dot_product_attention` in a graph: its flash kernels (the CPU's choice) are
+/// nodes of the forward and backward programs, not eager fallbacks, and the values are
+/// eager's.
+fn check_attention(result: &Value, trace: &Value) {
+    assert_eq!(result["attention_max_diff"].as_f64(), Some(0.0), "{result}");
+    let fallbacks = result["stats"]["eager_fallback_ops"].as_object().unwrap();
+    assert!(
+        !fallbacks.keys().any(|op| op.contains("scaled_dot_product")),
+        "attention is lowered in the program: {fallbacks:?}"
+    );
+    let kernels = cat(trace, "kernel");
+    let graphs: Vec<&&Value> = kernels
+        .iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
+        .collect();
+    assert_eq!(graphs.len(), 2, "forward and backward: {kernels:?}");
+    const FLASH: &str = "aten::_scaled_dot_product_flash_attention_for_cpu";
+    for graph in &graphs {
+        let name = graph["name"].as_str().unwrap();
+        let ops = graph["args"]["aten_ops"].as_str().unwrap();
+        let backward = format!("{FLASH}_backward");
+        if name.ends_with("_forward") {
+            assert!(ops.contains(FLASH) && !ops.contains(&backward), "{graph}");
+        } else {
+            assert!(
+                name.ends_with("_backward") && ops.contains(&backward),
+                "{graph}"
+            );
+        }
+    }
+    for k in &kernels {
+        let name = k["name"].as_str().unwrap();
+        assert!(
+            !name.starts_with("_scaled_dot_product"),
+            "attention outside the graphs: {k}"
+        );
+    }
+}
+
 fn analyzed(dir: &Path) -> (analysis::Report, String) {
     let traces = traces_in(dir);
     let set = analysis::load_paths(&traces, &analysis::LoadOptions::default())
@@ -289,6 +330,7 @@ fn torch_compile_runs_graphs_as_device_programs() {
     let compiled = only_trace(&work.join("compiled"));
     check_compiled(&eager, &compiled);
     check_fallback(&result, &only_trace(&work.join("unknown")));
+    check_attention(&result, &only_trace(&work.join("attention")));
     check_breaks(&result, &work, &eager);
     let stats = &result["stats"];
     assert!(

@@ -6,8 +6,9 @@ argv: scenario, output folder.
   the same initial weights and data; the last 2 steps of each are profiled
   (`<out>/eager/`, `<out>/compiled/`). Also a function with a data-dependent branch (a
   graph break) called with two sizes (a recompile), profiled (`<out>/breaks/`), an op
-  the lowerings do not know inside a graph, and the default `torch.compile` (Inductor)
-  on a neuron model.
+  the lowerings do not know inside a graph, scaled_dot_product_attention in a graph
+  (forward and backward, profiled: `<out>/attention/`), and the default
+  `torch.compile` (Inductor) on a neuron model.
 - `again`: a second process compiles the same block (the compile cache of the first
   run must serve it: `NEURONPROF_COMPILE_CACHE` names the same folder) and profiles its
   first compiled steps (`<out>/again/`).
@@ -138,6 +139,32 @@ if scenario == "train":
         yu = torch.compile(unknown, backend="neuron")(xu)
         torch.neuron.synchronize()
     result["unknown_max_error"] = (yu.cpu() - unknown(xu.cpu())).abs().max().item()
+
+    # scaled_dot_product_attention in a graph: traced with the CPU's choice (flash
+    # attention for the CPU), whose kernels the program lowers as eager does (no eager
+    # fallback); forward and backward equal eager's bit for bit.
+    def attend(q, k, v):
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.square().sum()
+
+    def attention_values(fn):
+        g = torch.Generator().manual_seed(7)
+        leaves = [
+            torch.randn(2, 4, 16, 16, generator=g).to("neuron").requires_grad_() for _ in range(3)
+        ]
+        loss = fn(*leaves)
+        loss.backward()
+        return [loss.detach().cpu()] + [t.grad.cpu() for t in leaves]
+
+    torch._dynamo.reset()
+    with profile(
+        activities=ACTIVITIES, on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "attention"))
+    ):
+        compiled_values = attention_values(torch.compile(attend, backend="neuron"))
+        torch.neuron.synchronize()
+    result["attention_max_diff"] = max(
+        float((a - b).abs().max()) for a, b in zip(compiled_values, attention_values(attend))
+    )
     result["stats"] = ncompile.stats()
 
     # Inductor (the default backend) on a neuron model: a clear error.

@@ -4,8 +4,8 @@
 //! `torch.profiler` (CPU + PrivateUse1, a schedule), and the same model trains on the
 //! CPU under a CPU-only profile (`tests/torch_gpt2_driver.py`). Then:
 //!
-//! - the losses are finite, fall, and equal the CPU run's within float tolerance;
-//! - the trace has the model's kernels (matmuls, layer norm, softmax, embedding, …) on
+//! - the losses are finite, fall, and equal the CPU run's bit for bit;
+//! - the trace has the model's kernels (matmuls, flash attention, layer norm, embedding, …) on
 //!   the neuron device's queue, one launch and one flow per device row;
 //! - the host clock holds no numerics: the matmuls' host operators take a fraction of
 //!   the time the same operators take on the CPU, where they compute the values — so a
@@ -41,11 +41,6 @@ use torch::{arg_i64, cat, end, hta_python, read_trace, traces_in, ts};
 const TEST: &str = "neuronprof-capi: torch_gpt2";
 /// The profiled steps (the driver's schedule: wait 2, warm up 2, active 3).
 const ACTIVE_STEPS: [i64; 3] = [4, 5, 6];
-/// Relative difference allowed between a neuron loss and the CPU's: the CPU run's
-/// fused kernels (scaled dot-product attention, layer norm) are composite ones on
-/// neuron (`_scaled_dot_product_attention_math`, layer norm through batch norm), which
-/// round differently (a run: 2.2e-6 at most over the 8 steps).
-const LOSS_TOLERANCE: f64 = 1e-5;
 /// Largest share of the CPU's matmul host time the neuron run's matmul host operators
 /// may take: on the CPU they hold the arithmetic, on neuron only dispatch and launch.
 const MATMUL_HOST_SHARE: f64 = 0.25;
@@ -118,11 +113,10 @@ fn check_losses(result: &Value) {
     assert!(neuron.iter().all(|l| l.is_finite()), "{neuron:?}");
     let last = (neuron[6] + neuron[7]) / 2.0;
     assert!(last < neuron[0] - 0.1, "the loss falls: {neuron:?}");
+    // Bit for bit: every op runs the CPU's kernel, the fused ones too (layer norm,
+    // scaled dot-product attention's flash kernel for the CPU).
     for (step, (n, c)) in neuron.iter().zip(&cpu).enumerate() {
-        assert!(
-            (n - c).abs() <= LOSS_TOLERANCE * c.abs().max(1.0),
-            "step {step}: neuron {n} vs cpu {c}"
-        );
+        assert_eq!(n, c, "step {step}: neuron vs cpu");
     }
 }
 
@@ -154,15 +148,15 @@ fn check_device_activity(trace: &Value) {
         .map(|k| k["name"].as_str().unwrap())
         .collect();
     // GPT-2's Conv1D layers (addmm), its LM head tied to the token embedding (mm),
-    // attention (sdpa's math path on neuron: bmm, softmax), layer norm (its own CPU
-    // kernel, forward and backward), the embeddings (index_select forward), the
-    // tanh GELU, the cross-entropy loss, AdamW's foreach update.
+    // attention (causal sdpa takes the CPU's flash-attention kernel on neuron, forward
+    // and backward), layer norm (its own CPU kernel, forward and backward), the
+    // embeddings (index_select forward), the tanh GELU, the cross-entropy loss, AdamW's
+    // foreach update.
     for expected in [
         "addmm_f32",
         "mm_f32",
-        "bmm_f32",
-        "_softmax_f32",
-        "_softmax_backward_data_f32",
+        "_scaled_dot_product_flash_attention_for_cpu_f32",
+        "_scaled_dot_product_flash_attention_for_cpu_backward_f32",
         "native_layer_norm_f32",
         "native_layer_norm_backward_f32",
         "index_select_f32",
@@ -176,6 +170,10 @@ fn check_device_activity(trace: &Value) {
             names.contains(expected),
             "no {expected} kernel among {names:?}"
         );
+    }
+    // Not sdpa's math path (which a non-CPU device takes without the CPU's choice).
+    for math in ["bmm_f32", "_softmax_f32", "_softmax_backward_data_f32"] {
+        assert!(!names.contains(math), "{math} kernel among {names:?}");
     }
     let launches = cat(trace, "privateuse1_runtime")
         .into_iter()

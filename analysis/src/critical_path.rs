@@ -276,6 +276,18 @@ pub enum CriticalPathError {
     Cycle(Cycle),
     /// The trace was loaded without [`crate::LoadOptions::with_timeline`].
     NoTimeline(i64),
+    /// A windowed load ([`crate::LoadOptions::with_window`]) left out events the
+    /// window's graph needs (a device row launched in the window that starts more than
+    /// a window's length after it, or a launch or row of a reused correlation): load
+    /// again keeping them too ([`crate::LoadOptions::with_window_events`]), or the
+    /// whole trace. Also given, with no events, for a windowed load in the default
+    /// mode or for another window than the one loaded.
+    OutsideKeptWindow {
+        /// The rank.
+        rank: i64,
+        /// Positions in `traceEvents` of the events needed and not kept.
+        missing: Vec<u64>,
+    },
 }
 
 impl std::fmt::Display for CriticalPathError {
@@ -313,6 +325,13 @@ impl std::fmt::Display for CriticalPathError {
                 "the dependency graph has a cycle ({} nodes on or behind cycles): event times \
                  contradict their order (a damaged trace?)",
                 cycle.nodes_on_cycles
+            ),
+            CriticalPathError::OutsideKeptWindow { rank, missing } => write!(
+                f,
+                "rank {rank}: the load kept only the window's events and {} events the \
+                 graph needs are outside it (or the window loaded is not the one asked \
+                 for): load them too, or the whole trace",
+                missing.len()
             ),
             CriticalPathError::NoTimeline(rank) => write!(
                 f,
@@ -368,8 +387,21 @@ pub fn build_graph<'t>(
     let mut per_rank: Vec<(i64, &RankTrace, Vec<CpEvent<'t>>)> = Vec::with_capacity(ranks.len());
     for rank in ranks {
         let trace = set.rank(rank).ok_or(CriticalPathError::NoRank(rank))?;
-        if trace.timeline.is_none() {
+        let Some(timeline) = &trace.timeline else {
             return Err(CriticalPathError::NoTimeline(rank));
+        };
+        if let Some(kept) = &timeline.window {
+            // The window's graph follows HTA's rules only (the default mode's nominal
+            // durations and collective numbering look at the whole trace).
+            if !compat
+                || kept.annotation != options.annotation
+                || kept.instances != options.instances
+            {
+                return Err(CriticalPathError::OutsideKeptWindow {
+                    rank,
+                    missing: Vec::new(),
+                });
+            }
         }
         let mut events = events::rank_events(trace, options.mode, !compat);
         if !compat {
@@ -418,6 +450,10 @@ pub fn build_graph<'t>(
                 },
             })?;
         let clipped = events::clip(&events, window);
+        let queue = match trace.timeline.as_ref().and_then(|t| t.window.as_ref()) {
+            Some(kept) => Some(windowed_queue(trace, kept, &events, &clipped, options)?),
+            None => None,
+        };
         skipped.rows_without_launch += events::rows_without_launch(&events, window);
         let base = all_events.len() as u32;
         let rank_graph = build::build_rank(
@@ -428,6 +464,7 @@ pub fn build_graph<'t>(
             &mut skipped,
             base,
             nominal,
+            queue,
         );
         if rank_graph.nodes_of.is_empty() {
             return Err(CriticalPathError::EmptyWindow {
@@ -457,6 +494,38 @@ pub fn build_graph<'t>(
         skipped,
         annotation: options.annotation.clone(),
     })
+}
+
+/// For a windowed load: checks that every partner (`index_correlation`) of a clipped
+/// event was kept, then HTA's queue lengths from the whole file's correlated rows.
+fn windowed_queue(
+    trace: &RankTrace,
+    kept: &crate::model::KeptWindow,
+    events: &[CpEvent<'_>],
+    clipped: &[u32],
+    options: &Options,
+) -> Result<FastMap<u64, i64>, CriticalPathError> {
+    let present: crate::model::FastSet<u64> = events.iter().map(|e| e.event_index).collect();
+    let mut missing: Vec<u64> = clipped
+        .iter()
+        .map(|&i| events[i as usize].index_correlation)
+        .filter(|&p| p > 0 && !present.contains(&(p as u64)))
+        .map(|p| p as u64)
+        .collect();
+    if !missing.is_empty() {
+        missing.sort_unstable();
+        missing.dedup();
+        return Err(CriticalPathError::OutsideKeptWindow {
+            rank: trace.rank,
+            missing,
+        });
+    }
+    Ok(build::queue_lengths_through(
+        &kept.correlated,
+        |ts_rel_ns| events::compat_tick(trace, ts_rel_ns),
+        options,
+        &present,
+    ))
 }
 
 /// Cross-rank edges: instances of one collective (process group, name, `Seq` or

@@ -21,7 +21,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 pub use load::{
     load_each, load_inputs, load_paths, load_ranks, plan_inputs, InputPlan, LoadOptions,
-    LoadProgress, ProgressFn, PROGRESS_INTERVAL_BYTES,
+    LoadProgress, LoadWindow, ProgressFn, PROGRESS_INTERVAL_BYTES,
 };
 
 /// Interned event names and categories of one rank; a [`NameId`] indexes [`Names::get`].
@@ -370,6 +370,61 @@ pub struct Timeline {
     pub events: Vec<TimelineEvent>,
     /// `wait_on_stream` / `wait_on_cuda_event_record_corr_id` args of rows, in file order.
     pub waits: Vec<SyncWait>,
+    /// Set when the load kept only an annotation's window
+    /// ([`crate::LoadOptions::with_window`]): what was kept, and every row with a
+    /// correlation in compact form. `None`: every event was kept.
+    pub window: Option<KeptWindow>,
+}
+
+/// What a windowed load ([`crate::LoadOptions::with_window`]) kept of one rank.
+///
+/// Rows and timeline events are those of the window, found while reading: once the
+/// annotation's last asked-for instance has been read, events are kept when they start
+/// within [`KeptWindow::host_ns`] (host events) or [`KeptWindow::device_ns`] (device
+/// rows, whose work may run after the host's window), and the events already read are
+/// pruned by the same rule. Kept whatever their time: the file's first event, every
+/// `Stream Wait Event` row and every annotation instance up to the last asked for.
+/// Before that instance is read nothing is dropped; when it is never read, nothing is.
+#[derive(Clone, Debug, Default)]
+pub struct KeptWindow {
+    /// The annotation and instances (first, last; from 0) the window is of.
+    pub annotation: String,
+    /// First and last instance.
+    pub instances: (usize, usize),
+    /// Host events kept: start in this range, ns relative to the file's time base;
+    /// `None` when the instance was never read (nothing dropped).
+    pub host_ns: Option<(i64, i64)>,
+    /// Device rows (`stream` set) kept: start in this range.
+    pub device_ns: Option<(i64, i64)>,
+    /// Rows and timeline events dropped as outside the window.
+    pub dropped_events: u64,
+    /// Every row of the file with a correlation (kept or not), in file order: what the
+    /// links between launches and device rows and HTA's queue length (over the whole
+    /// trace) need.
+    pub correlated: Vec<CorrelatedRow>,
+}
+
+/// A row with a correlation, in compact form (40 bytes), for [`KeptWindow::correlated`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CorrelatedRow {
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Position in `traceEvents`.
+    pub event_index: u64,
+    /// `correlation` arg.
+    pub correlation: i64,
+    /// `stream` arg, -1 when absent.
+    pub stream: i64,
+    /// [`CorrelatedRow::GPU_SIDE`], [`CorrelatedRow::HTA_LAUNCH`].
+    pub flags: u8,
+}
+
+impl CorrelatedRow {
+    /// HTA's device side of a correlation: on a stream with a correlation, or a
+    /// device-wide sync row.
+    pub const GPU_SIDE: u8 = 1;
+    /// Named as one of HTA's launch calls (`cudaLaunchKernel`, …).
+    pub const HTA_LAUNCH: u8 = 2;
 }
 
 /// One complete event that is not a row (40 bytes).

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use analysis::critical_path::what_if::{what_if, ScaleRule, WhatIf};
-use analysis::critical_path::{build_graph, CriticalPath, Options};
+use analysis::critical_path::{build_graph, CriticalPath, CriticalPathError, Options};
 use analysis::{HtaVersion, LoadOptions, Mode};
 
 /// What `critical-path` and `what-if` were asked for.
@@ -59,12 +59,86 @@ impl CriticalPathRequest {
 }
 
 fn load(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
+    load_window(request, None)
+}
+
+/// Reads the traces; with `window` (annotation, instances, events kept besides)
+/// keeping only that window's events ([`LoadOptions::with_window`]).
+fn load_window(
+    request: &CriticalPathRequest,
+    window: Option<(&str, (usize, usize), Vec<u64>)>,
+) -> anyhow::Result<analysis::TraceSet> {
     let plan = analysis::plan_inputs(&request.paths, analysis::inputs::Window::Latest)?;
     crate::paths::report_skipped(&plan.skipped);
-    let load = LoadOptions::default()
+    let mut load = LoadOptions::default()
         .with_host_ops(false)
         .with_timeline(true);
+    if let Some((annotation, instances, also)) = window {
+        load = load
+            .with_window(annotation, instances)
+            .with_window_events(also);
+    }
     Ok(plan.load(&load)?)
+}
+
+/// HTA-compat mode's graph needs one window of one rank: the load keeps only its
+/// events (memory follows the window, not the file). When that load left out events
+/// the graph needs (device rows that started long after their launch), the files are
+/// read again keeping those too, and if that still misses some, whole: the answer is
+/// the same either way.
+fn critical_path_compat(
+    request: &CriticalPathRequest,
+    overlay: Option<&std::path::Path>,
+) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
+    let options = request.options();
+    let mut also: Vec<u64> = Vec::new();
+    for _ in 0..2 {
+        let window = (options.annotation.as_str(), options.instances, also.clone());
+        let set = load_window(request, Some(window))?;
+        let request = rank_for_compat(request, &set);
+        match build_graph(&set, &request.options()) {
+            Err(CriticalPathError::OutsideKeptWindow { missing, .. }) if !missing.is_empty() => {
+                eprintln!(
+                    "neuronprof: {} events the window's graph needs start outside the \
+                     window read; reading again",
+                    missing.len()
+                );
+                also.extend(missing);
+            }
+            Err(CriticalPathError::OutsideKeptWindow { .. }) => break,
+            graph => return finish(&set, &graph?, overlay),
+        }
+    }
+    path_and_overlay(&load(request)?, request, overlay)
+}
+
+fn path_and_overlay(
+    set: &analysis::TraceSet,
+    request: &CriticalPathRequest,
+    overlay: Option<&std::path::Path>,
+) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
+    let request = rank_for_compat(request, set);
+    let graph = build_graph(set, &request.options())?;
+    finish(set, &graph, overlay)
+}
+
+fn finish(
+    set: &analysis::TraceSet,
+    graph: &analysis::critical_path::CpGraph<'_>,
+    overlay: Option<&std::path::Path>,
+) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
+    let path = graph.critical_path()?;
+    let files = match overlay {
+        Some(dir) => {
+            let edges = graph
+                .graph
+                .longest_path(|e| e.weight)
+                .map_err(|c| anyhow::anyhow!(CriticalPathError::Cycle(c)))?;
+            analysis::critical_path::predicted::write_overlay(set, graph, &edges, dir)?
+        }
+        None => Vec::new(),
+    };
+    Ok((path, files))
 }
 
 fn rank_for_compat(request: &CriticalPathRequest, set: &analysis::TraceSet) -> CriticalPathRequest {
@@ -87,20 +161,10 @@ pub fn run_critical_path_overlay(
     request: &CriticalPathRequest,
     overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
-    let set = load(request)?;
-    let request = rank_for_compat(request, &set);
-    let graph = build_graph(&set, &request.options())?;
-    let path = graph.critical_path()?;
-    let files = match overlay {
-        Some(dir) => {
-            let edges = graph.graph.longest_path(|e| e.weight).map_err(|c| {
-                anyhow::anyhow!(analysis::critical_path::CriticalPathError::Cycle(c))
-            })?;
-            analysis::critical_path::predicted::write_overlay(&set, &graph, &edges, dir)?
-        }
-        None => Vec::new(),
-    };
-    Ok((path, files))
+    if request.hta_compat {
+        return critical_path_compat(request, overlay);
+    }
+    path_and_overlay(&load(request)?, request, overlay)
 }
 
 /// Reads the traces, re-times the graph with `scales` (`--scale` texts).

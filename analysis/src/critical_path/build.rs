@@ -7,7 +7,7 @@ use super::graph::{Edge, EdgeKind, Graph, Node};
 use super::{Options, Skipped};
 use crate::analyses::queue_length::HTA_LAUNCH_NAMES;
 use crate::classify::{HtaVersion, Mode};
-use crate::model::FastMap;
+use crate::model::{CorrelatedRow, FastMap};
 
 /// HTA's `BLOCKING_SYNC_CALLS`: host calls whose own span is waiting (weight 0), plus,
 /// in the default mode, the neuron runtime's blocking reads.
@@ -140,6 +140,7 @@ pub(crate) fn build_rank<'t>(
     skipped: &mut Skipped,
     event_base: u32,
     nominal: &Nominal<'t>,
+    queue: Option<FastMap<u64, i64>>,
 ) -> RankGraph {
     let mode = options.mode;
     // --- nodes (HTA `_create_event_nodes`): starts then ends, sorted by time.
@@ -190,6 +191,7 @@ pub(crate) fn build_rank<'t>(
         options,
         skipped,
         event_base,
+        queue,
     );
     if mode == Mode::Default {
         full_queue_edges(graph, events, clipped, &rank_graph);
@@ -531,6 +533,66 @@ fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64>
     result
 }
 
+/// [`queue_lengths`] in HTA-compat mode from every correlated row of the file
+/// ([`crate::model::KeptWindow::correlated`]: a windowed load keeps only the window's
+/// events, but HTA counts the queue over the whole trace, and numpy's order of equal
+/// times depends on every key), `tick` turning a start into the mode's ticks. Only the
+/// queue lengths of the `wanted` event indices are returned.
+pub(crate) fn queue_lengths_through(
+    rows: &[CorrelatedRow],
+    tick: impl Fn(i64) -> i64,
+    options: &Options,
+    wanted: &crate::model::FastSet<u64>,
+) -> FastMap<u64, i64> {
+    let mut last_gpu: FastMap<i64, u64> = FastMap::default();
+    let mut stream_of_corr: FastMap<i64, i64> = FastMap::default();
+    for r in rows {
+        if r.flags & CorrelatedRow::GPU_SIDE != 0 {
+            last_gpu.insert(r.correlation, r.event_index);
+        }
+        if r.stream != -1 {
+            stream_of_corr.insert(r.correlation, r.stream);
+        }
+    }
+    let mut launch_corrs: crate::model::FastSet<i64> = Default::default();
+    // As `queue_lengths`: launches in file order, then device rows.
+    let mut changes: Vec<(i64, i64, i64, u64)> = Vec::new();
+    for r in rows {
+        // HTA's launch: a host call of a launch name whose partner (`index_correlation`,
+        // the last device-side row of its correlation) is not the first event.
+        let launch = r.stream == -1
+            && r.flags & CorrelatedRow::HTA_LAUNCH != 0
+            && last_gpu.get(&r.correlation).is_some_and(|&p| p > 0);
+        if launch {
+            if let Some(&stream) = stream_of_corr.get(&r.correlation) {
+                changes.push((tick(r.ts_rel_ns), 1, stream, r.event_index));
+                launch_corrs.insert(r.correlation);
+            }
+        }
+    }
+    drop(last_gpu);
+    drop(stream_of_corr);
+    for r in rows {
+        if r.stream != -1 && launch_corrs.contains(&r.correlation) {
+            changes.push((tick(r.ts_rel_ns), -1, r.stream, r.event_index));
+        }
+    }
+    let ts: Vec<i64> = changes.iter().map(|c| c.0).collect();
+    let order = options.numpy_sort.argsort(&ts);
+    drop(ts);
+    let mut per_stream: FastMap<i64, i64> = FastMap::default();
+    let mut result = FastMap::default();
+    for i in order {
+        let (_, delta, stream, event_index) = changes[i];
+        let q = per_stream.entry(stream).or_default();
+        *q += delta;
+        if wanted.contains(&event_index) {
+            result.insert(event_index, *q);
+        }
+    }
+    result
+}
+
 /// HTA `_construct_graph_from_kernels`: per device row in time order (sync rows by
 /// their end), its span; a launch delay when the queue was empty, else a kernel-kernel
 /// delay from the previous row of the stream; stream and context syncs as edges to the
@@ -544,9 +606,10 @@ fn kernel_edges(
     options: &Options,
     skipped: &mut Skipped,
     event_base: u32,
+    queue: Option<FastMap<u64, i64>>,
 ) {
     let mode = options.mode;
-    let queue = queue_lengths(events, options);
+    let queue = queue.unwrap_or_else(|| queue_lengths(events, options));
     let by_index: FastMap<u64, u32> = events
         .iter()
         .enumerate()

@@ -4,7 +4,7 @@
 
 use crate::classify::{self, KernelType, Mode};
 use crate::frame::hta_round_us;
-use crate::model::{FastMap, RankTrace};
+use crate::model::{CorrelatedRow, FastMap, RankTrace};
 
 /// One event of a rank.
 #[derive(Clone, Debug)]
@@ -177,8 +177,20 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
             other = others.next();
         }
     }
-    link_correlations(&mut events);
+    match trace.timeline.as_ref().and_then(|t| t.window.as_ref()) {
+        Some(window) => link_through(&mut events, &window.correlated),
+        None => link_correlations(&mut events),
+    }
     events
+}
+
+/// A start in HTA-compat ticks (µs, rounded as [`rank_events`] rounds it).
+pub(crate) fn compat_tick(trace: &RankTrace, ts_rel_ns: i64) -> i64 {
+    if trace.ts_is_float {
+        hta_round_us(ts_rel_ns, 0).0
+    } else {
+        ts_rel_ns / 1000
+    }
 }
 
 /// HTA's device side of a correlation (`GPUKernelFilter`): a row on a stream with a
@@ -214,6 +226,38 @@ fn link_correlations(events: &mut [CpEvent<'_>]) {
             last_gpu.get(&e.correlation)
         };
         if let Some(&p) = partner {
+            e.index_correlation = p as i64;
+        }
+    }
+}
+
+/// [`link_correlations`] for a windowed load ([`crate::model::KeptWindow`]): the
+/// partners come from every correlated row of the file, kept or not, so each kept
+/// event's `index_correlation` is the one the whole trace gives.
+fn link_through(events: &mut [CpEvent<'_>], rows: &[CorrelatedRow]) {
+    let wanted: crate::model::FastSet<i64> = events
+        .iter()
+        .filter(|e| e.correlation != -1)
+        .map(|e| e.correlation)
+        .collect();
+    // Per correlation: the last device-side and host-side row, in file order.
+    let mut last: FastMap<i64, (Option<u64>, Option<u64>)> = FastMap::default();
+    for r in rows.iter().filter(|r| wanted.contains(&r.correlation)) {
+        let slot = last.entry(r.correlation).or_default();
+        if r.flags & CorrelatedRow::GPU_SIDE != 0 {
+            slot.0 = Some(r.event_index);
+        } else {
+            slot.1 = Some(r.event_index);
+        }
+    }
+    for e in events.iter_mut() {
+        e.index_correlation = e.correlation.min(0);
+        if e.correlation == -1 {
+            continue;
+        }
+        let (gpu, cpu) = last.get(&e.correlation).copied().unwrap_or_default();
+        let partner = if is_gpu_side(e) { cpu } else { gpu };
+        if let Some(p) = partner {
             e.index_correlation = p as i64;
         }
     }

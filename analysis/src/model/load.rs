@@ -14,12 +14,14 @@ use trace_format::{
 };
 
 use super::{
-    DeviceInfo, DmaRow, EngineRow, FastMap, HostOp, HostOps, HostSpan, IdentKey, NameId, Names,
-    RankCounts, RankTrace, Row, SyncWait, Timeline, TimelineEvent, TraceSet,
+    CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, HostOp, HostOps, HostSpan, IdentKey,
+    KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline, TimelineEvent,
+    TraceSet,
 };
 use crate::error::AnalysisError;
 
 mod pick;
+mod window;
 
 use pick::{Picked, Picker};
 
@@ -47,6 +49,23 @@ pub struct LoadOptions {
     /// each, with its event index, thread and category) and the sync rows' wait args,
     /// for the critical path ([`crate::critical_path`]). Off by default.
     pub timeline: bool,
+    /// With [`LoadOptions::timeline`]: keep only the rows and timeline events of one
+    /// annotation's window (see [`LoadOptions::with_window`]). `None` (default): all.
+    pub window: Option<LoadWindow>,
+}
+
+/// The window a load keeps ([`LoadOptions::with_window`]): events whose name contains
+/// `annotation`, instances `instances.0..=instances.1` in file order (HTA's
+/// `annotation` and `instance_id`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadWindow {
+    /// Part of the bounding events' names (`ProfilerStep`).
+    pub annotation: String,
+    /// First and last instance, from 0.
+    pub instances: (usize, usize),
+    /// Events kept whatever their time (positions in `traceEvents`, sorted): what a
+    /// first windowed load missed ([`crate::critical_path::CriticalPathError::OutsideKeptWindow`]).
+    pub also_keep: Vec<u64>,
 }
 
 impl Default for LoadOptions {
@@ -57,6 +76,7 @@ impl Default for LoadOptions {
             host_ops: true,
             read_threads: None,
             timeline: false,
+            window: None,
         }
     }
 }
@@ -91,6 +111,7 @@ impl std::fmt::Debug for LoadOptions {
             .field("host_ops", &self.host_ops)
             .field("read_threads", &self.read_threads)
             .field("timeline", &self.timeline)
+            .field("window", &self.window)
             .field("progress", &self.progress.as_ref().map(|_| "Fn"))
             .finish()
     }
@@ -106,6 +127,32 @@ impl LoadOptions {
     /// Sets [`LoadOptions::timeline`].
     pub fn with_timeline(mut self, on: bool) -> Self {
         self.timeline = on;
+        self
+    }
+
+    /// Keeps, with [`LoadOptions::timeline`], only what the critical path of
+    /// `annotation`'s `instances` needs in HTA-compat mode ([`crate::critical_path`]):
+    /// the rows and timeline events around that window and every row with a correlation
+    /// in compact form ([`crate::model::KeptWindow`]), so memory follows the window's
+    /// events, not the file's. Every other analysis needs the whole trace: do not use
+    /// this load for them. An empty annotation (the whole trace) keeps everything.
+    pub fn with_window(mut self, annotation: &str, instances: (usize, usize)) -> Self {
+        self.window = (!annotation.is_empty()).then(|| LoadWindow {
+            annotation: annotation.to_owned(),
+            instances,
+            also_keep: Vec::new(),
+        });
+        self
+    }
+
+    /// With [`LoadOptions::with_window`]: also keeps these events (positions in
+    /// `traceEvents`) whatever their time.
+    pub fn with_window_events(mut self, mut events: Vec<u64>) -> Self {
+        if let Some(window) = &mut self.window {
+            events.sort_unstable();
+            events.dedup();
+            window.also_keep = events;
+        }
         self
     }
 
@@ -354,7 +401,10 @@ fn load_one(
         sink.host_ops = Some(HostOpsBuilder::default());
     }
     if options.timeline {
-        sink.timeline = Some(TimelineBuilder::default());
+        sink.timeline = Some(TimelineBuilder {
+            window: options.window.as_ref().map(window::WindowState::new),
+            ..TimelineBuilder::default()
+        });
     }
     let read_error = |source| AnalysisError::Read {
         path: path.to_path_buf(),
@@ -407,6 +457,11 @@ fn load_one(
     let mut trace = sink.trace;
     trace.host_ops = sink.host_ops.map(HostOpsBuilder::finish);
     trace.timeline = sink.timeline.map(|mut t| {
+        if let Some(window) = t.window.take() {
+            trace.counts.kept_rows = trace.rows.len() as u64;
+            trace.rows.shrink_to_fit();
+            t.timeline.window = Some(window.finish());
+        }
         t.timeline.events.shrink_to_fit();
         t.timeline
     });
@@ -481,6 +536,8 @@ struct RankSink {
 struct TimelineBuilder {
     timeline: Timeline,
     thread_ids: FastMap<(Option<i64>, Option<i64>), u32>,
+    /// With [`LoadOptions::with_window`]: what is kept.
+    window: Option<window::WindowState>,
 }
 
 impl TimelineBuilder {
@@ -731,8 +788,29 @@ impl RankSink {
                 });
             }
         }
+        // A windowed load: is this event kept (and does it close the window)?
+        let mut in_window = true;
         if let Some(timeline) = &mut self.timeline {
-            if !keep {
+            if let Some(window) = &mut timeline.window {
+                let seen = window::Seen {
+                    index,
+                    name,
+                    ts_rel_ns,
+                    dur_ns,
+                    stream,
+                    correlation,
+                    is_row: keep,
+                    is_sync,
+                };
+                let (kept, closed) = window.see(&seen);
+                in_window = kept;
+                if closed {
+                    window.prune(&mut trace.rows, &trace.names, &mut timeline.timeline);
+                }
+            }
+            if !in_window {
+                // Outside the window: dropped.
+            } else if !keep {
                 let pid = c.pid.as_ref().and_then(Ident::as_i64);
                 let tid = c.tid.as_ref().and_then(Ident::as_i64);
                 let thread = timeline.thread(pid, tid);
@@ -754,7 +832,7 @@ impl RankSink {
                 });
             }
         }
-        if !keep {
+        if !keep || !in_window {
             return;
         }
         trace.counts.kept_rows += 1;

@@ -61,6 +61,20 @@
 //!
 //! [`predicted::write_predicted`] writes the re-timed traces.
 //!
+//! # One window of a large trace ([`crate::LoadOptions::with_window`])
+//! HTA-compat mode needs one window of one rank, so a load can keep only the events
+//! around it (`neuronprof critical-path --hta-compat` does): the graph then costs
+//! memory and time in the window's events, not the file's. What HTA computes over the
+//! whole trace — which launch pairs with which device row (the last of a correlation
+//! wins) and the queue length (a cumulative count in numpy's order of equal times,
+//! which depends on every key) — comes from a 40-byte record of every correlated row
+//! that the load keeps ([`crate::model::KeptWindow::correlated`]), so the path is the
+//! whole trace's. A window that left out an event the graph needs (a device row that
+//! starts more than a window's length after the window) is
+//! [`CriticalPathError::OutsideKeptWindow`], listing those events, never a different
+//! path. The default mode needs the whole trace (nominal durations and collective
+//! numbering look at every row) and refuses a windowed load.
+//!
 //! Bad input: no matching annotation or instance is an error naming the rank and what
 //! was found; events HTA's rules cannot place (sync rows whose host call is outside the
 //! window, device rows with neither a launch nor a previous row, event syncs, device

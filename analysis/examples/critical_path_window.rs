@@ -1,0 +1,91 @@
+//! Times HTA-compat mode's critical path of one annotation instance, as
+//! `neuronprof critical-path --hta-compat --annotation A --instance N` computes it:
+//! the load keeping only the window's events (`LoadOptions::with_window`, and a second
+//! load when the window missed events), or with `--whole` the whole trace (what the
+//! command did before), then the graph and its longest path.
+//!
+//! ```text
+//! cargo run --release -p analysis --example critical_path_window -- \
+//!     FILE [--annotation ProfilerStep] [--instance 1] [--whole]
+//! ```
+//!
+//! Prints one JSON line: seconds per phase, rows and timeline events kept, loads, and
+//! the path's length and graph size (to check both ways agree). Peak memory: run it
+//! under `/usr/bin/time -f %M`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use analysis::critical_path::{build_graph, CriticalPathError, Options};
+use analysis::{load_paths, LoadOptions, TraceSet};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let mut file: Option<PathBuf> = None;
+    let mut annotation = "ProfilerStep".to_owned();
+    let mut instance = 1usize;
+    let mut whole = false;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--annotation" => annotation = args.next().ok_or("--annotation needs a name")?,
+            "--instance" => instance = args.next().ok_or("--instance needs N")?.parse()?,
+            "--whole" => whole = true,
+            _ => file = Some(arg.into()),
+        }
+    }
+    let file =
+        file.ok_or("usage: critical_path_window FILE [--annotation A] [--instance N] [--whole]")?;
+    let load = |also: Vec<u64>| -> Result<TraceSet, analysis::AnalysisError> {
+        let mut options = LoadOptions::default()
+            .with_host_ops(false)
+            .with_timeline(true);
+        if !whole {
+            options = options
+                .with_window(&annotation, (instance, instance))
+                .with_window_events(also);
+        }
+        load_paths(&[&file], &options)
+    };
+    let start = Instant::now();
+    let mut set = load(Vec::new())?;
+    let mut loads = 1;
+    let rank = set.ranks[0].rank;
+    let options = Options::hta(rank, &annotation, instance);
+    if let Err(CriticalPathError::OutsideKeptWindow { missing, .. }) = build_graph(&set, &options) {
+        set = load(missing)?;
+        loads += 1;
+    }
+    let load_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let graph = build_graph(&set, &options)?;
+    let graph_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let path = graph.critical_path()?;
+    let path_s = start.elapsed().as_secs_f64();
+    let trace = &set.ranks[0];
+    let timeline = trace.timeline.as_ref().map_or(0, |t| t.events.len());
+    let correlated = trace
+        .timeline
+        .as_ref()
+        .and_then(|t| t.window.as_ref())
+        .map_or(0, |w| w.correlated.len());
+    println!(
+        "{}",
+        serde_json::json!({
+            "file": file.display().to_string(),
+            "whole": whole,
+            "loads": loads,
+            "load_s": load_s,
+            "graph_s": graph_s,
+            "path_s": path_s,
+            "events": trace.counts.events,
+            "rows_kept": trace.rows.len(),
+            "timeline_kept": timeline,
+            "correlated_rows": correlated,
+            "nodes": path.nodes,
+            "edges": path.edges,
+            "length_us": path.length_us,
+        })
+    );
+    Ok(())
+}

@@ -544,50 +544,62 @@ pub(crate) fn queue_lengths_through(
     options: &Options,
     wanted: &crate::model::FastSet<u64>,
 ) -> FastMap<u64, i64> {
-    let mut last_gpu: FastMap<i64, u64> = FastMap::default();
-    let mut stream_of_corr: FastMap<i64, i64> = FastMap::default();
-    for r in rows {
-        if r.flags & CorrelatedRow::GPU_SIDE != 0 {
-            last_gpu.insert(r.correlation, r.event_index);
+    // The rows of each correlation together, in file order within it (a stable sort of
+    // positions: no map over the file's correlations).
+    let mut by_correlation: Vec<usize> = (0..rows.len()).collect();
+    by_correlation.sort_by_key(|&i| rows[i].correlation);
+    // Per row: a launch that counts (HTA's launch name, its partner, the last
+    // device-side row of its correlation, not the first event, and a row on a stream):
+    // the position of the last row on a stream of its correlation, whose stream its +1
+    // goes to; a row on a stream whose correlation has such a launch: its own position.
+    const NOT_COUNTED: usize = usize::MAX;
+    let mut counted = vec![NOT_COUNTED; rows.len()];
+    for group in by_correlation.chunk_by(|&a, &b| rows[a].correlation == rows[b].correlation) {
+        let last_gpu = group
+            .iter()
+            .rev()
+            .find(|&&i| rows[i].flags & CorrelatedRow::GPU_SIDE != 0)
+            .map(|&i| rows[i].event_index);
+        let last_on_stream = group.iter().rev().find(|&&i| rows[i].stream != -1);
+        let (Some(&stream_row), true) = (last_on_stream, last_gpu.is_some_and(|p| p > 0)) else {
+            continue;
+        };
+        let mut launched = false;
+        for &i in group {
+            if rows[i].stream == -1 && rows[i].flags & CorrelatedRow::HTA_LAUNCH != 0 {
+                counted[i] = stream_row;
+                launched = true;
+            }
         }
-        if r.stream != -1 {
-            stream_of_corr.insert(r.correlation, r.stream);
-        }
-    }
-    let mut launch_corrs: crate::model::FastSet<i64> = Default::default();
-    // As `queue_lengths`: launches in file order, then device rows.
-    let mut changes: Vec<(i64, i64, i64, u64)> = Vec::new();
-    for r in rows {
-        // HTA's launch: a host call of a launch name whose partner (`index_correlation`,
-        // the last device-side row of its correlation) is not the first event.
-        let launch = r.stream == -1
-            && r.flags & CorrelatedRow::HTA_LAUNCH != 0
-            && last_gpu.get(&r.correlation).is_some_and(|&p| p > 0);
-        if launch {
-            if let Some(&stream) = stream_of_corr.get(&r.correlation) {
-                changes.push((tick(r.ts_rel_ns), 1, stream, r.event_index));
-                launch_corrs.insert(r.correlation);
+        if launched {
+            for &i in group.iter().filter(|&&i| rows[i].stream != -1) {
+                counted[i] = i;
             }
         }
     }
-    drop(last_gpu);
-    drop(stream_of_corr);
-    for r in rows {
-        if r.stream != -1 && launch_corrs.contains(&r.correlation) {
-            changes.push((tick(r.ts_rel_ns), -1, r.stream, r.event_index));
-        }
-    }
-    let ts: Vec<i64> = changes.iter().map(|c| c.0).collect();
+    drop(by_correlation);
+    // As `queue_lengths`: launches in file order, then device rows.
+    let counts = |i: &usize| counted[*i] != NOT_COUNTED;
+    let mut changes: Vec<usize> = (0..rows.len())
+        .filter(|i| counts(i) && rows[*i].stream == -1)
+        .collect();
+    changes.extend((0..rows.len()).filter(|i| counts(i) && rows[*i].stream != -1));
+    let ts: Vec<i64> = changes.iter().map(|&i| tick(rows[i].ts_rel_ns)).collect();
     let order = options.numpy_sort.argsort(&ts);
     drop(ts);
     let mut per_stream: FastMap<i64, i64> = FastMap::default();
     let mut result = FastMap::default();
-    for i in order {
-        let (_, delta, stream, event_index) = changes[i];
+    for k in order {
+        let row = &rows[changes[k]];
+        let (delta, stream) = if row.stream == -1 {
+            (1, rows[counted[changes[k]]].stream)
+        } else {
+            (-1, row.stream)
+        };
         let q = per_stream.entry(stream).or_default();
         *q += delta;
-        if wanted.contains(&event_index) {
-            result.insert(event_index, *q);
+        if wanted.contains(&row.event_index) {
+            result.insert(row.event_index, *q);
         }
     }
     result

@@ -47,6 +47,32 @@ pub fn format_seconds(seconds: Option<f64>) -> String {
     }
 }
 
+/// Joins `parts` with spaces, in their order, keeping the parts that fit in `width`
+/// columns taken by rank (lower first; the first part is always kept): a narrow pane
+/// drops the least wanted figures, a wide one still reads p50, p90, p99, max in order.
+pub fn fit_ranked(parts: &[(u8, String)], width: usize) -> String {
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|&i| (i != 0, parts[i].0, i));
+    let mut keep = vec![false; parts.len()];
+    let mut used = 0usize;
+    for i in order {
+        let len = parts[i].1.chars().count();
+        let extra = if used == 0 { len } else { len + 1 };
+        if used > 0 && used + extra > width {
+            continue;
+        }
+        keep[i] = true;
+        used += extra;
+    }
+    let kept: Vec<&str> = parts
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(p, _)| p.1.as_str())
+        .collect();
+    kept.join(" ")
+}
+
 /// Joins `parts` with spaces, leaving out the parts (after the first) that would not
 /// fit in `width` columns.
 pub fn fit(parts: &[String], width: usize) -> String {
@@ -125,6 +151,15 @@ mod tests {
         assert_eq!(sparkline(&[0.0, 50.0, 100.0], 100.0, 4), "  ▄█");
         let parts = ["a".to_string(), "bbbb".to_string(), "cc".to_string()];
         assert_eq!(fit(&parts, 5), "a cc");
+        let ranked = [
+            (0, "a".to_string()),
+            (3, "p90".to_string()),
+            (1, "p99".to_string()),
+            (2, "max".to_string()),
+        ];
+        assert_eq!(fit_ranked(&ranked, 9), "a p99 max");
+        assert_eq!(fit_ranked(&ranked, 80), "a p90 p99 max");
+        assert_eq!(fit_ranked(&ranked, 1), "a");
         assert_eq!(short_tag("9001/rank3"), "rank3");
     }
 }

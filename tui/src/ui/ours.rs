@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 use ratatui::Frame;
 
-use super::format::{fit, format_bytes, format_seconds, short_tag, sparkline};
+use super::format::{fit, fit_ranked, format_bytes, format_seconds, short_tag, sparkline};
 use super::panes::block;
 use crate::app::{App, TabView};
 
@@ -133,14 +133,14 @@ pub(super) fn collectives_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) 
             let l = &c.latency;
             let mut parts = Vec::new();
             if many {
-                parts.push(short_tag(&c.tag).to_string());
+                parts.push((0, short_tag(&c.tag).to_string()));
             }
-            parts.push(format!("{} done", c.completed));
-            parts.push(format!("p50 {}", format_seconds(l.p50)));
-            parts.push(format!("p99 {}", format_seconds(l.p99)));
-            parts.push(format!("p90 {}", format_seconds(l.p90)));
-            parts.push(format!("max {}", format_seconds(l.p100)));
-            lines.push(Line::from(fit(&parts, width)));
+            parts.push((1, format!("{} done", c.completed)));
+            parts.push((2, format!("p50 {}", format_seconds(l.p50))));
+            parts.push((4, format!("p90 {}", format_seconds(l.p90))));
+            parts.push((3, format!("p99 {}", format_seconds(l.p99))));
+            parts.push((5, format!("max {}", format_seconds(l.p100))));
+            lines.push(Line::from(fit_ranked(&parts, width)));
         }
         lines.push(Line::from(Span::styled(
             format!("in flight: {}", view.in_flight.len()),
@@ -163,7 +163,9 @@ pub(super) fn collectives_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) 
                 parts.push(waiting.trim_start().to_string());
             }
             parts.push(format_bytes(f.bytes));
-            parts.push(f.group.clone());
+            // PyTorch names its process groups "0", "1", …: a bare number after the
+            // size would read as a count.
+            parts.push(format!("pg {}", f.group));
             lines.push(Line::from(fit(&parts, width)));
         }
     }
@@ -223,13 +225,13 @@ pub(super) fn latency_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {
                     format_seconds(p.as_ref().and_then(f))
                 };
                 let parts = [
-                    format!("{label:<6}"),
-                    format!("p50 {}", get(|p| p.p50)),
-                    format!("p99 {}", get(|p| p.p99)),
-                    format!("max {}", get(|p| p.p100)),
-                    format!("p0 {}", get(|p| p.p0)),
+                    (0, format!("{label:<6}")),
+                    (4, format!("p0 {}", get(|p| p.p0))),
+                    (1, format!("p50 {}", get(|p| p.p50))),
+                    (2, format!("p99 {}", get(|p| p.p99))),
+                    (3, format!("max {}", get(|p| p.p100))),
                 ];
-                lines.push(Line::from(fit(&parts, width)));
+                lines.push(Line::from(fit_ranked(&parts, width)));
             }
         } else {
             let d = row.device.as_ref();

@@ -21,7 +21,7 @@ use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
 use neuron_backend::workloads::{
-    run_with_hooks, FnHooks, GptShape, RunReport, StepReport, Workload, WorkloadConfig,
+    run_with_hooks, FnHooks, GptShape, Optimizer, RunReport, StepReport, Workload, WorkloadConfig,
 };
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
@@ -65,6 +65,9 @@ pub struct RunRequest {
     pub perfetto: bool,
     /// Show the steps done on standard error (when it is a terminal).
     pub progress: bool,
+    /// The `gpt` workload's optimizer; `None`: AdamW with numerics, SGD without
+    /// (`WorkloadConfig::optimizer`).
+    pub optimizer: Option<Optimizer>,
 }
 
 /// What `--profile` sets: the profiler's options, as torch.profiler's arguments.
@@ -167,6 +170,7 @@ impl RunRequest {
             profile: ProfileSpec::default(),
             perfetto: false,
             progress: false,
+            optimizer: None,
         }
     }
 
@@ -177,8 +181,9 @@ impl RunRequest {
     /// a rank's host time is what its ops cost eager PyTorch (modeled) and its device
     /// time what the timing model says: neither depends on how the threads were
     /// scheduled. So the run's traces are the same on every run and every machine —
-    /// numerics on or off (`demo --numerics off` only saves the arithmetic) — and rank
-    /// 2 is the rank the others wait for.
+    /// numerics on or off (`demo --numerics off` only saves the arithmetic: the
+    /// optimizer is AdamW either way, where `run gpt --numerics off` takes a stateless
+    /// SGD) — and rank 2 is the rank the others wait for.
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,
@@ -188,6 +193,7 @@ impl RunRequest {
             numerics: true,
             gpt: Some(DEMO_GPT),
             perfetto: true,
+            optimizer: Some(Optimizer::AdamW),
             ..RunRequest::new("gpt")
         }
     }
@@ -361,6 +367,7 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     let dp = (config.ranks / config.tp.max(1)).max(1);
     config.batch = config.batch.div_ceil(dp) * dp;
     config.numerics = request.numerics;
+    config.optimizer = request.optimizer;
     if let Some(shape) = request.gpt {
         config.gpt = shape;
     }

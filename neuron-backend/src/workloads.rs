@@ -90,6 +90,15 @@ impl Workload {
     }
 }
 
+/// The optimizer of the `gpt` workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Optimizer {
+    /// AdamW (two moment tensors per parameter).
+    AdamW,
+    /// Plain SGD without momentum: no optimizer state.
+    Sgd,
+}
+
 /// How to run a workload.
 #[derive(Debug, Clone)]
 pub struct WorkloadConfig {
@@ -134,6 +143,10 @@ pub struct WorkloadConfig {
     pub detail: RecordDetail,
     /// What each op costs the host (eager PyTorch's measured figures by default).
     pub host_cost: HostCost,
+    /// The `gpt` workload's optimizer. `None`: AdamW with numerics and SGD without
+    /// (the timing-only presets keep optimizer memory small). A run that must give the
+    /// same trace with numerics on and off (the demo) names one.
+    pub optimizer: Option<Optimizer>,
 }
 
 impl WorkloadConfig {
@@ -167,6 +180,7 @@ impl WorkloadConfig {
             topology: None,
             detail: RecordDetail::Instructions,
             host_cost: HostCost::eager_pytorch(),
+            optimizer: None,
         }
     }
 

@@ -325,11 +325,15 @@ pub(crate) fn train(
         if config.clip_norm > 0.0 {
             clip_grad_norm(&mut grads, config.clip_norm)?;
         }
-        if config.numerics {
-            adamw.step(&mut model.params, &grads)?;
+        let optimizer = config.optimizer.unwrap_or(if config.numerics {
+            super::Optimizer::AdamW
         } else {
             // Timing-only presets: a stateless update keeps optimizer memory small.
-            sgd.step(&mut model.params, &grads)?;
+            super::Optimizer::Sgd
+        });
+        match optimizer {
+            super::Optimizer::AdamW => adamw.step(&mut model.params, &grads)?,
+            super::Optimizer::Sgd => sgd.step(&mut model.params, &grads)?,
         }
         let report = StepReport {
             rank: rank.rank(),

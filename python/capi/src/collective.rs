@@ -15,7 +15,7 @@ use neuron_backend::dist::Topology;
 use neuron_backend::ExternalCollective;
 use runtime_hooks::CollectiveOp;
 
-use crate::device::{device, runtime};
+use crate::device::{device, link_profile};
 use crate::error::{fail, guard, NPC_ERR_ARGUMENT, NPC_OK};
 
 /// One collective call (plain data; the Rust name of `npc_collective_t`).
@@ -83,12 +83,11 @@ static TOPOLOGY: OnceLock<Result<Topology, String>> = OnceLock::new();
 fn topology() -> Result<&'static Topology, String> {
     TOPOLOGY
         .get_or_init(|| {
-            let runtime = runtime()?;
-            let profile = runtime
-                .device(0)
-                .map_err(|e| e.to_string())?
-                .profile()
-                .clone();
+            // Not this device's own profile: a straggler's (NEURONPROF_STRAGGLER) has
+            // its DMA and HBM rates divided, and links built from it would make its
+            // bandwidth-bound collectives cost more than its peers' (rank 2 of a 2x
+            // straggler run ended each KangaRing all-reduce 835 us after the others).
+            let profile = link_profile()?.clone();
             match std::env::var("NEURONPROF_TOPOLOGY") {
                 Ok(name) if !name.is_empty() => {
                     Topology::builtin(&name, &profile).ok_or_else(|| {

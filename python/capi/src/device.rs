@@ -120,10 +120,25 @@ pub struct NpcMemoryStats {
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
+/// The device profile the runtime started with, before a straggler's slowdown: what
+/// the links between the ranks are built from (`collective::topology`), so that every
+/// rank process costs a collective alike, as the single-process ranks share one
+/// topology built from the unslowed profile (`dist::World`).
+static LINK_PROFILE: OnceLock<DeviceProfile> = OnceLock::new();
+
+/// The unslowed profile of the process's runtime (starting it if needed).
+pub(crate) fn link_profile() -> Result<&'static DeviceProfile, String> {
+    runtime()?;
+    LINK_PROFILE
+        .get()
+        .ok_or_else(|| "the runtime started without a device profile".to_owned())
+}
+
 fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
     let name = profile.unwrap_or("trn2");
     let mut profile = DeviceProfile::builtin(name)
         .ok_or_else(|| format!("unknown device profile {name:?} (trn2, trn2-lnc1, trn3, ...)"))?;
+    let _ = LINK_PROFILE.set(profile.clone());
     if let Some(factor) = straggler_factor(
         std::env::var("NEURONPROF_STRAGGLER").ok().as_deref(),
         std::env::var("RANK").ok().as_deref(),

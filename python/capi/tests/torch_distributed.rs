@@ -608,6 +608,34 @@ fn a_slower_device_is_named_the_straggler() {
     assert_eq!(losses(&neuron).len(), 4 * 5);
     let traces = traces_in(&traces_dir);
     assert_eq!(traces.len(), 4, "{traces:?}");
+    // Every collective ends at the same instant on every rank, the slow one too: its
+    // device is slower, not its links (before, its bandwidth-bound all-reduces ended
+    // 835 us after the others' every step).
+    let ends: Vec<Vec<(String, f64)>> = (0..4)
+        .map(|rank| {
+            let trace = trace_of_rank(&traces, rank);
+            let mut mine: Vec<(String, f64)> = kernels_named(&trace, "ncclKernel_")
+                .into_iter()
+                .map(|k| (k["name"].as_str().unwrap().to_owned(), end(k)))
+                .collect();
+            mine.sort_by(|a, b| a.1.total_cmp(&b.1));
+            mine
+        })
+        .collect();
+    assert!(!ends[0].is_empty(), "no collective kernels on rank 0");
+    for rank in 1..4 {
+        assert_eq!(ends[rank].len(), ends[0].len(), "rank {rank}");
+        for (a, b) in ends[0].iter().zip(&ends[rank]) {
+            assert_eq!(a.0, b.0);
+            assert!(
+                (a.1 - b.1).abs() <= 1.0,
+                "{} ends at {} us on rank 0 and {} us on rank {rank}",
+                a.0,
+                a.1,
+                b.1
+            );
+        }
+    }
 
     let set = analysis::load_paths(&traces, &analysis::LoadOptions::default()).unwrap();
     let report = analysis::analyze(&set, &analysis::ReportOptions::default());

@@ -181,9 +181,13 @@ impl RunRequest {
     /// a rank's host time is what its ops cost eager PyTorch (modeled) and its device
     /// time what the timing model says: neither depends on how the threads were
     /// scheduled. So the run's traces are the same on every run and every machine —
-    /// numerics on or off (`demo --numerics off` only saves the arithmetic: the
-    /// optimizer is AdamW either way, where `run gpt --numerics off` takes a stateless
-    /// SGD) — and rank 2 is the rank the others wait for.
+    /// numerics on — and rank 2 is the rank the others wait for. `demo --numerics off`
+    /// is a lighter program, not the same one: timing only, the `gpt` workload updates
+    /// with a stateless SGD instead of AdamW (6.2 ms steps instead of 10.8 ms). Naming
+    /// AdamW there (`optimizer`) gives the numerics-on traces exactly (the backend's
+    /// `a_workload_timeline_is_the_same_on_a_loaded_machine` test), but a release build
+    /// then outruns the profiler's drainer on two ranks (about 15,000 records dropped,
+    /// a step lost), so the demo keeps SGD until that is fixed.
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,
@@ -193,7 +197,6 @@ impl RunRequest {
             numerics: true,
             gpt: Some(DEMO_GPT),
             perfetto: true,
-            optimizer: Some(Optimizer::AdamW),
             ..RunRequest::new("gpt")
         }
     }

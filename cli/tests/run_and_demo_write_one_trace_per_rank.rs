@@ -30,8 +30,8 @@ fn scratch(name: &str) -> PathBuf {
 fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
     let _serial = serial();
     let cwd = scratch("demo");
-    // Timing only: the same traces as the default (numerics on), without the
-    // arithmetic a debug build takes minutes over.
+    // Timing only (the default computes values): the same ranks and steps, a stateless
+    // SGD instead of AdamW, without the arithmetic a debug build takes minutes over.
     let out = neuronprof(&["demo", "--numerics", "off"], &cwd);
     assert!(
         out.status.success(),

@@ -21,7 +21,7 @@ use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
 use neuron_backend::workloads::{
-    run_with_hooks, FnHooks, GptShape, Optimizer, RunReport, StepReport, Workload, WorkloadConfig,
+    run_with_hooks, FnHooks, GptShape, RunReport, StepReport, Workload, WorkloadConfig,
 };
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
@@ -65,9 +65,6 @@ pub struct RunRequest {
     pub perfetto: bool,
     /// Show the steps done on standard error (when it is a terminal).
     pub progress: bool,
-    /// The `gpt` workload's optimizer; `None`: AdamW with numerics, SGD without
-    /// (`WorkloadConfig::optimizer`).
-    pub optimizer: Option<Optimizer>,
 }
 
 /// What `--profile` sets: the profiler's options, as torch.profiler's arguments.
@@ -170,7 +167,6 @@ impl RunRequest {
             profile: ProfileSpec::default(),
             perfetto: false,
             progress: false,
-            optimizer: None,
         }
     }
 
@@ -184,7 +180,7 @@ impl RunRequest {
     /// numerics on — and rank 2 is the rank the others wait for. `demo --numerics off`
     /// is a lighter program, not the same one: timing only, the `gpt` workload updates
     /// with a stateless SGD instead of AdamW (6.2 ms steps instead of 10.8 ms). Naming
-    /// AdamW there (`optimizer`) gives the numerics-on traces exactly (the backend's
+    /// AdamW there (`WorkloadConfig::optimizer`) gives the numerics-on traces exactly (the backend's
     /// `a_workload_timeline_is_the_same_on_a_loaded_machine` test), but a release build
     /// then outruns the profiler's drainer on two ranks (about 15,000 records dropped,
     /// a step lost), so the demo keeps SGD until that is fixed.
@@ -370,7 +366,6 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     let dp = (config.ranks / config.tp.max(1)).max(1);
     config.batch = config.batch.div_ceil(dp) * dp;
     config.numerics = request.numerics;
-    config.optimizer = request.optimizer;
     if let Some(shape) = request.gpt {
         config.gpt = shape;
     }

@@ -57,8 +57,8 @@ pub fn fit_ranked(parts: &[(u8, String)], width: usize) -> String {
     let mut used = 0usize;
     for i in order {
         let len = parts[i].1.chars().count();
-        let extra = if used == 0 { len } else { len + 1 };
-        if used > 0 && used + extra > width {
+        let extra = if i == 0 { len } else { len + 1 };
+        if i > 0 && used + extra > width {
             continue;
         }
         keep[i] = true;
@@ -76,18 +76,8 @@ pub fn fit_ranked(parts: &[(u8, String)], width: usize) -> String {
 /// Joins `parts` with spaces, leaving out the parts (after the first) that would not
 /// fit in `width` columns.
 pub fn fit(parts: &[String], width: usize) -> String {
-    let mut out = String::new();
-    for (i, part) in parts.iter().enumerate() {
-        let extra = if i == 0 { 0 } else { 1 } + part.chars().count();
-        if i > 0 && out.chars().count() + extra > width {
-            continue;
-        }
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(part);
-    }
-    out
+    let ranked: Vec<(u8, String)> = parts.iter().map(|p| (0, p.clone())).collect();
+    fit_ranked(&ranked, width)
 }
 
 /// `rank<N>` for a `<pid>/rank<N>` tag, the tag otherwise.

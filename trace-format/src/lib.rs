@@ -244,7 +244,10 @@ pub use meta::{
     DeviceProperties, DistributedInfo, MetaEntry, Placement, ProcessGroupConfig, TraceMeta,
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
-pub use retime::{retime, retime_path, MarkerValue, RetimeError, RetimeOptions, RetimeStats};
+pub use retime::{
+    retime, retime_path, AppendContext, AppendEvents, MarkerValue, RetimeError, RetimeOptions,
+    RetimeStats,
+};
 pub use sink::{
     from_fn, CollectSink, CountingSink, EventMapper, EventText, FnSink, OwnedEvent, ParallelSink,
     TextSpan, TraceSink,

@@ -19,6 +19,9 @@
 //! - a number keeps its spelling: as many decimals as it had, or more if the new value
 //!   needs them (three stay three: `12.300`, as PyTorch's Python exporter writes; trimmed
 //!   stays trimmed: `12.3`, as libkineto writes), and an unchanged value keeps its text;
+//! - with [`RetimeOptions::append`], events made by the caller are added at the end of
+//!   `traceEvents` (the extension writes the device's engine rows there, which Kineto has
+//!   no activity type for), told the time span of the kept events and the base time;
 //! - one top-level member, [`RetimeOptions::marker`], is added before the closing brace
 //!   (so a retimed trace says so, and is never retimed twice: [`retime`] refuses a
 //!   document that already has the marker key).
@@ -35,10 +38,26 @@ use flate2::bufread::MultiGzDecoder;
 use flate2::write::GzEncoder;
 
 use crate::error::{Location, ReadError};
+use crate::event::Event;
 use crate::time::parse_us_to_ns;
 
 /// Makes the value of [`RetimeOptions::marker`] from what was done.
 pub type MarkerValue<'a> = &'a dyn Fn(&RetimeStats) -> String;
+
+/// Makes the events [`RetimeOptions::append`] adds: called once, at the end of
+/// `traceEvents`, with what the document holds; each event given to the sink is written
+/// (times absolute, like every [`Event`]'s, written relative to the document's base).
+pub type AppendEvents<'a> = &'a dyn Fn(&AppendContext, &mut dyn FnMut(&Event<'_>));
+
+/// What an [`AppendEvents`] is told about the document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AppendContext {
+    /// The first start and the last end of the kept events ([`RetimeOptions::
+    /// keep_categories`]), ns since the Unix epoch; `None` without any.
+    pub kept_span_ns: Option<(i64, i64)>,
+    /// The document's `baseTimeNanoseconds`.
+    pub base_time_ns: Option<i64>,
+}
 
 /// What [`retime`] leaves alone and what it adds.
 #[derive(Clone, Default)]
@@ -53,6 +72,9 @@ pub struct RetimeOptions<'a> {
     /// `traceEvents` (older libkineto): [`retime`] reads in one pass and refuses such a
     /// document without it ([`RetimeError::LateBaseTime`]); [`retime_path`] finds it.
     pub base_time_ns: Option<i64>,
+    /// Events to add at the end of `traceEvents` (see [`AppendEvents`]); they are
+    /// counted in [`RetimeStats::appended`], not in `events`.
+    pub append: Option<AppendEvents<'a>>,
 }
 
 impl std::fmt::Debug for RetimeOptions<'_> {
@@ -61,6 +83,7 @@ impl std::fmt::Debug for RetimeOptions<'_> {
             .field("keep_categories", &self.keep_categories)
             .field("marker", &self.marker.as_ref().map(|(key, _)| key))
             .field("base_time_ns", &self.base_time_ns)
+            .field("append", &self.append.is_some())
             .finish()
     }
 }
@@ -74,6 +97,10 @@ pub struct RetimeStats {
     pub retimed: u64,
     /// Events kept because of their category.
     pub kept: u64,
+    /// Events added by [`RetimeOptions::append`].
+    pub appended: u64,
+    /// The first start and the last end of the kept events, ns since the Unix epoch.
+    pub kept_span_ns: Option<(i64, i64)>,
     /// Bytes of JSON read.
     pub bytes_in: u64,
 }
@@ -325,6 +352,22 @@ pub fn retime(
                 match scan.peek()? {
                     Some(b']') => {
                         scan.next()?;
+                        if let Some(append) = options.append {
+                            let context = AppendContext {
+                                kept_span_ns: stats.kept_span_ns,
+                                base_time_ns: base_ns,
+                            };
+                            let mut written = index;
+                            append(&context, &mut |event: &Event<'_>| {
+                                if written > 0 {
+                                    out.push(b',');
+                                }
+                                out.extend_from_slice(b"\n  ");
+                                crate::writer::write_event_json(&mut out, event, base_ns);
+                                written += 1;
+                                stats.appended += 1;
+                            });
+                        }
                         out.push(b']');
                         break;
                     }
@@ -555,6 +598,15 @@ fn rewrite_event(
     let Some(ts) = ts.filter(|_| !kept) else {
         if kept {
             stats.kept += 1;
+            let time = |span: Option<Span>| span.and_then(|s| number_ns(&event[s.start..s.end]));
+            if let Some(start) = time(ts) {
+                let start = start.saturating_add(base_ns.unwrap_or(0));
+                let end = start.saturating_add(time(dur).unwrap_or(0).max(0));
+                stats.kept_span_ns = Some(match stats.kept_span_ns {
+                    Some((first, last)) => (first.min(start), last.max(end)),
+                    None => (start, end),
+                });
+            }
         }
         out.extend_from_slice(event);
         return;
@@ -717,10 +769,71 @@ mod tests {
             keep_categories: keep.iter().map(|s| s.to_string()).collect(),
             marker: Some(("retimed".into(), &marker)),
             base_time_ns: None,
+            append: None,
         };
         let mut out = Vec::new();
         let stats = retime(text.as_bytes(), &mut out, "t.json", &options, map).unwrap();
         (String::from_utf8(out).unwrap(), stats)
+    }
+
+    #[test]
+    fn appended_events_go_last_relative_to_the_base_and_see_the_kept_span() {
+        let text = r#"{"baseTimeNanoseconds": 1000000, "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 50},
+  {"ph": "X", "cat": "kernel", "name": "k", "ts": 12.5, "dur": 3},
+  {"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 1.25}
+]}"#;
+        let seen = std::cell::Cell::new(None);
+        let append = |context: &AppendContext, sink: &mut dyn FnMut(&Event<'_>)| {
+            seen.set(Some(*context));
+            let (start, _) = context.kept_span_ns.unwrap();
+            sink(&Event::complete(
+                crate::Category::Other("neuron_instruction".into()),
+                "matmul",
+                0i64,
+                1000i64,
+                start + 500,
+                1_500,
+            ));
+        };
+        let options = RetimeOptions {
+            keep_categories: vec!["kernel".into()],
+            append: Some(&append),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let stats = retime(text.as_bytes(), &mut out, "t.json", &options, |t| t).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            seen.get(),
+            Some(AppendContext {
+                kept_span_ns: Some((1_012_500, 1_021_250)),
+                base_time_ns: Some(1_000_000),
+            })
+        );
+        assert_eq!((stats.events, stats.kept, stats.appended), (3, 2, 1));
+        let value: serde_json::Value = serde_json::from_str(&out).expect(&out);
+        let events = value["traceEvents"].as_array().unwrap();
+        assert_eq!(events.len(), 4);
+        assert_eq!(events[3]["cat"], "neuron_instruction");
+        assert_eq!(events[3]["ts"].as_f64(), Some(13.0));
+        assert_eq!(events[3]["dur"].as_f64(), Some(1.5));
+        // Nothing to add into an empty array: still a valid document.
+        let empty = |_: &AppendContext, _: &mut dyn FnMut(&Event<'_>)| {};
+        let options = RetimeOptions {
+            append: Some(&empty),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        retime(
+            &br#"{"traceEvents": []}"#[..],
+            &mut out,
+            "e.json",
+            &options,
+            |t| t,
+        )
+        .unwrap();
+        assert_eq!(out, br#"{"traceEvents": []}"#);
     }
 
     #[test]
@@ -759,6 +872,9 @@ mod tests {
                 events: 4,
                 retimed: 3,
                 kept: 1,
+                appended: 0,
+                // The kernel: 12.25 µs for 3 µs after the 1 ms base.
+                kept_span_ns: Some((1_012_250, 1_015_250)),
                 bytes_in: text.len() as u64,
             }
         );

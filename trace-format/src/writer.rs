@@ -11,6 +11,12 @@ use crate::json::write_spaced;
 use crate::meta::{MetaEntry, Placement, TraceMeta, KNOWN_KEYS};
 pub use output::Output;
 
+/// One event as [`TraceWriter`] writes it (times relative to `base_time_ns`), for
+/// writers that place events themselves ([`crate::retime`]'s appended events).
+pub(crate) fn write_event_json(out: &mut Vec<u8>, event: &Event<'_>, base_time_ns: Option<i64>) {
+    format::write_event(out, event, base_time_ns);
+}
+
 /// Writer settings.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

@@ -19,6 +19,7 @@ fn options(keep: &[&str], base_time_ns: Option<i64>) -> RetimeOptions<'static> {
         keep_categories: keep.iter().map(|s| s.to_string()).collect(),
         marker: Some((MARKER.to_owned(), &marker)),
         base_time_ns,
+        append: None,
     }
 }
 

@@ -17,8 +17,8 @@ use trace_format::{ArgValue, Args, Category, Event, FlowEnd, RawJson, TraceMeta,
 
 use crate::config::{DeviceInfo, ProfilerConfig};
 use crate::model::{
-    device_annotations, Collective, DeviceKind, HostKind, HostSpan, SyncKind, TraceModel,
-    EVENT_RECORD_NAME, STREAM_WAIT_NAME,
+    device_annotations, Collective, DeviceKind, DmaSpan, HostKind, HostSpan, Instruction, SyncKind,
+    TraceModel, EVENT_RECORD_NAME, STREAM_WAIT_NAME,
 };
 
 /// First tid of the engine-instruction tracks of a device: 1000 + 100 × core + engine.
@@ -264,45 +264,12 @@ pub(crate) fn write_events<W: Write>(
         };
         writer.write_event(&e)?;
     }
+    let unix = |ns: u64| window.unix_ns(ns);
     for i in &model.instructions {
-        let mut e = Event::complete(
-            Category::Other(Cow::Borrowed(INSTRUCTION_CATEGORY)),
-            i.name.to_string(),
-            i64::from(i.device),
-            engine_tid(i.core, i.engine) as i64,
-            window.unix_ns(i.start_ns),
-            (i.end_ns - i.start_ns) as i64,
-        )
-        .with_arg("device", i64::from(i.device))
-        .with_arg("core", i64::from(i.core))
-        .with_arg("engine", engine_name(config, i.device, i.engine))
-        .with_arg("kernel correlation", i.corr_id);
-        if i.flops > 0 {
-            e = e.with_arg("flops", i.flops);
-        }
-        writer.write_event(&e)?;
+        writer.write_event(&instruction_event(i, config, &unix))?;
     }
     for d in &model.dmas {
-        let dur_ns = d.end_ns - d.start_ns;
-        let mut e = Event::complete(
-            Category::Other(Cow::Borrowed(DMA_CATEGORY)),
-            format!("dma {}", direction_name(d.direction)),
-            i64::from(d.device),
-            (DMA_TID_BASE + u64::from(d.queue)) as i64,
-            window.unix_ns(d.start_ns),
-            dur_ns as i64,
-        )
-        .with_arg("device", i64::from(d.device))
-        .with_arg("dma queue", i64::from(d.queue))
-        .with_arg("kernel correlation", d.corr_id)
-        .with_arg("bytes", d.bytes);
-        if dur_ns > 0 {
-            e = e.with_arg(
-                "memory bandwidth (GB/s)",
-                round3(d.bytes as f64 / dur_ns as f64),
-            );
-        }
-        writer.write_event(&e)?;
+        writer.write_event(&dma_event(d, &unix))?;
     }
     for m in &model.memory {
         let mut e = Event::instant(
@@ -368,6 +335,87 @@ pub(crate) fn write_events<W: Write>(
 
 fn round3(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
+}
+
+/// An engine instruction as a `neuron_instruction` row on its engine's track
+/// (`unix_ns`: the window's timeline onto the Unix epoch).
+pub(crate) fn instruction_event<'a>(
+    i: &'a Instruction,
+    config: &ProfilerConfig,
+    unix_ns: &dyn Fn(u64) -> i64,
+) -> Event<'a> {
+    let mut e = Event::complete(
+        Category::Other(Cow::Borrowed(INSTRUCTION_CATEGORY)),
+        i.name.to_string(),
+        i64::from(i.device),
+        engine_tid(i.core, i.engine) as i64,
+        unix_ns(i.start_ns),
+        (i.end_ns - i.start_ns) as i64,
+    )
+    .with_arg("device", i64::from(i.device))
+    .with_arg("core", i64::from(i.core))
+    .with_arg("engine", engine_name(config, i.device, i.engine))
+    .with_arg("kernel correlation", i.corr_id);
+    if i.flops > 0 {
+        e = e.with_arg("flops", i.flops);
+    }
+    e
+}
+
+/// A DMA transfer as a `neuron_dma` row on its queue's track.
+pub(crate) fn dma_event(d: &DmaSpan, unix_ns: &dyn Fn(u64) -> i64) -> Event<'static> {
+    let dur_ns = d.end_ns - d.start_ns;
+    let mut e = Event::complete(
+        Category::Other(Cow::Borrowed(DMA_CATEGORY)),
+        format!("dma {}", direction_name(d.direction)),
+        i64::from(d.device),
+        (DMA_TID_BASE + u64::from(d.queue)) as i64,
+        unix_ns(d.start_ns),
+        dur_ns as i64,
+    )
+    .with_arg("device", i64::from(d.device))
+    .with_arg("dma queue", i64::from(d.queue))
+    .with_arg("kernel correlation", d.corr_id)
+    .with_arg("bytes", d.bytes);
+    if dur_ns > 0 {
+        e = e.with_arg(
+            "memory bandwidth (GB/s)",
+            round3(d.bytes as f64 / dur_ns as f64),
+        );
+    }
+    e
+}
+
+/// The engine and DMA-queue tracks of `instructions` and `dmas`: (device, tid, name);
+/// an engine is named with its core on a device whose instructions use several.
+pub(crate) fn engine_tracks<'a>(
+    instructions: impl Iterator<Item = &'a Instruction> + Clone,
+    dmas: impl Iterator<Item = &'a DmaSpan>,
+    config: &ProfilerConfig,
+) -> BTreeSet<(u16, u64, String)> {
+    let multi_core: BTreeSet<u16> = instructions
+        .clone()
+        .filter(|i| i.core > 0)
+        .map(|i| i.device)
+        .collect();
+    let mut tracks = BTreeSet::new();
+    for i in instructions {
+        let engine = engine_name(config, i.device, i.engine);
+        let name = if multi_core.contains(&i.device) {
+            format!("{engine} (core {})", i.core)
+        } else {
+            engine
+        };
+        tracks.insert((i.device, engine_tid(i.core, i.engine), name));
+    }
+    for d in dmas {
+        tracks.insert((
+            d.device,
+            DMA_TID_BASE + u64::from(d.queue),
+            format!("DMA queue {}", d.queue),
+        ));
+    }
+    tracks
 }
 
 fn engine_tid(core: u8, engine: u8) -> u64 {
@@ -528,30 +576,13 @@ fn metadata_rows(
         };
         tracks.insert((d.device, u64::from(d.queue), name));
     }
-    let multi_core: BTreeSet<u16> = model
-        .instructions
-        .iter()
-        .filter(|i| i.core > 0)
-        .map(|i| i.device)
-        .collect();
-    for i in &model.instructions {
-        devices.insert(i.device);
-        let engine = engine_name(config, i.device, i.engine);
-        let name = if multi_core.contains(&i.device) {
-            format!("{engine} (core {})", i.core)
-        } else {
-            engine
-        };
-        tracks.insert((i.device, engine_tid(i.core, i.engine), name));
-    }
-    for d in &model.dmas {
-        devices.insert(d.device);
-        tracks.insert((
-            d.device,
-            DMA_TID_BASE + u64::from(d.queue),
-            format!("DMA queue {}", d.queue),
-        ));
-    }
+    devices.extend(model.instructions.iter().map(|i| i.device));
+    devices.extend(model.dmas.iter().map(|d| d.device));
+    tracks.extend(engine_tracks(
+        model.instructions.iter(),
+        model.dmas.iter(),
+        config,
+    ));
     devices.extend(model.counters.iter().map(|c| c.device));
     for device in devices {
         let dpid = i64::from(device);

@@ -190,7 +190,9 @@ pub use emit::{
 pub use error::ProfilerError;
 pub use handler::{tensorboard_trace_handler, OnTraceReady, TensorboardTraceHandler};
 pub use key_averages::{format_time, KeyAverage, KeyAverages, SortBy};
-pub use plugin::{plugin_window, PluginActivity, PluginActivityKind, PluginWindow};
+pub use plugin::{
+    plugin_window, PluginActivity, PluginActivityKind, PluginEngineRows, PluginWindow,
+};
 pub use ranks::{RankOf, RankSteps, SharedProfiler};
 pub use result::{ActivityCounts, ProfileResult};
 pub use run::{run_profiled, ProfiledRun, RunOptions};

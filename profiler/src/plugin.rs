@@ -12,13 +12,28 @@
 //! events itself when the allocator reports them (`c10::reportMemoryUsageToProfiler`),
 //! and a second copy would double them. Operators and user ranges are not here either:
 //! PyTorch records its own.
+//!
+//! Engine instructions and DMA transfers ([`DeviceDetail::Instructions`]) are not
+//! activities either: Kineto has no activity type for them (a plugin's activities are
+//! written with their type's category, and PyTorch files every device activity of a
+//! plugin into `key_averages()`, where engine rows would add their time to the
+//! kernels'). They come back as [`PluginEngineRows`], which the plugin's host writes
+//! into the trace file after PyTorch did (as `neuron_instruction` / `neuron_dma` rows on
+//! the device's engine and DMA-queue tracks, exactly as this crate's own traces have
+//! them: [`PluginEngineRows::events_between`]).
 
 use std::sync::Arc;
 
 use runtime_hooks::{clock::ClockAnchor, Record, RuntimeCallKind, ThreadStats};
 
+use trace_format::{Args, Event};
+
 use crate::config::{Activity, DeviceDetail, ProfilerConfig};
-use crate::model::{build, DeviceKind, HostKind, SyncKind, EVENT_RECORD_NAME, STREAM_WAIT_NAME};
+use crate::emit::{dma_event, engine_tracks, instruction_event};
+use crate::model::{
+    build, DeviceKind, DmaSpan, HostKind, Instruction, SyncKind, EVENT_RECORD_NAME,
+    STREAM_WAIT_NAME,
+};
 
 /// What a [`PluginActivity`] is, in Kineto's activity types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,22 +95,101 @@ pub struct PluginWindow {
     pub activities: Vec<PluginActivity>,
     /// Records the conversion could not use (unpaired begins or ends).
     pub unpaired_records: u64,
+    /// Engine instructions and DMA transfers (empty unless the window was converted
+    /// with [`DeviceDetail::Instructions`]).
+    pub engine_rows: PluginEngineRows,
+}
+
+/// The engine instructions and DMA transfers of a window, for the trace file (see the
+/// module docs).
+#[derive(Debug, Clone, Default)]
+pub struct PluginEngineRows {
+    instructions: Vec<Instruction>,
+    dmas: Vec<DmaSpan>,
+    anchor: Option<ClockAnchor>,
+}
+
+impl PluginEngineRows {
+    /// Instructions and transfers held.
+    pub fn len(&self) -> usize {
+        self.instructions.len() + self.dmas.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps at most `max` rows (the earliest instructions first, then transfers);
+    /// returns how many were let go.
+    pub fn truncate(&mut self, max: usize) -> u64 {
+        let before = self.len();
+        self.instructions.truncate(max);
+        self.dmas.truncate(max - self.instructions.len());
+        (before - self.len()) as u64
+    }
+
+    /// The rows that start in `[from_unix_ns, to_unix_ns]`, as Kineto events
+    /// (`neuron_instruction` and `neuron_dma`, with the args this crate's traces give
+    /// them: device, core, engine, `kernel correlation`, flops, bytes), preceded by a
+    /// `thread_name` and a `thread_sort_index` row for each of their tracks (stamped
+    /// `from_unix_ns`); each goes to `write`. Returns the number of rows (metadata
+    /// excluded).
+    pub fn events_between(
+        &self,
+        from_unix_ns: i64,
+        to_unix_ns: i64,
+        mut write: impl FnMut(&Event<'_>),
+    ) -> u64 {
+        let Some(anchor) = self.anchor else {
+            return 0;
+        };
+        let unix = |ns: u64| i64::try_from(anchor.to_unix_ns(ns)).unwrap_or(i64::MAX);
+        let inside = |ns: u64| (from_unix_ns..=to_unix_ns).contains(&unix(ns));
+        let instructions = self.instructions.iter().filter(|i| inside(i.start_ns));
+        let dmas = self.dmas.iter().filter(|d| inside(d.start_ns));
+        let config = ProfilerConfig::default();
+        for (device, tid, name) in engine_tracks(instructions.clone(), dmas.clone(), &config) {
+            let (pid, tid) = (i64::from(device), tid as i64);
+            let row = |kind: &'static str, args: Args<'static>| {
+                Event::metadata(kind, pid, tid, from_unix_ns, args)
+            };
+            write(&row("thread_name", Args::new().with("name", name)));
+            write(&row(
+                "thread_sort_index",
+                Args::new().with("sort_index", tid),
+            ));
+        }
+        let mut rows = 0;
+        for i in instructions {
+            write(&instruction_event(i, &config, &unix));
+            rows += 1;
+        }
+        for d in dmas {
+            write(&dma_event(d, &unix));
+            rows += 1;
+        }
+        rows
+    }
 }
 
 /// Converts drained records (with the threads' statistics, for OS thread ids) into the
 /// window's runtime calls and device activities; `anchor` turns the process timeline
-/// into wall time ([`runtime_hooks::clock::anchor`]).
+/// into wall time ([`runtime_hooks::clock::anchor`]). With
+/// [`DeviceDetail::Instructions`], the window's engine instructions and DMA transfers
+/// are kept too ([`PluginWindow::engine_rows`]).
 pub fn plugin_window(
     records: &[Record],
     threads: &[ThreadStats],
     anchor: &ClockAnchor,
+    detail: DeviceDetail,
 ) -> PluginWindow {
     let config = ProfilerConfig {
         activities: vec![Activity::Neuron],
-        device_detail: DeviceDetail::Kernels,
+        device_detail: detail,
         ..ProfilerConfig::default()
     };
-    let model = build(records, threads, &config, 0);
+    let mut model = build(records, threads, &config, 0);
     let unix = |ns: u64| i64::try_from(anchor.to_unix_ns(ns)).unwrap_or(i64::MAX);
     let mut activities = Vec::with_capacity(model.host.len() + model.device.len());
     for span in &model.host {
@@ -159,16 +253,22 @@ pub fn plugin_window(
             wait_on: sync.paired.filter(|_| !start),
         });
     }
+    let engine_rows = PluginEngineRows {
+        instructions: std::mem::take(&mut model.instructions),
+        dmas: std::mem::take(&mut model.dmas),
+        anchor: Some(*anchor),
+    };
     PluginWindow {
         activities,
         unpaired_records: model.unpaired_records,
+        engine_rows,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runtime_hooks::{KernelPayload, RuntimeCallPayload};
+    use runtime_hooks::{DmaDirection, KernelPayload, RuntimeCallPayload};
 
     #[test]
     fn memory_changes_are_left_to_pytorch_and_only_launches_start_flows() {
@@ -200,7 +300,7 @@ mod tests {
             }
             .into(),
         );
-        let window = plugin_window(&[sync, memory], &[], &anchor);
+        let window = plugin_window(&[sync, memory], &[], &anchor, DeviceDetail::Kernels);
         assert_eq!(window.activities.len(), 1, "{:?}", window.activities);
         assert_eq!(
             window.activities[0].kind,
@@ -244,7 +344,7 @@ mod tests {
             }
             .into(),
         );
-        let window = plugin_window(&[launch, kernel], &[], &anchor);
+        let window = plugin_window(&[launch, kernel], &[], &anchor, DeviceDetail::Kernels);
         assert_eq!(window.activities.len(), 2);
         let (host, device) = (&window.activities[0], &window.activities[1]);
         assert_eq!(host.kind, PluginActivityKind::Runtime { launch: true });
@@ -253,6 +353,109 @@ mod tests {
         assert_eq!(device.kind, PluginActivityKind::Kernel);
         assert_eq!((device.device, device.corr_id), (1, 77));
         assert_eq!(device.end_unix_ns - device.start_unix_ns, 1_000);
+    }
+
+    #[test]
+    fn engine_rows_are_kept_apart_from_the_activities_with_instruction_detail() {
+        let anchor = ClockAnchor {
+            monotonic_ns: 0,
+            unix_ns: 1_700_000_000_000_000_000,
+        };
+        let kernel = Record::new(
+            runtime_hooks::RecordKind::Kernel,
+            runtime_hooks::Phase::Complete,
+            0,
+            3_000,
+            4_000,
+            KernelPayload {
+                name_id: runtime_hooks::intern("graph_0_0_forward"),
+                corr_id: 9,
+                ..Default::default()
+            }
+            .into(),
+        );
+        let instruction = |engine: u8, span: (u64, u64)| {
+            Record::new(
+                runtime_hooks::RecordKind::Instruction,
+                runtime_hooks::Phase::Complete,
+                0,
+                span.0,
+                span.1,
+                runtime_hooks::InstructionPayload {
+                    name_id: runtime_hooks::intern("matmul"),
+                    engine,
+                    corr_id: 9,
+                    flops: 4096,
+                    ..Default::default()
+                }
+                .into(),
+            )
+        };
+        let dma = Record::new(
+            runtime_hooks::RecordKind::Dma,
+            runtime_hooks::Phase::Complete,
+            DmaDirection::HostToDevice as u16,
+            3_000,
+            3_400,
+            runtime_hooks::DmaPayload {
+                queue: 3,
+                corr_id: 9,
+                bytes: 4_000,
+                ..Default::default()
+            }
+            .into(),
+        );
+        let records = [
+            kernel,
+            instruction(0, (3_100, 3_600)),
+            instruction(1, (3_600, 3_900)),
+            dma,
+        ];
+        let kernels_only = plugin_window(&records, &[], &anchor, DeviceDetail::Kernels);
+        assert!(kernels_only.engine_rows.is_empty());
+        let window = plugin_window(&records, &[], &anchor, DeviceDetail::Instructions);
+        // The activities are the same either way: engine rows are no Kineto activity.
+        assert_eq!(window.activities.len(), kernels_only.activities.len());
+        assert_eq!(window.engine_rows.len(), 3);
+        let t0 = 1_700_000_000_000_000_000i64;
+        let mut events = Vec::new();
+        let rows = window
+            .engine_rows
+            .events_between(t0 + 3_000, t0 + 4_000, |e| {
+                events.push(e.clone().into_owned())
+            });
+        assert_eq!(rows, 3);
+        let names: Vec<(String, Option<String>)> = events
+            .iter()
+            .map(|e| {
+                (
+                    e.name.as_deref().unwrap_or("").to_owned(),
+                    e.category.as_ref().map(|c| c.as_str().to_owned()),
+                )
+            })
+            .collect();
+        // Two engine tracks and one DMA queue, each named, then the rows.
+        assert_eq!(
+            names.iter().filter(|(n, _)| n == "thread_name").count(),
+            3,
+            "{names:?}"
+        );
+        let cats: Vec<&str> = names.iter().filter_map(|(_, c)| c.as_deref()).collect();
+        assert_eq!(
+            cats,
+            ["neuron_instruction", "neuron_instruction", "neuron_dma"]
+        );
+        let first = events
+            .iter()
+            .find(|e| e.name.as_deref() == Some("matmul"))
+            .unwrap();
+        assert_eq!(first.ts_ns, Some(t0 + 3_100));
+        assert_eq!(first.tid.as_ref().and_then(|t| t.as_i64()), Some(1_000));
+        // Outside the range: nothing.
+        assert_eq!(window.engine_rows.events_between(t0, t0 + 2_999, |_| {}), 0);
+        let mut truncated = window.engine_rows.clone();
+        assert_eq!(truncated.truncate(2), 1);
+        assert_eq!(truncated.len(), 2);
     }
 
     #[test]
@@ -282,7 +485,7 @@ mod tests {
             mark("Stream Wait Event", 6, (200, 500), 9),
             mark("Stream Wait Event", 7, (300, 400), 10), // its record is not in the window
         ];
-        let window = plugin_window(&records, &[], &anchor);
+        let window = plugin_window(&records, &[], &anchor, DeviceDetail::Kernels);
         let kinds: Vec<_> = window
             .activities
             .iter()

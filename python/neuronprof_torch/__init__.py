@@ -8,7 +8,9 @@ point). Then ``device="neuron"`` works like any accelerator, ``torch.neuron`` an
 and memory. See python/README.md for the design.
 
 Environment: ``NEURONPROF_DEVICE_PROFILE`` (``trn2`` by default; ``trn2-lnc1``,
-``trn3``, ...) picks the emulated device; the build's variables are in ``_build``.
+``trn3``, ...) picks the emulated device; ``NEURONPROF_DETAIL=instructions`` adds each
+kernel's engine instructions and DMA transfers to the traces (``kernels`` by default);
+the build's variables are in ``_build``.
 """
 
 import os

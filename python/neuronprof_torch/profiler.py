@@ -27,6 +27,7 @@ the top level, as it writes ``distributedInfo``).
 import ctypes
 import os
 import sys
+import warnings
 
 import torch
 from torch.autograd import DeviceType
@@ -76,7 +77,16 @@ def install() -> None:
 
     def export_chrome_trace(self, path, *args, **kwargs):
         result = export(self, path, *args, **kwargs)
-        warp_trace(path)
+        done = warp_trace(path)
+        dropped = done.get("engine_rows_dropped", 0)
+        if dropped:
+            warnings.warn(
+                f"neuron: {path}: the profiled window had {dropped} more engine "
+                f"instruction/DMA rows than the extension keeps (NEURONPROF_DETAIL="
+                f"instructions keeps the first 1,000,000); the trace has "
+                f"{done.get('engine_rows', 0)} of them, and every kernel",
+                stacklevel=2,
+            )
         return result
 
     def _parse_kineto_results(self, result, *args, **kwargs):

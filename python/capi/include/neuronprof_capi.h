@@ -193,6 +193,9 @@ typedef struct npc_warp_stats {
     uint64_t kept;    /* the plugin's events, already on the cut timeline */
     uint64_t inexact; /* times older than the cut log, warped approximately */
     uint64_t cut_ns;  /* cut time between the first and last instant warped */
+    uint64_t engine_rows;         /* engine instruction and DMA rows appended
+                                     (NEURONPROF_DETAIL=instructions) */
+    uint64_t engine_rows_dropped; /* engine rows of the last window not kept */
 } npc_warp_stats_t;
 
 /* npc_collective.op (runtime_hooks::CollectiveOp) */

@@ -173,7 +173,12 @@ pub extern "C" fn npc_collect() -> *mut NpcWindow {
         let (records, dropped_records) = collector::end();
         let threads = runtime_hooks::thread_stats();
         let anchor = runtime_hooks::clock::anchor();
-        let plugin = profiler::plugin_window(&records, &threads, &anchor);
+        let detail = match crate::device::record_detail() {
+            neuron_backend::RecordDetail::Instructions => profiler::DeviceDetail::Instructions,
+            neuron_backend::RecordDetail::Kernels => profiler::DeviceDetail::Kernels,
+        };
+        let mut plugin = profiler::plugin_window(&records, &threads, &anchor, detail);
+        crate::warp::keep_engine_rows(std::mem::take(&mut plugin.engine_rows));
         let notes = crate::ops::take_notes();
         window = Box::into_raw(Box::new(NpcWindow::from_plugin(
             plugin,

@@ -146,9 +146,35 @@ fn start_runtime(profile: Option<&str>) -> Result<Runtime, String> {
         profile = profile.slowed(factor);
     }
     let runtime = Runtime::new(profile).map_err(|e| e.to_string())?;
-    // The Kineto plugin shows kernels and copies; instructions would only cost time.
-    runtime.set_detail(RecordDetail::Kernels);
+    runtime.set_detail(detail_setting(
+        std::env::var("NEURONPROF_DETAIL").ok().as_deref(),
+    )?);
     Ok(runtime)
+}
+
+/// `NEURONPROF_DETAIL`: what the device records for a profile. `kernels` (the default)
+/// records kernels, copies and memsets, what the Kineto plugin shows; `instructions` also
+/// records each kernel's engine instructions and DMA transfers, which the extension
+/// writes into every trace PyTorch exports (`warp`, as `neuron_instruction` and
+/// `neuron_dma` rows under their kernel), as `neuronprof run --detail instructions`
+/// does. Instructions cost recording time and trace size, so they are asked for.
+pub(crate) fn detail_setting(setting: Option<&str>) -> Result<RecordDetail, String> {
+    match setting.map(str::trim) {
+        None | Some("") | Some("kernels") => Ok(RecordDetail::Kernels),
+        Some("instructions") => Ok(RecordDetail::Instructions),
+        Some(other) => Err(format!(
+            "NEURONPROF_DETAIL={other:?}: expected `kernels` (the default) or `instructions`"
+        )),
+    }
+}
+
+/// What the process's devices record (`NEURONPROF_DETAIL`); kernels when the runtime
+/// did not start.
+pub(crate) fn record_detail() -> RecordDetail {
+    runtime()
+        .ok()
+        .and_then(|r| r.device(0).ok())
+        .map_or(RecordDetail::Kernels, |d| d.detail())
 }
 
 /// `NEURONPROF_STRAGGLER=RANK:FACTOR` (as `neuronprof run --straggler`): the factor

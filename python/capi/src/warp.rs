@@ -16,13 +16,27 @@
 //! `neuronprof_cut`, says what was done. The plugin's own activities (runtime calls,
 //! kernels, copies, memsets, stream synchronization marks (`gpu_user_annotation`) and
 //! their `ac2g` flows) are already on the cut timeline and stay. A trace with `neuronprof_cut` is never warped twice.
+//!
+//! Engine rows: with `NEURONPROF_DETAIL=instructions` the device records each kernel's
+//! engine instructions and DMA transfers, which Kineto has no activity type for. The
+//! last collected window's rows are kept here ([`keep_engine_rows`], at most
+//! [`MAX_ENGINE_ROWS`]; more are counted, not kept) and the warp appends to the file's
+//! `traceEvents` those that start within the span of the file's own plugin activities:
+//! `neuron_instruction` rows on the device's engine tracks (tid 1000 + 100 × core +
+//! engine) and `neuron_dma` rows on its DMA-queue tracks (tid 10000 + queue), each with
+//! its kernel's correlation (`kernel correlation`) and named tracks, as the profiler
+//! crate's own traces have them. `neuronprof_cut` then also says how many rows were
+//! written (`engine_rows`) and how many the window could not keep
+//! (`engine_rows_dropped`), and the warp's statistics carry both.
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr};
 use std::path::Path;
+use std::sync::Mutex;
 
+use profiler::PluginEngineRows;
 use runtime_hooks::clock::{self, ClockAnchor, CutLog};
-use trace_format::{retime_path, RetimeOptions, RetimeStats};
+use trace_format::{retime_path, AppendContext, Event, RetimeOptions, RetimeStats};
 
 use crate::error::{fail, guard, NPC_ERR_ARGUMENT, NPC_OK};
 
@@ -60,6 +74,24 @@ pub struct NpcWarpStats {
     pub inexact: u64,
     /// Cut time between the first and the last instant warped, ns.
     pub cut_ns: u64,
+    /// Engine instruction and DMA rows appended (`NEURONPROF_DETAIL=instructions`).
+    pub engine_rows: u64,
+    /// Engine rows of the last window that were not kept ([`MAX_ENGINE_ROWS`]).
+    pub engine_rows_dropped: u64,
+}
+
+/// Engine rows kept from one window: about 56 bytes each, so at most ~56 MB.
+pub const MAX_ENGINE_ROWS: usize = 1_000_000;
+
+/// The last collected window's engine rows, and how many it could not keep.
+static ENGINE_ROWS: Mutex<Option<(PluginEngineRows, u64)>> = Mutex::new(None);
+
+/// Keeps a collected window's engine rows for the trace PyTorch writes next (replacing
+/// the previous window's), at most [`MAX_ENGINE_ROWS`].
+pub(crate) fn keep_engine_rows(mut rows: PluginEngineRows) {
+    let dropped = rows.truncate(MAX_ENGINE_ROWS);
+    let kept = (!rows.is_empty() || dropped > 0).then_some((rows, dropped));
+    *ENGINE_ROWS.lock().unwrap_or_else(|p| p.into_inner()) = kept;
 }
 
 /// A snapshot of the cut log with the clock anchor: Unix-epoch instants (PyTorch's) onto
@@ -113,10 +145,26 @@ impl Warp {
 /// Warps the trace file at `path` in place (see the module docs); plain JSON or gzip.
 pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format::RetimeError> {
     let warp = Warp::now();
+    let engine = ENGINE_ROWS.lock().unwrap_or_else(|p| p.into_inner());
+    let engine_dropped = engine.as_ref().map_or(0, |(_, dropped)| *dropped);
+    let engine_rows = Cell::new(0u64);
+    let append = |context: &AppendContext, sink: &mut dyn FnMut(&Event<'_>)| {
+        if let (Some((rows, _)), Some((from, to))) = (engine.as_ref(), context.kept_span_ns) {
+            engine_rows.set(rows.events_between(from, to, |e| sink(e)));
+        }
+    };
     let marker = |stats: &RetimeStats| {
+        let engine = if engine.is_some() {
+            format!(
+                ", \"engine_rows\": {}, \"engine_rows_dropped\": {engine_dropped}",
+                engine_rows.get()
+            )
+        } else {
+            String::new()
+        };
         format!(
             "{{\"cut_us\": {:.3}, \"host_events_warped\": {}, \"plugin_events_kept\": {}, \
-             \"inexact_times\": {}}}",
+             \"inexact_times\": {}{engine}}}",
             warp.cut_ns() as f64 / 1e3,
             stats.retimed,
             stats.kept,
@@ -127,6 +175,7 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         keep_categories: PLUGIN_CATEGORIES.iter().map(|c| c.to_string()).collect(),
         marker: Some((WARP_MARKER.to_owned(), &marker)),
         base_time_ns: None,
+        append: Some(&append),
     };
     let stats = retime_path(path, &options, |t| warp.unix(t))?;
     Ok(NpcWarpStats {
@@ -135,6 +184,8 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         kept: stats.kept,
         inexact: warp.inexact.get(),
         cut_ns: warp.cut_ns(),
+        engine_rows: engine_rows.get(),
+        engine_rows_dropped: engine_dropped,
     })
 }
 

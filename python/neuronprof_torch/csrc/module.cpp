@@ -27,6 +27,8 @@ py::dict warp_trace_file(const std::string& path) {
   out["kept"] = stats.kept;
   out["inexact"] = stats.inexact;
   out["cut_ns"] = stats.cut_ns;
+  out["engine_rows"] = stats.engine_rows;
+  out["engine_rows_dropped"] = stats.engine_rows_dropped;
   return out;
 }
 

@@ -22,7 +22,7 @@
 mod matmul;
 mod rows;
 
-pub(crate) use matmul::MatmulPlan;
+pub(crate) use matmul::{Epilogue, MatmulPlan};
 pub(crate) use rows::{RowPlan, FLAT_FREE};
 
 use runtime_hooks::{DmaDirection, NameId};

@@ -2,7 +2,7 @@
 
 use runtime_hooks::DmaDirection;
 
-use super::{cost, Buffers, Engine, KernelRun};
+use super::{cost, Buffers, Engine, KernelRun, Stage};
 
 /// LHS panels of one core in SBUF at once: the next unit's loads overlap the current
 /// unit's passes.
@@ -25,6 +25,26 @@ pub(crate) struct MatmulPlan {
     pub(crate) bias: bool,
 }
 
+/// Elementwise work fused into a matmul's PSUM evacuation (a compiled graph's epilogue
+/// fusion, `external/program.rs`): after each output tile is evacuated from PSUM to
+/// SBUF, the fused nodes' stages run on that tile where it lies (their other streamed
+/// operands loaded per tile), and only what the graph still needs is stored.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Epilogue {
+    /// The fused nodes' stages, in order, each over the whole tile.
+    pub(crate) stages: Vec<Stage>,
+    /// Whether every fused node's data is 16-bit (VectorE/ScalarE rates).
+    pub(crate) sixteen_bit: bool,
+    /// Other operands streamed per output element, bytes per element each.
+    pub(crate) loads_per_elem: Vec<u64>,
+    /// Broadcast operands (a scalar, a bias row), loaded once per core before the first
+    /// tile, spread over the partitions (as a row pass's).
+    pub(crate) const_bytes: u64,
+    /// Bytes stored per output element (the results the graph still needs: the matmul's
+    /// own and the fused nodes'; 0 stores nothing).
+    pub(crate) store_per_elem: u64,
+}
+
 /// How a matmul is tiled to fit PSUM and SBUF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tiling {
@@ -38,7 +58,13 @@ pub(crate) struct Tiling {
 impl MatmulPlan {
     /// The tiling on `profile`: PSUM groups of half the banks, RHS blocks that fit one
     /// partition's SBUF beside two LHS panels and two output groups.
+    #[cfg(test)]
     pub(crate) fn tiling(&self, profile: &crate::DeviceProfile) -> Tiling {
+        self.tiling_with(profile, None)
+    }
+
+    /// The tiling with an epilogue's operand tiles beside each output group.
+    fn tiling_with(&self, profile: &crate::DeviceProfile, epilogue: Option<&Epilogue>) -> Tiling {
         let moving_max = u64::from(profile.tensor_moving_free_max);
         // Accumulators are FP32 (4 bytes) whatever the inputs.
         let bank_cols = (profile.psum_bank_bytes_per_partition() / 4).max(1);
@@ -46,7 +72,8 @@ impl MatmulPlan {
         let group_cols = self.n.min(group_banks * bank_cols).max(1);
         let partition = profile.sbuf_bytes_per_partition();
         let lhs_panel = self.k * self.elem_bytes;
-        let out_groups = 2 * group_cols * self.out_elem_bytes;
+        let epilogue_loads: u64 = epilogue.map_or(0, |e| e.loads_per_elem.iter().sum());
+        let out_groups = 2 * group_cols * (self.out_elem_bytes + epilogue_loads);
         let room = partition.saturating_sub(LHS_BUFFERS * lhs_panel + out_groups);
         let k_tiles = self.k.div_ceil(u64::from(profile.tensor_array_dim)).max(1);
         // Per partition the RHS holds k_tiles rows of every resident column.
@@ -64,13 +91,18 @@ impl MatmulPlan {
     }
 
     pub(crate) fn lower(&self, run: &mut KernelRun<'_>) {
+        self.lower_with(run, None);
+    }
+
+    /// [`MatmulPlan::lower`] with `epilogue`'s work on every evacuated output tile.
+    pub(crate) fn lower_with(&self, run: &mut KernelRun<'_>, epilogue: Option<&Epilogue>) {
         let profile = run.profile().clone();
         let dim = u64::from(profile.tensor_array_dim);
         let moving_max = u64::from(profile.tensor_moving_free_max);
         let cores = run.core_count() as u64;
         let m_tiles = self.m.div_ceil(dim).max(1);
         let k_tiles = self.k.div_ceil(dim).max(1);
-        let tiling = self.tiling(&profile);
+        let tiling = self.tiling_with(&profile, epilogue);
         let blocks = self.n.div_ceil(tiling.block_cols).max(1);
         let eb = self.elem_bytes;
         let pass_name = runtime_hooks::name!("matmul");
@@ -86,6 +118,15 @@ impl MatmulPlan {
         );
         let direction = DmaDirection::DeviceToDevice;
         let start = run.start_ns;
+        let mut const_ready = vec![start; cores as usize];
+        if let Some(e) = epilogue.filter(|e| e.const_bytes > 0) {
+            let partitions = u64::from(profile.sbuf_partitions);
+            let rows = partitions.min(e.const_bytes).max(1);
+            let transfer = cost::Transfer::rows(rows, e.const_bytes.div_ceil(rows));
+            for (core, ready) in const_ready.iter_mut().enumerate() {
+                *ready = run.dma_spread(core, transfer, DmaDirection::DeviceToDevice, start);
+            }
+        }
         let mut lhs = vec![Buffers::new(LHS_BUFFERS as usize, start); cores as usize];
         let mut psum = vec![Buffers::new(2, start); cores as usize];
         let mut pending_store: Vec<Option<(cost::Transfer, u64)>> = vec![None; cores as usize];
@@ -168,11 +209,43 @@ impl MatmulPlan {
                             let evacuated =
                                 run.exec(core, Engine::Vector, evac, ready, evac_name, flops);
                             psum[core].push(evacuated);
-                            let out = cost::Transfer::rows(rows, cols * self.out_elem_bytes);
+                            let mut done = evacuated;
+                            let mut store_per_elem = self.out_elem_bytes;
+                            if let Some(e) = epilogue {
+                                done = done.max(const_ready[core]);
+                                for &bytes in &e.loads_per_elem {
+                                    let operand = cost::Transfer::rows(rows, cols * bytes);
+                                    let loaded =
+                                        run.dma_spread(core, operand, direction, lhs_loaded);
+                                    done = done.max(loaded);
+                                }
+                                for stage in &e.stages {
+                                    let nominal = super::rows::stage_ns(
+                                        &profile,
+                                        stage,
+                                        cols,
+                                        rows,
+                                        e.sixteen_bit,
+                                    );
+                                    let flops = stage.flops_per_elem * cols * rows;
+                                    done = run.exec(
+                                        core,
+                                        stage.engine,
+                                        nominal,
+                                        done,
+                                        stage.name_id,
+                                        flops,
+                                    );
+                                }
+                                store_per_elem = e.store_per_elem;
+                            }
                             if let Some((transfer, ready)) = pending_store[core].take() {
                                 run.dma_spread(core, transfer, direction, ready);
                             }
-                            pending_store[core] = Some((out, evacuated));
+                            if store_per_elem > 0 {
+                                let out = cost::Transfer::rows(rows, cols * store_per_elem);
+                                pending_store[core] = Some((out, done));
+                            }
                         }
                         lhs[core].push(last_pass);
                     }

@@ -225,23 +225,32 @@ impl RowPlan {
 
     /// The nominal time of `stage` over a tile of `rows × cols`.
     fn stage_ns(&self, run: &KernelRun<'_>, stage: &Stage, cols: u64, rows: u64) -> f64 {
-        let profile = run.profile();
-        match stage.engine {
-            Engine::Vector => cost::vector_ns(profile, cols, stage.inputs, self.sixteen_bit),
-            Engine::Scalar => cost::scalar_ns(profile, cols, self.sixteen_bit),
-            Engine::GpSimd => {
-                cost::gpsimd_ns(profile, cols * rows, if self.sixteen_bit { 2 } else { 4 })
-            }
-            Engine::Tensor => {
-                let passes = cols.div_ceil(u64::from(profile.tensor_array_dim));
-                let precision = if self.sixteen_bit {
-                    cost::Precision::Bf16
-                } else {
-                    cost::Precision::Fp32
-                };
-                passes as f64
-                    * cost::tensor_pass_ns(profile, u64::from(profile.tensor_array_dim), precision)
-            }
+        stage_ns(run.profile(), stage, cols, rows, self.sixteen_bit)
+    }
+}
+
+/// The nominal time of `stage` over a tile of `rows` partitions × `cols` elements (a row
+/// pass's tile, or a matmul's output tile in an epilogue).
+pub(crate) fn stage_ns(
+    profile: &crate::DeviceProfile,
+    stage: &Stage,
+    cols: u64,
+    rows: u64,
+    sixteen_bit: bool,
+) -> f64 {
+    match stage.engine {
+        Engine::Vector => cost::vector_ns(profile, cols, stage.inputs, sixteen_bit),
+        Engine::Scalar => cost::scalar_ns(profile, cols, sixteen_bit),
+        Engine::GpSimd => cost::gpsimd_ns(profile, cols * rows, if sixteen_bit { 2 } else { 4 }),
+        Engine::Tensor => {
+            let passes = cols.div_ceil(u64::from(profile.tensor_array_dim));
+            let precision = if sixteen_bit {
+                cost::Precision::Bf16
+            } else {
+                cost::Precision::Fp32
+            };
+            passes as f64
+                * cost::tensor_pass_ns(profile, u64::from(profile.tensor_array_dim), precision)
         }
     }
 }

@@ -174,6 +174,45 @@ impl Row {
     }
 }
 
+/// A compiled graph's kernel split into its passes (`python/`: the kernel args `passes`,
+/// `label D ns; …`, and `pass_spans_ns`, `start-end; …` after the kernel's start).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphPasses {
+    /// The kernel's index in [`RankTrace::rows`].
+    pub row: usize,
+    /// Each pass's nodes (`gelu+mul+add`), interned.
+    pub labels: Vec<NameId>,
+    /// Each pass's (start, end), ns after the kernel's start.
+    pub spans: Vec<(i64, i64)>,
+}
+
+impl GraphPasses {
+    /// Reads the two args; `None` when they do not parse or do not agree.
+    pub(crate) fn parse(row: usize, passes: &str, spans: &str, names: &mut Names) -> Option<Self> {
+        let labels: Vec<&str> = passes
+            .split("; ")
+            .map(|pass| {
+                let (label, ns) = pass.strip_suffix(" ns")?.rsplit_once(' ')?;
+                ns.parse::<i64>().ok()?;
+                Some(label)
+            })
+            .collect::<Option<_>>()?;
+        let spans: Vec<(i64, i64)> = spans
+            .split("; ")
+            .map(|span| {
+                let (start, end) = span.split_once('-')?;
+                let (start, end) = (start.parse().ok()?, end.parse().ok()?);
+                (start <= end).then_some((start, end))
+            })
+            .collect::<Option<_>>()?;
+        (labels.len() == spans.len()).then(|| GraphPasses {
+            row,
+            labels: labels.into_iter().map(|l| names.intern(l)).collect(),
+            spans,
+        })
+    }
+}
+
 /// The collective args PyTorch copies onto a collective's kernel
 /// (Kineto's JSON as libkineto's `output_json.cpp` writes it).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -504,6 +543,11 @@ pub struct RankTrace {
     pub devices: Vec<DeviceInfo>,
     /// `neuron_instruction` events (engine activity), in file order.
     pub engine_rows: Vec<EngineRow>,
+    /// The passes of compiled-graph kernels (their `passes` and `pass_spans_ns` args),
+    /// in file order.
+    pub graph_passes: Vec<GraphPasses>,
+    /// Events whose `passes`/`pass_spans_ns` could not be read (event indices).
+    pub graph_passes_unreadable: Vec<u64>,
     /// `neuron_dma` events, in file order.
     pub dma_rows: Vec<DmaRow>,
     /// Largest end over all complete events (ns, relative).

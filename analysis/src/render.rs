@@ -419,8 +419,12 @@ fn render_tail(out: &mut String, report: &Report) {
     render_utilization(out, &report.utilization);
 }
 
-/// `torch.compile`: one row per rank, then each rank's graph-break and recompile
-/// reasons (Dynamo's counts are since the process started; the rest is the window's).
+/// Passes listed per rank in the graph-time table (the rest summed on one line).
+const TOP_PASSES: usize = 10;
+
+/// `torch.compile`: one row per rank, each rank's graph kernel time by pass (the aten
+/// ops each ran), then its graph-break and recompile reasons (Dynamo's counts are since
+/// the process started; the rest is the window's).
 fn render_compile(out: &mut String, ranks: &[crate::analyses::compile::RankCompile]) {
     if ranks.is_empty() {
         return;
@@ -471,6 +475,42 @@ fn render_compile(out: &mut String, ranks: &[crate::analyses::compile::RankCompi
         "* Dynamo's and the neuron backend's counts since the process started (the \
          trace's neuron_compile member); the other columns are the window's"
     );
+    for r in ranks.iter().filter(|r| !r.passes.is_empty()) {
+        let total: f64 = r.passes.iter().map(|p| p.device_us).sum::<f64>() + r.between_passes_us;
+        let mut t = Table::new(&["pass (aten ops)", "calls", "device us", "% of graphs"]);
+        let share = |us: f64| opt((total > 0.0).then(|| 100.0 * us / total));
+        for p in r.passes.iter().take(TOP_PASSES) {
+            t.row(vec![
+                p.pass.clone(),
+                p.calls.to_string(),
+                num(p.device_us),
+                share(p.device_us),
+            ]);
+        }
+        let rest = &r.passes[r.passes.len().min(TOP_PASSES)..];
+        if !rest.is_empty() {
+            let us: f64 = rest.iter().map(|p| p.device_us).sum();
+            t.row(vec![
+                format!("({} other passes)", rest.len()),
+                rest.iter().map(|p| p.calls).sum::<u64>().to_string(),
+                num(us),
+                share(us),
+            ]);
+        }
+        if r.between_passes_us > 0.0 {
+            t.row(vec![
+                "(no pass running)".to_owned(),
+                "-".to_owned(),
+                num(r.between_passes_us),
+                share(r.between_passes_us),
+            ]);
+        }
+        section(
+            out,
+            &format!("rank {}: graph kernel time by pass", r.rank),
+            &t,
+        );
+    }
     for r in ranks {
         let Some(c) = &r.counts else { continue };
         for b in &c.graph_breaks {

@@ -139,6 +139,63 @@ pub struct RankCompile {
     pub compile_range_us: f64,
     /// The `neuron_compile` member's counts, when the trace has one.
     pub counts: Option<CompileCounts>,
+    /// The graph kernels' time by pass (the aten ops a pass ran, fused ones joined by
+    /// `+`), from their `passes`/`pass_spans_ns` args: at each instant a kernel's time
+    /// is split evenly among the passes running then, so the passes and
+    /// `between_passes_us` add up to the graph kernels' time. Largest first.
+    pub passes: Vec<PassTime>,
+    /// Graph kernel time in which no pass ran (waiting for a DMA or a queue), µs.
+    pub between_passes_us: f64,
+}
+
+/// One pass label's share of the graph kernels' time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PassTime {
+    /// The pass's aten ops (`gelu+mul+add`, `addmm`).
+    pub pass: String,
+    /// Graph kernels it ran in (once per kernel call and pass).
+    pub calls: u64,
+    /// Its share of their time, µs.
+    pub device_us: f64,
+}
+
+/// Splits one kernel of `dur_ns` among its passes' `spans` (clipped to the kernel): at
+/// each instant evenly among the passes running; adds each pass's share to `into` by
+/// label, and returns the time no pass ran.
+fn split_by_pass(
+    dur_ns: i64,
+    labels: &[crate::model::NameId],
+    spans: &[(i64, i64)],
+    into: &mut BTreeMap<crate::model::NameId, (u64, f64)>,
+) -> f64 {
+    let mut edges: Vec<(i64, usize, bool)> = Vec::with_capacity(2 * spans.len());
+    for (i, &(start, end)) in spans.iter().enumerate() {
+        let (start, end) = (start.clamp(0, dur_ns), end.clamp(0, dur_ns));
+        if end > start {
+            edges.push((start, i, true));
+            edges.push((end, i, false));
+        }
+        into.entry(labels[i]).or_default().0 += 1;
+    }
+    edges.sort_by_key(|&(t, _, starts)| (t, starts));
+    let mut running: Vec<usize> = Vec::new();
+    let (mut at, mut covered) = (0i64, 0i64);
+    for (t, i, starts) in edges {
+        if t > at && !running.is_empty() {
+            let share = (t - at) as f64 / running.len() as f64;
+            for &r in &running {
+                into.entry(labels[r]).or_default().1 += share;
+            }
+            covered += t - at;
+        }
+        at = t;
+        if starts {
+            running.push(i);
+        } else if let Some(p) = running.iter().position(|&r| r == i) {
+            running.swap_remove(p);
+        }
+    }
+    (dur_ns - covered) as f64
 }
 
 impl RankCompile {
@@ -209,6 +266,54 @@ pub fn rank_compile(trace: &RankTrace) -> (Option<RankCompile>, Option<String>) 
             graph_kernel_ns += row.dur_ns;
         }
     }
+    let mut by_pass: BTreeMap<crate::model::NameId, (u64, f64)> = BTreeMap::new();
+    let mut between_ns = 0.0;
+    for graph in &trace.graph_passes {
+        let Some(row) = trace.rows.get(graph.row) else {
+            continue;
+        };
+        if is_graph_kernel(trace.name(row)) {
+            between_ns += split_by_pass(row.dur_ns, &graph.labels, &graph.spans, &mut by_pass);
+        }
+    }
+    let mut passes: Vec<PassTime> = by_pass
+        .into_iter()
+        .map(|(label, (calls, ns))| PassTime {
+            pass: trace.names.get(label).to_owned(),
+            calls,
+            device_us: ns / 1e3,
+        })
+        .collect();
+    passes.sort_by(|a, b| {
+        b.device_us
+            .total_cmp(&a.device_us)
+            .then_with(|| a.pass.cmp(&b.pass))
+    });
+    if !trace.graph_passes_unreadable.is_empty() {
+        let listed: Vec<String> = trace
+            .graph_passes_unreadable
+            .iter()
+            .take(5)
+            .map(u64::to_string)
+            .collect();
+        let message = format!(
+            "rank {} ({}): {} graph kernels' passes/pass_spans_ns args could not be read \
+             (events {}{}); their time is not split by pass",
+            trace.rank,
+            trace.path.display(),
+            trace.graph_passes_unreadable.len(),
+            listed.join(", "),
+            if trace.graph_passes_unreadable.len() > 5 {
+                ", …"
+            } else {
+                ""
+            }
+        );
+        error = Some(match error {
+            Some(e) => format!("{e}; {message}"),
+            None => message,
+        });
+    }
     let mut compile_ranges = 0;
     let mut compile_range_ns = 0i64;
     let regions = trace.host_ops.as_ref().map(|ops| {
@@ -257,6 +362,8 @@ pub fn rank_compile(trace: &RankTrace) -> (Option<RankCompile>, Option<String>) 
         compile_ranges,
         compile_range_us: compile_range_ns as f64 / 1e3,
         counts,
+        passes,
+        between_passes_us: between_ns / 1e3,
     });
     (report, error)
 }
@@ -274,6 +381,33 @@ mod tests {
         assert!(!is_graph_kernel("graph__forward"));
         assert!(!is_graph_kernel("graph_x_forward"));
         assert!(!is_graph_kernel("addmm_f32"));
+    }
+
+    #[test]
+    fn a_kernel_is_split_evenly_among_the_passes_running() {
+        let mut names = crate::model::Names::default();
+        let graph = crate::model::GraphPasses::parse(
+            0,
+            "addmm 600 ns; gelu+mul+add 400 ns; addmm 100 ns",
+            "0-600; 400-800; 900-1000",
+            &mut names,
+        )
+        .unwrap();
+        // 0-400 addmm alone, 400-600 both, 600-800 gelu alone, 800-900 none, 900-1000
+        // addmm; the kernel lasts 1,100 ns: 100 ns after the last pass.
+        let mut into = BTreeMap::new();
+        let between = split_by_pass(1_100, &graph.labels, &graph.spans, &mut into);
+        let by_label: BTreeMap<&str, (u64, f64)> =
+            into.iter().map(|(l, v)| (names.get(*l), *v)).collect();
+        assert_eq!(by_label["addmm"], (2, 600.0));
+        assert_eq!(by_label["gelu+mul+add"], (1, 300.0));
+        assert_eq!(between, 200.0);
+        let total: f64 = by_label.values().map(|v| v.1).sum::<f64>() + between;
+        assert_eq!(total, 1_100.0);
+        // Args that disagree or do not parse are no passes.
+        assert!(crate::model::GraphPasses::parse(0, "a 1 ns", "0-1; 1-2", &mut names).is_none());
+        assert!(crate::model::GraphPasses::parse(0, "a 1 ns", "5-1", &mut names).is_none());
+        assert!(crate::model::GraphPasses::parse(0, "a one ns", "0-1", &mut names).is_none());
     }
 
     #[test]

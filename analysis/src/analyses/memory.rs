@@ -353,6 +353,8 @@ mod tests {
             device_memory_bytes: Vec::new(),
             devices: Vec::new(),
             engine_rows: Vec::new(),
+            graph_passes: Vec::new(),
+            graph_passes_unreadable: Vec::new(),
             dma_rows: Vec::new(),
             max_end_rel_ns: Some(100_000),
             host_ops: None,

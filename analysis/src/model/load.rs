@@ -14,9 +14,9 @@ use trace_format::{
 };
 
 use super::{
-    CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, HostOp, HostOps, HostSpan, IdentKey,
-    KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline, TimelineEvent,
-    TraceSet,
+    CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, GraphPasses, HostOp, HostOps, HostSpan,
+    IdentKey, KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline,
+    TimelineEvent, TraceSet,
 };
 use crate::error::AnalysisError;
 
@@ -632,6 +632,8 @@ impl RankSink {
                 device_memory_bytes: Vec::new(),
                 devices: Vec::new(),
                 engine_rows: Vec::new(),
+                graph_passes: Vec::new(),
+                graph_passes_unreadable: Vec::new(),
                 dma_rows: Vec::new(),
                 max_end_rel_ns: None,
                 host_ops: None,
@@ -857,6 +859,13 @@ impl RankSink {
                     .collect()
             }),
         };
+        if let Some((passes, spans)) = args.graph_passes() {
+            let row = trace.rows.len();
+            match GraphPasses::parse(row, passes, spans, &mut trace.names) {
+                Some(parsed) => trace.graph_passes.push(parsed),
+                None => trace.graph_passes_unreadable.push(index),
+            }
+        }
         trace.rows.push(row);
     }
 }

@@ -228,13 +228,23 @@ py::list launch_program(const Program& p, const std::string& graph, int device,
         }
       }
       if (groups > 0) {
-        std::string passes;
+        // `passes`: each pass's nodes and modeled time, for reading; `pass_spans_ns`:
+        // each pass's start and end after the kernel's start, in the same order, which
+        // `neuronprof analyze` splits the kernel's time by (passes overlap on the
+        // engines, so their times add up to more than the kernel's).
+        std::string passes, pass_spans;
         for (size_t g = 0; g < groups; ++g) {
-          if (g > 0) passes += "; ";
+          if (g > 0) {
+            passes += "; ";
+            pass_spans += "; ";
+          }
           passes += labels[s][g] + " " +
                     std::to_string(spans[2 * g + 1] - spans[2 * g]) + " ns";
+          pass_spans += std::to_string(spans[2 * g] - span.start_ns) + "-" +
+                        std::to_string(spans[2 * g + 1] - span.start_ns);
         }
         extra.push_back(arg("passes", passes));
+        extra.push_back(arg("pass_spans_ns", pass_spans));
       }
       note_kernel_args(corr, std::move(extra));
     }

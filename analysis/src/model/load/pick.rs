@@ -226,6 +226,9 @@ pub(super) struct RareArgs {
     pub(super) dtype: Option<String>,
     pub(super) group_size: Option<i64>,
     pub(super) engine_busy: Vec<(String, i64)>,
+    /// A compiled graph's kernel (`python/`): `passes` and `pass_spans_ns`.
+    pub(super) passes: Option<String>,
+    pub(super) pass_spans: Option<String>,
 }
 
 impl PickedArgs {
@@ -270,6 +273,8 @@ impl PickedArgs {
                     set(&mut picked.rare().out_nelems, || Some(int_coerce(&value())))
                 }
                 "dtype" => set(&mut picked.rare().dtype, text),
+                "passes" => set(&mut picked.rare().passes, text),
+                "pass_spans_ns" => set(&mut picked.rare().pass_spans, text),
                 "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value()))),
                 "flops" => set(&mut picked.flops, || {
                     let value = value();
@@ -319,6 +324,12 @@ impl PickedArgs {
             dtype: rare.dtype.clone().unwrap_or_default(),
             group_size: rare.group_size.unwrap_or(-1),
         }))
+    }
+
+    /// A compiled graph kernel's `passes` and `pass_spans_ns`, when it has both.
+    pub(super) fn graph_passes(&self) -> Option<(&str, &str)> {
+        let rare = self.rare.as_ref()?;
+        Some((rare.passes.as_deref()?, rare.pass_spans.as_deref()?))
     }
 
     pub(super) fn engine_busy(&self) -> &[(String, i64)] {

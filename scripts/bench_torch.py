@@ -16,6 +16,16 @@ on the emulated neuron device"); `scripts/bench-torch` runs it with the torch ve
    `--steps` steps after one warm-up step (the trace's processing when the profiler
    stops is not timed). Wall time and process CPU time per step.
 
+3. compile: `torch.compile(backend="neuron")` of `python/examples/train_block.py`'s
+   2-layer transformer block (training: forward and backward graphs). Each round starts
+   two fresh processes on one new compile-cache folder: the first compiles (a cold
+   cache), the second hits the cache. Each times its first training step (Dynamo's and
+   AOTAutograd's tracing, the backend's compile or cache read, the step itself) and
+   reports the backend's own share (`compile.stats()["compile_ns"]`); the first then
+   times `--steps` steady steps of the compiled model and of the eager one, alternating,
+   `--compile-rounds` times: wall, thread CPU and "traced" host time (wall minus the
+   cut, what the trace shows the host spending) per training step and per forward call.
+
 Every figure is the median over `--rounds` rounds, all measured in this one run; the
 ratios are of those medians. Prints one line per figure and a closing JSON line with the
 figures and the machine's load average at the start and the end.
@@ -80,6 +90,93 @@ def profiler_round(step, batch, steps: int, profiled: bool):
     return wall / steps / 1e3, cpu / steps / 1e3
 
 
+def timed(fn):
+    """(result, wall ns, thread CPU ns, cut ns) of one call of `fn`."""
+    cut0 = neuronprof_torch._C._cut_total_ns()
+    wall0, cpu0 = time.perf_counter_ns(), time.thread_time_ns()
+    out = fn()
+    wall, cpu = time.perf_counter_ns() - wall0, time.thread_time_ns() - cpu0
+    return out, wall, cpu, neuronprof_torch._C._cut_total_ns() - cut0
+
+
+def compile_child(steps: int, rounds: int):
+    """One process of the compile benchmark (`--compile-child`): its first compiled
+    step, and with `rounds` > 0 the steady steps of the compiled and the eager model."""
+    import neuronprof_torch.compile as ncompile
+    import train_block
+
+    def step_of(model, step_fn):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        x, t = train_block.data()
+
+        def forward():
+            optimizer.zero_grad(set_to_none=True)
+            return step_fn(x, t)
+
+        def step():
+            loss = forward()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        return forward, step
+
+    model = train_block.fresh_model()
+    compiled = torch.compile(model, backend="neuron")
+    c_forward, c_step = step_of(model, compiled)
+    _, wall, cpu, cut = timed(lambda: (c_step(), torch.neuron.synchronize()))
+    stats = ncompile.stats()
+    out = {
+        "first_step_ms": wall / 1e6,
+        "first_step_thread_cpu_ms": cpu / 1e6,
+        "backend_compile_ms": stats["compile_ns"] / 1e6,
+        "cache_hits": stats["cache_hits"],
+        "cache_misses": stats["cache_misses"],
+    }
+    if rounds:
+        eager = train_block.fresh_model()
+        e_forward, e_step = step_of(eager, eager)
+        e_step()
+        torch.neuron.synchronize()
+        per = {"compiled": [], "eager": []}
+        for _ in range(rounds):
+            for name, (forward, step) in (
+                ("compiled", (c_forward, c_step)),
+                ("eager", (e_forward, e_step)),
+            ):
+                fwd = [timed(forward)[1:] for _ in range(steps)]
+                torch.neuron.synchronize()
+                full = [timed(step)[1:] for _ in range(steps)]
+                torch.neuron.synchronize()
+                per[name].append(
+                    {
+                        "forward_wall_us": statistics.median(f[0] for f in fwd) / 1e3,
+                        "forward_traced_us": statistics.median(f[0] - f[2] for f in fwd) / 1e3,
+                        "step_wall_us": statistics.median(f[0] for f in full) / 1e3,
+                        "step_thread_cpu_us": statistics.median(f[1] for f in full) / 1e3,
+                        "step_traced_us": statistics.median(f[0] - f[2] for f in full) / 1e3,
+                    }
+                )
+        out["steady"] = {
+            name: {key: statistics.median(r[key] for r in rs) for key in rs[0]}
+            for name, rs in per.items()
+        }
+    print("CHILD " + json.dumps(out), flush=True)
+
+
+def run_child(cache: str, steps: int, rounds: int) -> dict:
+    import subprocess
+
+    env = dict(os.environ, NEURONPROF_COMPILE_CACHE=cache)
+    command = [sys.executable, __file__, "--compile-child", "--steps", str(steps)]
+    command += ["--compile-rounds", str(rounds)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    line = next((l for l in done.stdout.splitlines() if l.startswith("CHILD ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"compile benchmark child failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(line[len("CHILD "):])
+
+
 def capi_loaded():
     """The libneuronprof_capi.so this process mapped."""
     with open("/proc/self/maps") as maps:
@@ -98,8 +195,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--ops", type=int, default=5000, help="adds per launch round")
     parser.add_argument("--steps", type=int, default=3, help="GPT-2 steps per round")
-    parser.add_argument("--only", choices=["launch", "profiler"], default=None)
+    parser.add_argument("--only", choices=["launch", "profiler", "compile"], default=None)
+    parser.add_argument(
+        "--compile-rounds", type=int, default=5, help="steady-step rounds of the compile benchmark"
+    )
+    parser.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.compile_child:
+        compile_child(args.steps, args.compile_rounds)
+        return
     load_start = os.getloadavg()
     out = {
         "rounds": args.rounds,
@@ -171,6 +275,54 @@ def main():
         print(
             f"profiled / unprofiled: wall x{prof['wall_ratio']:.3f}, process CPU "
             f"x{prof['process_cpu_ratio']:.3f}",
+            flush=True,
+        )
+
+    if args.only == "compile" or args.only is None:
+        import tempfile
+
+        cold, hit, steady = [], [], []
+        for i in range(args.rounds):
+            with tempfile.TemporaryDirectory(prefix="bench-compile-") as cache:
+                first = run_child(cache, args.steps, args.compile_rounds if i == 0 else 0)
+                again = run_child(cache, args.steps, 0)
+            if first["cache_misses"] == 0 or again["cache_misses"] != 0:
+                raise SystemExit(f"the cache did not behave: {first} {again}")
+            cold.append(first)
+            hit.append(again)
+            if "steady" in first:
+                steady.append(first["steady"])
+        comp = {
+            "cold": {k: statistics.median(r[k] for r in cold) for k in cold[0]},
+            "cache_hit": {k: statistics.median(r[k] for r in hit) for k in hit[0]},
+            "steady": steady[0],
+        }
+        s = comp["steady"]
+        comp["forward_traced_ratio"] = (
+            s["compiled"]["forward_traced_us"] / s["eager"]["forward_traced_us"]
+        )
+        comp["step_traced_ratio"] = s["compiled"]["step_traced_us"] / s["eager"]["step_traced_us"]
+        out["compile"] = comp
+        for name in ("cold", "cache_hit"):
+            f = comp[name]
+            print(
+                f"first compiled step, {name:9}: {f['first_step_ms']:8.1f} ms wall, "
+                f"of which the neuron backend {f['backend_compile_ms']:6.1f} ms "
+                f"(hits {f['cache_hits']:.0f}, misses {f['cache_misses']:.0f})",
+                flush=True,
+            )
+        for name in ("eager", "compiled"):
+            f = s[name]
+            print(
+                f"steady step, {name:8}: forward {f['forward_wall_us']:8.1f} us wall "
+                f"{f['forward_traced_us']:8.1f} us traced; step {f['step_wall_us']:8.1f} us "
+                f"wall {f['step_thread_cpu_us']:8.1f} us thread CPU "
+                f"{f['step_traced_us']:8.1f} us traced",
+                flush=True,
+            )
+        print(
+            f"compiled / eager host time (traced): forward x{comp['forward_traced_ratio']:.3f}, "
+            f"step x{comp['step_traced_ratio']:.3f}",
             flush=True,
         )
 

@@ -9,7 +9,10 @@
 //!   gelu → scale → shift chain of each block's MLP), what that saved in HBM traffic, the
 //!   aten ops it came from and each pass's modeled time; no per-op kernel of the model
 //!   remains. The modeled device time of the profiled steps is less than eager's, with
-//!   fewer kernels.
+//!   fewer kernels. `analyze` splits the graph kernels' time by pass (the fused chain one
+//!   of them; the parts add up to the graph time), and the diff of the eager and the
+//!   compiled traces has the graph kernels added, the matmul kernels deleted, fewer
+//!   launches and less device time.
 //! - An op the lowerings do not know inside a graph (`renorm`) is an eager kernel of its
 //!   own (`renorm_f32`, costed by the default rule, its lowering naming the graph), with
 //!   eager's values; the fallback is counted.
@@ -25,7 +28,9 @@
 //!   `backend="neuron"`.
 //! - A second process compiling the same block hits the compile cache (no misses) and
 //!   its trace has no `neuron_compile` range; the first process's trace of a fresh
-//!   compile has one.
+//!   compile has one. That process records with `NEURONPROF_DETAIL=instructions`: each
+//!   graph kernel has its engine instructions (TensorE among several engines) and DMA
+//!   transfers under it in the trace, and `analyze` reads the engines' busy time.
 //!
 //! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
 //! recorded (`tests/support/skip.rs`), and under CI it fails.
@@ -114,7 +119,8 @@ fn check_compiled(eager: &Value, compiled: &Value) {
         );
         assert!(args["passes"].as_str().unwrap().contains(" ns"), "{graph}");
     }
-    // The forward graph fuses each block's gelu → * 0.5 → + 0.1 into one pass.
+    // The forward graph fuses each block's gelu → * 0.5 → + 0.1 into the PSUM
+    // evacuation of the matmul before it.
     let fwd = graphs
         .iter()
         .find(|k| k["name"].as_str().unwrap().ends_with("_forward"))
@@ -125,8 +131,8 @@ fn check_compiled(eager: &Value, compiled: &Value) {
         fwd["args"]["passes"]
             .as_str()
             .unwrap()
-            .contains("gelu+mul+add"),
-        "{fwd}"
+            .contains("addmm+gelu+mul+add"),
+        "the gelu chain is fused into its matmul's evacuation: {fwd}"
     );
     // No per-op kernel of the model is left: the model's matmuls are in the graphs
     // (what is left is the optimizer's update and the loss's seed gradient, which run
@@ -306,6 +312,164 @@ fn check_breaks(result: &Value, work: &Path, eager: &Value) {
     );
 }
 
+/// `analyze` splits the graph kernels' time by pass: the gelu chain fused into its
+/// matmul's evacuation is one pass with time of its own, and the parts add up to the
+/// graph time.
+fn check_passes(dir: &Path) {
+    let (report, text) = analyzed(dir);
+    let compile = report.compile.first().expect("a torch.compile table");
+    let passes = &compile.passes;
+    let gelu = passes
+        .iter()
+        .find(|p| p.pass.ends_with("gelu+mul+add"))
+        .unwrap_or_else(|| panic!("the fused chain is a pass: {passes:?}"));
+    assert!(gelu.device_us > 0.0 && gelu.calls >= 2, "{gelu:?}");
+    assert!(
+        passes
+            .iter()
+            .any(|p| p.pass.contains("mm") && p.device_us > 0.0),
+        "{passes:?}"
+    );
+    let parts: f64 = passes.iter().map(|p| p.device_us).sum::<f64>() + compile.between_passes_us;
+    assert!(
+        (parts - compile.graph_kernel_us).abs() <= 1e-6 * compile.graph_kernel_us.max(1.0),
+        "passes {parts} µs vs graph kernels {} µs",
+        compile.graph_kernel_us
+    );
+    assert!(text.contains("graph kernel time by pass"), "{text}");
+    assert!(text.contains(&format!("\n{}", passes[0].pass)), "{text}");
+}
+
+/// `neuronprof diff eager/ compiled/` (the library it runs): the graph kernels are new,
+/// the model's per-op matmul kernels are gone, there are fewer launches and less device
+/// time.
+fn check_diff(eager: &Path, compiled: &Path) {
+    use analysis::analyses::trace_diff::{compare_traces, ops_summary, DeviceFilter, DiffOptions};
+    let summary = |dir: &Path, device: DeviceFilter| {
+        let set = analysis::load_paths(&traces_in(dir), &analysis::LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        ops_summary(&set, &DiffOptions::default().device(device)).unwrap()
+    };
+    let diff = compare_traces(
+        &summary(eager, DeviceFilter::All),
+        &summary(compiled, DeviceFilter::All),
+    );
+    let ops = diff.ops_diff();
+    assert!(
+        ops.added
+            .iter()
+            .any(|n| analysis::analyses::compile::is_graph_kernel(n)),
+        "{ops:?}"
+    );
+    assert!(
+        ops.deleted
+            .iter()
+            .any(|n| n.starts_with("addmm_") || n.starts_with("mm_")),
+        "{ops:?}"
+    );
+    let launches = diff
+        .rows
+        .iter()
+        .find(|r| r.name == "nrt_execute")
+        .expect("launches in both");
+    assert!(
+        launches.test_counts * 2 < launches.control_counts,
+        "{launches:?}"
+    );
+    let device = compare_traces(
+        &summary(eager, DeviceFilter::Gpu),
+        &summary(compiled, DeviceFilter::Gpu),
+    );
+    let (before, after) = device.rows.iter().fold((0.0, 0.0), |(b, a), r| {
+        (
+            b + r.control_total_duration_us,
+            a + r.test_total_duration_us,
+        )
+    });
+    assert!(after < before, "device time {before} -> {after} µs");
+}
+
+/// With `NEURONPROF_DETAIL=instructions`: every graph kernel has engine instructions
+/// (on several engines, TensorE among them) and DMA transfers under it, each inside its
+/// kernel's span and pointing at it by `kernel correlation`; the warp's marker counts
+/// them; `analyze` reads the engines' busy time from them.
+fn check_engine_rows(trace: &Value, dir: &Path) {
+    let kernels = cat(trace, "kernel");
+    // Copies have their DMA transfers too.
+    let by_corr: std::collections::HashMap<i64, &Value> = ["kernel", "gpu_memcpy", "gpu_memset"]
+        .iter()
+        .flat_map(|c| cat(trace, c))
+        .map(|k| (arg_i64(k, "correlation"), k))
+        .collect();
+    let instructions = cat(trace, "neuron_instruction");
+    let dmas = cat(trace, "neuron_dma");
+    assert!(!instructions.is_empty() && !dmas.is_empty(), "engine rows");
+    let marker = &trace["neuronprof_cut"];
+    assert_eq!(
+        marker["engine_rows"].as_u64(),
+        Some((instructions.len() + dmas.len()) as u64),
+        "{marker}"
+    );
+    assert_eq!(marker["engine_rows_dropped"].as_u64(), Some(0), "{marker}");
+    let mut under: std::collections::HashMap<i64, std::collections::BTreeSet<String>> =
+        Default::default();
+    for row in instructions.iter().chain(&dmas) {
+        let corr = arg_i64(row, "kernel correlation");
+        let kernel = by_corr
+            .get(&corr)
+            .unwrap_or_else(|| panic!("an engine row of no device row in the trace: {row}"));
+        // Times are whole ns written in µs with 3 decimals: 1 ns of rounding each way.
+        assert!(
+            torch::ts(row) >= torch::ts(kernel) - 0.001
+                && torch::end(row) <= torch::end(kernel) + 0.001,
+            "{row} outside its kernel {kernel}"
+        );
+        let track = row["args"]["engine"]
+            .as_str()
+            .map_or_else(|| "dma".to_owned(), str::to_owned);
+        under.entry(corr).or_default().insert(track);
+    }
+    for graph in kernels
+        .iter()
+        .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
+    {
+        let tracks = under
+            .get(&arg_i64(graph, "correlation"))
+            .unwrap_or_else(|| panic!("no engine rows under {graph}"));
+        assert!(
+            tracks.contains("TensorE") && tracks.contains("dma") && tracks.len() >= 3,
+            "{tracks:?} under {graph}"
+        );
+    }
+    // Named tracks, as the profiler crate's own traces have them.
+    let names: Vec<&str> = events(trace)
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("TensorE")), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("DMA queue")),
+        "{names:?}"
+    );
+    let (report, _) = analyzed(dir);
+    let device = report
+        .utilization
+        .iter()
+        .find(|d| d.engine_source == analysis::analyses::utilization::EngineSource::Instructions)
+        .unwrap_or_else(|| panic!("analyze reads the engine rows: {:?}", report.utilization));
+    let busy: Vec<&str> = device
+        .engines
+        .iter()
+        .filter(|e| e.busy_us > 0.0 && e.instructions > 0)
+        .map(|e| e.engine.as_str())
+        .collect();
+    assert!(
+        busy.iter().any(|e| e.starts_with("TensorE")),
+        "analyze reads the engines' busy time: {busy:?}"
+    );
+}
+
 #[test]
 fn torch_compile_runs_graphs_as_device_programs() {
     let Some(python) = torch::torch_python() else {
@@ -329,6 +493,8 @@ fn torch_compile_runs_graphs_as_device_programs() {
     let eager = only_trace(&work.join("eager"));
     let compiled = only_trace(&work.join("compiled"));
     check_compiled(&eager, &compiled);
+    check_passes(&work.join("compiled"));
+    check_diff(&work.join("eager"), &work.join("compiled"));
     check_fallback(&result, &only_trace(&work.join("unknown")));
     check_attention(&result, &only_trace(&work.join("attention")));
     check_breaks(&result, &work, &eager);
@@ -348,7 +514,11 @@ fn torch_compile_runs_graphs_as_device_programs() {
         "Inductor's error names the backend: {default_error:?}"
     );
 
-    // A second process: every graph from the cache.
+    // A second process: every graph from the cache, with engine rows.
+    let env = [
+        ("NEURONPROF_COMPILE_CACHE", cache_env),
+        ("NEURONPROF_DETAIL", "instructions"),
+    ];
     let (again, _) = torch::run_driver(
         &python,
         "torch_compile_driver.py",
@@ -368,5 +538,6 @@ fn torch_compile_runs_graphs_as_device_programs() {
         .filter(|k| k["name"].as_str().unwrap().starts_with("graph_"))
         .count();
     assert_eq!(graphs, 4, "2 steps, forward and backward");
+    check_engine_rows(&trace, &work.join("again"));
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -1,9 +1,10 @@
 """Driver of the torch.compile test (torch_compile.rs): prints one `RESULT {json}` line.
 
 argv: scenario, output folder.
-- `train`: a 2-layer transformer block (d 64, 4 heads, sequence 32, batch 4) trains 20
-  steps with SGD on `neuron`, eagerly and then compiled with `backend="neuron"`, from
-  the same initial weights and data; the last 2 steps of each are profiled
+- `train`: a 2-layer transformer block (`python/examples/train_block.py`: d 64, 4
+  heads, sequence 32, batch 4) trains 20 steps with SGD on `neuron`, eagerly and then
+  compiled with `backend="neuron"`, from the same initial weights and data; the last 2
+  steps of each are profiled
   (`<out>/eager/`, `<out>/compiled/`). Also a function with a data-dependent branch (a
   graph break) called with two sizes (a recompile), profiled (`<out>/breaks/`), an op
   the lowerings do not know inside a graph, scaled_dot_product_attention in a graph
@@ -11,11 +12,11 @@ argv: scenario, output folder.
   `torch.compile` (Inductor) on a neuron model.
 - `again`: a second process compiles the same block (the compile cache of the first
   run must serve it: `NEURONPROF_COMPILE_CACHE` names the same folder) and profiles its
-  first compiled steps (`<out>/again/`).
+  first compiled steps (`<out>/again/`); the test runs it with
+  `NEURONPROF_DETAIL=instructions`, so that trace has the engine rows too.
 """
 
 import json
-import math
 import os
 import sys
 
@@ -25,52 +26,12 @@ from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trac
 import neuronprof_torch
 import neuronprof_torch.compile as ncompile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from train_block import data, fresh_model  # noqa: E402
+
 scenario, out_dir = sys.argv[1], sys.argv[2]
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
-D, HEADS, SEQ, BATCH, STEPS = 64, 4, 32, 4, 20
-
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1 = torch.nn.LayerNorm(D)
-        self.qkv = torch.nn.Linear(D, 3 * D)
-        self.proj = torch.nn.Linear(D, D)
-        self.ln2 = torch.nn.LayerNorm(D)
-        self.fc1 = torch.nn.Linear(D, 4 * D)
-        self.fc2 = torch.nn.Linear(4 * D, D)
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        h = self.ln1(x)
-        q, k, v = self.qkv(h).split(D, dim=-1)
-        q = q.view(b, s, HEADS, D // HEADS).transpose(1, 2)
-        k = k.view(b, s, HEADS, D // HEADS).transpose(1, 2)
-        v = v.view(b, s, HEADS, D // HEADS).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // HEADS))
-        att = att.softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, s, D)
-        x = x + self.proj(y)
-        h = self.ln2(x)
-        # An elementwise chain after the matmul: gelu, scale, bias-free residual add.
-        h = torch.nn.functional.gelu(self.fc1(h)) * 0.5 + 0.1
-        return x + self.fc2(h)
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = torch.nn.Sequential(Block(), Block())
-
-    def forward(self, x, target):
-        return (self.blocks(x) - target).square().mean()
-
-
-def data():
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(BATCH, SEQ, D, generator=g)
-    t = torch.randn(BATCH, SEQ, D, generator=g)
-    return x.to("neuron"), t.to("neuron")
+STEPS = 20
 
 
 def train(model, step_fn, trace_dir, steps=STEPS, active=2):
@@ -92,11 +53,6 @@ def train(model, step_fn, trace_dir, steps=STEPS, active=2):
             prof.step()
     torch.neuron.synchronize()
     return losses
-
-
-def fresh_model():
-    torch.manual_seed(0)
-    return Model().to("neuron")
 
 
 result = {}

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use analysis::critical_path::{build_graph, CriticalPathError, Options};
+use analysis::model::WindowCorrelations;
 use analysis::{load_paths, LoadOptions, TraceSet};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,24 +36,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let file =
         file.ok_or("usage: critical_path_window FILE [--annotation A] [--instance N] [--whole]")?;
-    let load = |also: Vec<u64>| -> Result<TraceSet, analysis::AnalysisError> {
+    let load = |also: Vec<u64>, records: bool| -> Result<TraceSet, analysis::AnalysisError> {
         let mut options = LoadOptions::default()
             .with_host_ops(false)
             .with_timeline(true);
         if !whole {
             options = options
                 .with_window(&annotation, (instance, instance))
-                .with_window_events(also);
+                .with_window_events(also)
+                .with_window_records(records);
         }
         load_paths(&[&file], &options)
     };
     let start = Instant::now();
-    let mut set = load(Vec::new())?;
+    let mut set = load(Vec::new(), false)?;
     let mut loads = 1;
     let rank = set.ranks[0].rank;
     let options = Options::hta(rank, &annotation, instance);
-    if let Err(CriticalPathError::OutsideKeptWindow { missing, .. }) = build_graph(&set, &options) {
-        set = load(missing)?;
+    let (mut also, mut records) = (Vec::new(), false);
+    for _ in 0..2 {
+        match build_graph(&set, &options) {
+            Err(CriticalPathError::OutsideKeptWindow { missing, .. }) if !missing.is_empty() => {
+                also.extend(missing)
+            }
+            Err(CriticalPathError::WindowNeedsRecords { .. }) => records = true,
+            _ => break,
+        }
+        set = load(also.clone(), records)?;
         loads += 1;
     }
     let load_s = start.elapsed().as_secs_f64();
@@ -64,11 +74,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path_s = start.elapsed().as_secs_f64();
     let trace = &set.ranks[0];
     let timeline = trace.timeline.as_ref().map_or(0, |t| t.events.len());
-    let correlated = trace
+    // What is kept of the file's correlated rows: records, or the compact form's
+    // pairs and log entries.
+    let correlated = match trace
         .timeline
         .as_ref()
         .and_then(|t| t.window.as_ref())
-        .map_or(0, |w| w.correlated.len());
+        .map(|w| &w.correlations)
+    {
+        Some(WindowCorrelations::Records(rows)) => serde_json::json!({"records": rows.len()}),
+        Some(WindowCorrelations::Compact(c)) => serde_json::json!({
+            "pairs": c.pairs.len(),
+            "launch_log": c.launches.ts_rel_ns.len(),
+            "device_row_log": c.device_rows.ts_rel_ns.len(),
+        }),
+        _ => serde_json::Value::Null,
+    };
     println!(
         "{}",
         serde_json::json!({
@@ -81,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "events": trace.counts.events,
             "rows_kept": trace.rows.len(),
             "timeline_kept": timeline,
-            "correlated_rows": correlated,
+            "correlated": correlated,
             "nodes": path.nodes,
             "edges": path.edges,
             "length_us": path.length_us,

@@ -64,13 +64,30 @@
 //! # One window of a large trace ([`crate::LoadOptions::with_window`])
 //! HTA-compat mode needs one window of one rank, so a load can keep only the events
 //! around it (`neuronprof critical-path --hta-compat` does): the graph then costs
-//! memory and time in the window's events, not the file's. What HTA computes over the
-//! whole trace — which launch pairs with which device row (the last of a correlation
-//! wins) and the queue length (a cumulative count in numpy's order of equal times,
-//! which depends on every key) — comes from a 40-byte record of every correlated row
-//! that the load keeps ([`crate::model::KeptWindow::correlated`]), so the path is the
-//! whole trace's. A window that left out an event the graph needs (a device row that
-//! starts more than a window's length after the window) is
+//! memory and time in the window's events, not the file's. Two things HTA computes
+//! over the whole trace decide edges of the window's graph:
+//! - which launch pairs with which device row: the last row of the other side with the
+//!   correlation, anywhere in the file;
+//! - the queue length at each launch and device row (the launch-delay test): a running
+//!   count per stream over every counted launch (+1) and device row (−1) of the file,
+//!   in the order numpy's unstable argsort leaves equal times — and that order depends
+//!   on every key of the array, not only on those near the window (its partitions move
+//!   each key by counts of the others), so no summary of the rows before the window
+//!   (counters per stream) reproduces it: on `nccl_data` repeated, the window's graph
+//!   has other launch-delay edges than the same window cut from one copy.
+//!
+//! So the load keeps, besides the window's events, the least that reproduces both
+//! exactly ([`crate::model::WindowCorrelations::Compact`]): the pairs of the kept rows,
+//! and per launch call and device row of the file its start and, once its partner is
+//! read, whether and on which stream it counts (10 bytes; the argsort runs over those
+//! starts), with 2 bits per correlation id that prove the pairing: when no id appears
+//! twice on one side, each correlation has one launch and one device row, "the last
+//! of a correlation" is the only one and counting is decided pairwise. A file where an
+//! id does repeat is [`CriticalPathError::WindowNeedsRecords`], and the command reads
+//! it again keeping a 40-byte record of every correlated row
+//! ([`crate::model::WindowCorrelations::Records`]), from which both are computed as
+//! from the whole trace. A window that left out an event the graph needs (a device row
+//! that starts more than a window's length after the window) is
 //! [`CriticalPathError::OutsideKeptWindow`], listing those events, never a different
 //! path. The default mode needs the whole trace (nominal durations and collective
 //! numbering look at every row) and refuses a windowed load.
@@ -95,7 +112,7 @@ pub use events::CpEvent;
 pub use graph::{Cycle, Edge, EdgeKind, Graph, Node};
 
 use crate::classify::{HtaVersion, Mode};
-use crate::model::{FastMap, RankTrace, TraceSet};
+use crate::model::{FastMap, RankTrace, TraceSet, WindowCorrelations};
 use crate::stats::NumpySort;
 
 /// What to analyze.
@@ -302,6 +319,16 @@ pub enum CriticalPathError {
         /// Positions in `traceEvents` of the events needed and not kept.
         missing: Vec<u64>,
     },
+    /// A windowed load's compact form of the file's correlations could not be proven
+    /// exact ([`crate::model::WindowCorrelations::Unproven`], or a clipped event's
+    /// partner was not kept): load again with
+    /// [`crate::LoadOptions::with_window_records`], or the whole trace.
+    WindowNeedsRecords {
+        /// The rank.
+        rank: i64,
+        /// Why.
+        reason: &'static str,
+    },
 }
 
 impl std::fmt::Display for CriticalPathError {
@@ -346,6 +373,12 @@ impl std::fmt::Display for CriticalPathError {
                  graph needs are outside it (or the window loaded is not the one asked \
                  for): load them too, or the whole trace",
                 missing.len()
+            ),
+            CriticalPathError::WindowNeedsRecords { rank, reason } => write!(
+                f,
+                "rank {rank}: the windowed load's compact form of the correlations is not \
+                 exact for this file ({reason}): load it keeping every correlated row, or \
+                 the whole trace"
             ),
             CriticalPathError::NoTimeline(rank) => write!(
                 f,
@@ -519,6 +552,19 @@ fn windowed_queue(
     clipped: &[u32],
     options: &Options,
 ) -> Result<FastMap<u64, i64>, CriticalPathError> {
+    let needs_records = |reason| CriticalPathError::WindowNeedsRecords {
+        rank: trace.rank,
+        reason,
+    };
+    if let WindowCorrelations::Unproven(reason) = &kept.correlations {
+        return Err(needs_records(reason));
+    }
+    if clipped
+        .iter()
+        .any(|&i| events[i as usize].index_correlation == events::UNKNOWN_PARTNER)
+    {
+        return Err(needs_records("a clipped event's launch was not kept"));
+    }
     let present: crate::model::FastSet<u64> = events.iter().map(|e| e.event_index).collect();
     let mut missing: Vec<u64> = clipped
         .iter()
@@ -534,12 +580,14 @@ fn windowed_queue(
             missing,
         });
     }
-    Ok(build::queue_lengths_through(
-        &kept.correlated,
-        |ts_rel_ns| events::compat_tick(trace, ts_rel_ns),
-        options,
-        &present,
-    ))
+    let tick = |ts_rel_ns| events::compat_tick(trace, ts_rel_ns);
+    Ok(match &kept.correlations {
+        WindowCorrelations::Records(rows) => {
+            build::queue_lengths_through(rows, tick, options, &present)
+        }
+        WindowCorrelations::Compact(compact) => build::queue_lengths_logged(compact, tick, options),
+        WindowCorrelations::Unproven(reason) => return Err(needs_records(reason)),
+    })
 }
 
 /// Cross-rank edges: instances of one collective (process group, name, `Seq` or

@@ -424,6 +424,8 @@ pub struct Timeline {
 /// pruned by the same rule. Kept whatever their time: the file's first event, every
 /// `Stream Wait Event` row and every annotation instance up to the last asked for.
 /// Before that instance is read nothing is dropped; when it is never read, nothing is.
+/// Of the rows dropped, what HTA's links and queue length need is in
+/// [`KeptWindow::correlations`].
 #[derive(Clone, Debug, Default)]
 pub struct KeptWindow {
     /// The annotation and instances (first, last; from 0) the window is of.
@@ -437,13 +439,80 @@ pub struct KeptWindow {
     pub device_ns: Option<(i64, i64)>,
     /// Rows and timeline events dropped as outside the window.
     pub dropped_events: u64,
-    /// Every row of the file with a correlation (kept or not), in file order: what the
-    /// links between launches and device rows and HTA's queue length (over the whole
-    /// trace) need.
-    pub correlated: Vec<CorrelatedRow>,
+    /// What HTA computes over the whole trace (which launch pairs with which device
+    /// row, and the queue length), in the form the load kept it.
+    pub correlations: WindowCorrelations,
 }
 
-/// A row with a correlation, in compact form (40 bytes), for [`KeptWindow::correlated`].
+/// How a windowed load kept what HTA's links and queue length need of the rows it
+/// dropped ([`KeptWindow::correlations`]).
+///
+/// HTA pairs a launch with the last device-side row of its correlation and the
+/// device-side row with the last host-side one, over the whole trace; its queue length
+/// is a cumulative count per stream over every counted launch and device row of the
+/// file, in the order numpy's unstable argsort leaves equal times, which depends on
+/// every key of the array. So some state per launch and device row of the file is
+/// unavoidable if the path is to be HTA's exactly; the compact form keeps only that.
+#[derive(Clone, Debug)]
+pub enum WindowCorrelations {
+    /// Every row of the file with a correlation, in file order (40 bytes each): what
+    /// [`crate::LoadOptions::with_window_records`] asks for, for files where the compact
+    /// form cannot be proven exact.
+    Records(Vec<CorrelatedRow>),
+    /// The compact form (the default): exact when no correlation id repeats on one
+    /// side (host or device) of the file, which the load checks.
+    Compact(CompactCorrelations),
+    /// The compact form could not be proven exact for this file (the reason): load
+    /// again with [`crate::LoadOptions::with_window_records`].
+    Unproven(&'static str),
+}
+
+impl Default for WindowCorrelations {
+    fn default() -> Self {
+        WindowCorrelations::Records(Vec::new())
+    }
+}
+
+/// The compact form of [`WindowCorrelations`]: HTA's pairs for the kept rows, and the
+/// queue length's changes as HTA sorts them (10 bytes per launch and device row of the
+/// file), proven exact by the load: no correlation id appears twice on one side (host
+/// or device), no row has a correlation below -1 or a stream below -1, so each
+/// correlation has at most one launch and one device row and "the last of a
+/// correlation" is the only one.
+#[derive(Clone, Debug, Default)]
+pub struct CompactCorrelations {
+    /// (correlation, device-side row, host-side row) of every correlation with a kept
+    /// row and both sides in the file (event indices; [`CompactCorrelations::UNKNOWN`]
+    /// for a host side that was dropped before its device row was read: such a device
+    /// row's launch is outside the window, so no clipped event needs the position).
+    pub pairs: Vec<(i64, u64, u64)>,
+    /// HTA's launch calls (`stream` -1), in file order.
+    pub launches: ChangeLog,
+    /// Device rows on a stream with a correlation, in file order.
+    pub device_rows: ChangeLog,
+    /// The streams [`ChangeLog::stream`] numbers.
+    pub streams: Vec<i64>,
+}
+
+impl CompactCorrelations {
+    /// A host side whose position was not kept ([`CompactCorrelations::pairs`]).
+    pub const UNKNOWN: u64 = u64::MAX;
+}
+
+/// Candidate changes of HTA's queue length ([`CompactCorrelations`]), in file order.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeLog {
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: Vec<i64>,
+    /// 0: not counted (no partner of the right kind); k: counted, on stream
+    /// `streams[k - 1]`.
+    pub stream: Vec<u16>,
+    /// (position in this log, event index) of the kept rows.
+    pub kept: Vec<(u32, u64)>,
+}
+
+/// A row with a correlation, in compact form (40 bytes), for
+/// [`WindowCorrelations::Records`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CorrelatedRow {
     /// Start, ns relative to the file's time base.

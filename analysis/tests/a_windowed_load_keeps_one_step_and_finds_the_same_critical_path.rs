@@ -1,10 +1,12 @@
-//! `LoadOptions::with_window` keeps only the events of one annotation's window (and a
-//! compact record of each correlated row), and the HTA-compat critical path of that
-//! window is the one the whole trace gives: on HTA's own traces, and on HTA's NCCL
-//! trace repeated many times, where the events kept are exactly those kept from a
-//! single copy, however many copies follow. A device row that starts too long after
-//! its launch for the window to keep it is reported, not silently left out, and a
-//! second windowed load that keeps it gives the whole trace's path.
+//! `LoadOptions::with_window` keeps only the events of one annotation's window (and of
+//! the other correlated rows only what HTA's links and queue length need), and the
+//! HTA-compat critical path of that window is the one the whole trace gives: on HTA's
+//! own traces, and on HTA's NCCL trace repeated many times, where the events kept are
+//! exactly those kept from a single copy, however many copies follow. A device row that
+//! starts too long after its launch for the window to keep it is reported, not silently
+//! left out, and a second windowed load that keeps it gives the whole trace's path; a
+//! file whose correlation ids repeat is refused by the compact form and read again
+//! keeping every correlated row.
 
 #[path = "../../trace-format/benches/support/replicate.rs"]
 #[allow(dead_code)]
@@ -13,6 +15,7 @@ mod replicate;
 use std::path::{Path, PathBuf};
 
 use analysis::critical_path::{build_graph, CriticalPathError, Options};
+use analysis::model::{CompactCorrelations, WindowCorrelations};
 use analysis::{load_paths, LoadOptions, TraceSet};
 use serde_json::Value;
 
@@ -27,29 +30,54 @@ fn load(path: &Path, window: Option<(&str, usize)>) -> TraceSet {
 }
 
 fn load_keeping(path: &Path, window: Option<(&str, usize)>, also: Vec<u64>) -> TraceSet {
+    load_with(path, window, also, false)
+}
+
+fn load_with(
+    path: &Path,
+    window: Option<(&str, usize)>,
+    also: Vec<u64>,
+    records: bool,
+) -> TraceSet {
     let mut options = LoadOptions::default()
         .with_host_ops(false)
         .with_timeline(true);
     if let Some((annotation, instance)) = window {
         options = options
             .with_window(annotation, (instance, instance))
-            .with_window_events(also);
+            .with_window_events(also)
+            .with_window_records(records);
     }
     load_paths(&[path], &options).expect("load")
 }
 
-/// A windowed load, and a second one keeping what the first missed (as
-/// `neuronprof critical-path --hta-compat` does); the number of loads.
+/// A windowed load, and more keeping what the first missed or every correlated row
+/// (as `neuronprof critical-path --hta-compat` does); the number of loads.
 fn load_window(path: &Path, annotation: &str, instance: usize) -> (TraceSet, usize) {
-    let set = load(path, Some((annotation, instance)));
+    let mut set = load(path, Some((annotation, instance)));
     let options = Options::hta(set.ranks[0].rank, annotation, instance);
-    let missing = match build_graph(&set, &options) {
-        Err(CriticalPathError::OutsideKeptWindow { missing, .. }) => missing,
-        _ => return (set, 1),
-    };
-    assert!(!missing.is_empty());
-    let again = load_keeping(path, Some((annotation, instance)), missing);
-    (again, 2)
+    let (mut also, mut records) = (Vec::new(), false);
+    for loads in 1..4 {
+        match build_graph(&set, &options) {
+            Err(CriticalPathError::OutsideKeptWindow { missing, .. }) => {
+                assert!(!missing.is_empty());
+                also.extend(missing);
+            }
+            Err(CriticalPathError::WindowNeedsRecords { .. }) if !records => records = true,
+            _ => return (set, loads),
+        }
+        set = load_with(path, Some((annotation, instance)), also.clone(), records);
+    }
+    panic!("three windowed loads did not give a graph");
+}
+
+/// What the windowed load kept of the file's correlations, compact form.
+fn compact(set: &TraceSet) -> &CompactCorrelations {
+    let window = set.ranks[0].timeline.as_ref().unwrap().window.as_ref();
+    match &window.expect("a windowed load says so").correlations {
+        WindowCorrelations::Compact(c) => c,
+        other => panic!("expected the compact form, got {other:?}"),
+    }
 }
 
 /// The whole critical path as JSON (windows, counts, summary, every edge, skipped).
@@ -132,18 +160,31 @@ fn events_kept_do_not_grow_with_the_steps_after_the_window() {
     let whole = load(&big, None);
     let (rows, events) = kept(&whole);
     assert!(rows + events > 3 * (kept(&one).0 + kept(&one).1));
-    // What does grow with the file: one compact record per correlated row.
-    let correlated = |set: &TraceSet| {
-        let window = set.ranks[0].timeline.as_ref().unwrap().window.as_ref();
-        window.expect("a windowed load says so").correlated.len()
-    };
-    let with_correlation = whole.ranks[0]
-        .rows
+    // The pairs kept are the window's: the same from one copy and from many.
+    assert_eq!(compact(&many).pairs, compact(&one).pairs);
+    assert!(!compact(&one).pairs.is_empty());
+    // What does grow with the file: one 10-byte log entry per launch call and per
+    // device row with a correlation (the queue length sorts them all), fewer than the
+    // correlated rows a record per row kept.
+    let rows = &whole.ranks[0].rows;
+    let names = &whole.ranks[0];
+    let launches = rows
         .iter()
-        .filter(|r| r.correlation != -1)
+        .filter(|r| r.correlation != -1 && r.stream == -1 && is_launch(names.name(r)))
         .count();
-    assert_eq!(correlated(&many), with_correlation);
-    assert!(correlated(&many) > 3 * correlated(&one));
+    let device_rows = rows
+        .iter()
+        .filter(|r| r.correlation >= 0 && r.stream >= 0)
+        .count();
+    let with_correlation = rows.iter().filter(|r| r.correlation != -1).count();
+    let (l, d) = (&compact(&many).launches, &compact(&many).device_rows);
+    assert_eq!(
+        (l.ts_rel_ns.len(), d.ts_rel_ns.len()),
+        (launches, device_rows)
+    );
+    assert!(launches + device_rows < with_correlation);
+    assert_eq!(l.kept, compact(&one).launches.kept);
+    assert_eq!(d.kept, compact(&one).device_rows.kept);
     assert_eq!(
         path_json(&many, "ProfilerStep", 1),
         path_json(&whole, "ProfilerStep", 1)
@@ -214,4 +255,66 @@ fn a_device_row_starting_long_after_the_window_is_reported_missing() {
         Err(CriticalPathError::OutsideKeptWindow { missing, .. }) if missing.is_empty() => {}
         other => panic!("expected a refusal, got {:?}", other.map(|g| g.windows)),
     }
+}
+
+/// HTA's launch calls in the vendored CUDA traces.
+fn is_launch(name: &str) -> bool {
+    matches!(
+        name,
+        "cudaLaunchKernel" | "cudaLaunchKernelExC" | "cudaMemcpyAsync" | "cudaMemsetAsync"
+    )
+}
+
+#[test]
+fn a_correlation_id_used_twice_is_read_again_keeping_every_correlated_row() {
+    // Correlation 5 names a launch and a kernel in step 0 and again in step 1: HTA
+    // pairs each launch with the last kernel of the id (in file order), which the
+    // compact form, built for one launch and one kernel per id, cannot know exactly.
+    let json = r#"{"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 10,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 40,
+         "args": {"stream": 7, "correlation": 5}},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 200, "dur": 100},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 205, "dur": 60},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 10,
+         "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 230, "dur": 40,
+         "args": {"stream": 7, "correlation": 5}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 240, "dur": 10,
+         "args": {"correlation": 6}},
+        {"ph": "X", "cat": "kernel", "name": "add", "pid": 0, "tid": 7, "ts": 275, "dur": 10,
+         "args": {"stream": 7, "correlation": 6}}
+    ]}"#;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("windowed-load");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("reused_correlation.json");
+    std::fs::write(&trace, json).unwrap();
+    let windowed = load(&trace, Some(("ProfilerStep", 1)));
+    let window = windowed.ranks[0].timeline.as_ref().unwrap().window.as_ref();
+    assert!(
+        matches!(
+            window.unwrap().correlations,
+            WindowCorrelations::Unproven(_)
+        ),
+        "{:?}",
+        window.unwrap().correlations
+    );
+    match build_graph(&windowed, &Options::hta(0, "ProfilerStep", 1)) {
+        Err(CriticalPathError::WindowNeedsRecords { rank: 0, .. }) => {}
+        other => panic!("expected a refusal, got {:?}", other.map(|g| g.windows)),
+    }
+    let (again, loads) = load_window(&trace, "ProfilerStep", 1);
+    assert_eq!(loads, 2);
+    let whole = load(&trace, None);
+    let path = path_json(&whole, "ProfilerStep", 1);
+    assert_eq!(path_json(&again, "ProfilerStep", 1), path);
+    let names: Vec<&str> = path["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(names.contains(&"gemm"), "{names:?}");
 }

@@ -62,21 +62,31 @@ fn load(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
     load_window(request, None)
 }
 
-/// Reads the traces; with `window` (annotation, instances, events kept besides)
-/// keeping only that window's events ([`LoadOptions::with_window`]).
+/// What a windowed load keeps ([`LoadOptions::with_window`]).
+struct KeepWindow<'a> {
+    annotation: &'a str,
+    instances: (usize, usize),
+    /// Events kept besides ([`LoadOptions::with_window_events`]).
+    also: Vec<u64>,
+    /// Every correlated row ([`LoadOptions::with_window_records`]).
+    records: bool,
+}
+
+/// Reads the traces; with `window` keeping only that window's events.
 fn load_window(
     request: &CriticalPathRequest,
-    window: Option<(&str, (usize, usize), Vec<u64>)>,
+    window: Option<KeepWindow<'_>>,
 ) -> anyhow::Result<analysis::TraceSet> {
     let plan = analysis::plan_inputs(&request.paths, analysis::inputs::Window::Latest)?;
     crate::paths::report_skipped(&plan.skipped);
     let mut load = LoadOptions::default()
         .with_host_ops(false)
         .with_timeline(true);
-    if let Some((annotation, instances, also)) = window {
+    if let Some(window) = window {
         load = load
-            .with_window(annotation, instances)
-            .with_window_events(also);
+            .with_window(window.annotation, window.instances)
+            .with_window_events(window.also)
+            .with_window_records(window.records);
     }
     Ok(plan.load(&load)?)
 }
@@ -84,16 +94,24 @@ fn load_window(
 /// HTA-compat mode's graph needs one window of one rank: the load keeps only its
 /// events (memory follows the window, not the file). When that load left out events
 /// the graph needs (device rows that started long after their launch), the files are
-/// read again keeping those too, and if that still misses some, whole: the answer is
-/// the same either way.
+/// read again keeping those too; when the compact form of the file's correlations
+/// could not be proven exact (a correlation id used twice), again keeping every
+/// correlated row; and if that still misses some, whole: the answer is the same
+/// either way.
 fn critical_path_compat(
     request: &CriticalPathRequest,
     overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
     let options = request.options();
     let mut also: Vec<u64> = Vec::new();
-    for _ in 0..2 {
-        let window = (options.annotation.as_str(), options.instances, also.clone());
+    let mut records = false;
+    for _ in 0..3 {
+        let window = KeepWindow {
+            annotation: options.annotation.as_str(),
+            instances: options.instances,
+            also: also.clone(),
+            records,
+        };
         let set = load_window(request, Some(window))?;
         let request = rank_for_compat(request, &set);
         match build_graph(&set, &request.options()) {
@@ -105,7 +123,17 @@ fn critical_path_compat(
                 );
                 also.extend(missing);
             }
-            Err(CriticalPathError::OutsideKeptWindow { .. }) => break,
+            Err(CriticalPathError::WindowNeedsRecords { reason, .. }) if !records => {
+                eprintln!(
+                    "neuronprof: the window's compact record of the file's correlations is \
+                     not exact here ({reason}); reading again keeping every correlated row"
+                );
+                records = true;
+            }
+            Err(
+                CriticalPathError::OutsideKeptWindow { .. }
+                | CriticalPathError::WindowNeedsRecords { .. },
+            ) => break,
             graph => return finish(&set, &graph?, overlay),
         }
     }

@@ -7,7 +7,7 @@ use super::graph::{Edge, EdgeKind, Graph, Node};
 use super::{Options, Skipped};
 use crate::analyses::queue_length::HTA_LAUNCH_NAMES;
 use crate::classify::{HtaVersion, Mode};
-use crate::model::{CorrelatedRow, FastMap};
+use crate::model::{ChangeLog, CompactCorrelations, CorrelatedRow, FastMap};
 
 /// HTA's `BLOCKING_SYNC_CALLS`: host calls whose own span is waiting (weight 0), plus,
 /// in the default mode, the neuron runtime's blocking reads.
@@ -600,6 +600,57 @@ pub(crate) fn queue_lengths_through(
         *q += delta;
         if wanted.contains(&row.event_index) {
             result.insert(row.event_index, *q);
+        }
+    }
+    result
+}
+
+/// [`queue_lengths_through`] from a windowed load's compact form
+/// ([`CompactCorrelations`]: the load decided which launches and device rows count, and
+/// on which stream; each is one entry of its log, in file order): the same array of
+/// times in the same order (counted launches in file order, then counted device rows),
+/// so numpy's order of equal times is the whole trace's. Returns the queue lengths of
+/// the kept rows.
+pub(crate) fn queue_lengths_logged(
+    compact: &CompactCorrelations,
+    tick: impl Fn(i64) -> i64,
+    options: &Options,
+) -> FastMap<u64, i64> {
+    fn counted(log: &ChangeLog) -> impl Iterator<Item = u32> + '_ {
+        (0..log.stream.len() as u32).filter(move |&i| log.stream[i as usize] != 0)
+    }
+    let mut positions: Vec<u32> = counted(&compact.launches).collect();
+    let launches = positions.len();
+    positions.extend(counted(&compact.device_rows));
+    let ts: Vec<i64> = positions
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| {
+            let log = if k < launches {
+                &compact.launches
+            } else {
+                &compact.device_rows
+            };
+            tick(log.ts_rel_ns[p as usize])
+        })
+        .collect();
+    let order = options.numpy_sort.argsort(&ts);
+    drop(ts);
+    let kept = |log: &ChangeLog| -> FastMap<u32, u64> { log.kept.iter().copied().collect() };
+    let (kept_launches, kept_rows) = (kept(&compact.launches), kept(&compact.device_rows));
+    let mut per_stream = vec![0i64; compact.streams.len() + 1];
+    let mut result = FastMap::default();
+    for k in order {
+        let (log, kept, delta) = if k < launches {
+            (&compact.launches, &kept_launches, 1)
+        } else {
+            (&compact.device_rows, &kept_rows, -1)
+        };
+        let p = positions[k];
+        let q = &mut per_stream[log.stream[p as usize] as usize];
+        *q += delta;
+        if let Some(&index) = kept.get(&p) {
+            result.insert(index, *q);
         }
     }
     result

@@ -4,7 +4,7 @@
 
 use crate::classify::{self, KernelType, Mode};
 use crate::frame::hta_round_us;
-use crate::model::{CorrelatedRow, FastMap, RankTrace};
+use crate::model::{CompactCorrelations, CorrelatedRow, FastMap, RankTrace, WindowCorrelations};
 
 /// One event of a rank.
 #[derive(Clone, Debug)]
@@ -177,9 +177,16 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
             other = others.next();
         }
     }
-    match trace.timeline.as_ref().and_then(|t| t.window.as_ref()) {
-        Some(window) => link_through(&mut events, &window.correlated),
-        None => link_correlations(&mut events),
+    match trace
+        .timeline
+        .as_ref()
+        .and_then(|t| t.window.as_ref())
+        .map(|w| &w.correlations)
+    {
+        Some(WindowCorrelations::Records(rows)) => link_through(&mut events, rows),
+        Some(WindowCorrelations::Compact(compact)) => link_pairs(&mut events, &compact.pairs),
+        // The graph refuses such a load; the kept rows' own links meanwhile.
+        Some(WindowCorrelations::Unproven(_)) | None => link_correlations(&mut events),
     }
     events
 }
@@ -259,6 +266,33 @@ fn link_through(events: &mut [CpEvent<'_>], rows: &[CorrelatedRow]) {
         let partner = if is_gpu_side(e) { cpu } else { gpu };
         if let Some(p) = partner {
             e.index_correlation = p as i64;
+        }
+    }
+}
+
+/// HTA's partner of an event whose host side is in the file but was not kept
+/// ([`CompactCorrelations::UNKNOWN`]): a position no event has.
+pub(crate) const UNKNOWN_PARTNER: i64 = i64::MAX;
+
+/// [`link_correlations`] for a windowed load's compact form
+/// ([`CompactCorrelations::pairs`]: each correlation's only device-side and host-side
+/// row, which the load proved), so each kept event's `index_correlation` is the one the
+/// whole trace gives (or [`UNKNOWN_PARTNER`]).
+fn link_pairs(events: &mut [CpEvent<'_>], pairs: &[(i64, u64, u64)]) {
+    let by_correlation: FastMap<i64, (u64, u64)> =
+        pairs.iter().map(|&(c, d, h)| (c, (d, h))).collect();
+    for e in events.iter_mut() {
+        e.index_correlation = e.correlation.min(0);
+        if e.correlation == -1 {
+            continue;
+        }
+        if let Some(&(device, host)) = by_correlation.get(&e.correlation) {
+            let partner = if is_gpu_side(e) { host } else { device };
+            e.index_correlation = if partner == CompactCorrelations::UNKNOWN {
+                UNKNOWN_PARTNER
+            } else {
+                partner as i64
+            };
         }
     }
 }

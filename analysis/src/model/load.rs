@@ -66,6 +66,9 @@ pub struct LoadWindow {
     /// Events kept whatever their time (positions in `traceEvents`, sorted): what a
     /// first windowed load missed ([`crate::critical_path::CriticalPathError::OutsideKeptWindow`]).
     pub also_keep: Vec<u64>,
+    /// Keep every correlated row ([`crate::model::WindowCorrelations::Records`]) instead
+    /// of the compact form.
+    pub records: bool,
 }
 
 impl Default for LoadOptions {
@@ -132,16 +135,29 @@ impl LoadOptions {
 
     /// Keeps, with [`LoadOptions::timeline`], only what the critical path of
     /// `annotation`'s `instances` needs in HTA-compat mode ([`crate::critical_path`]):
-    /// the rows and timeline events around that window and every row with a correlation
-    /// in compact form ([`crate::model::KeptWindow`]), so memory follows the window's
-    /// events, not the file's. Every other analysis needs the whole trace: do not use
-    /// this load for them. An empty annotation (the whole trace) keeps everything.
+    /// the rows and timeline events around that window, and of the other rows only
+    /// what HTA's links and queue length need ([`crate::model::WindowCorrelations`]:
+    /// 10 bytes per launch and device row, 2 bits per correlation id), so memory
+    /// follows the window's events, not the file's. Every other analysis needs the
+    /// whole trace: do not use this load for them. An empty annotation (the whole
+    /// trace) keeps everything.
     pub fn with_window(mut self, annotation: &str, instances: (usize, usize)) -> Self {
         self.window = (!annotation.is_empty()).then(|| LoadWindow {
             annotation: annotation.to_owned(),
             instances,
             also_keep: Vec::new(),
+            records: false,
         });
+        self
+    }
+
+    /// With [`LoadOptions::with_window`]: keep a 40-byte record of every correlated row
+    /// ([`crate::model::WindowCorrelations::Records`]) instead of the compact form, for
+    /// a file whose compact form was [`crate::model::WindowCorrelations::Unproven`].
+    pub fn with_window_records(mut self, on: bool) -> Self {
+        if let Some(window) = &mut self.window {
+            window.records = on;
+        }
         self
     }
 

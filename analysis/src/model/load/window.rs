@@ -2,12 +2,15 @@
 //! the instances are counted as events arrive (file order, as the critical path counts
 //! them); once the last asked-for instance has been read, the window's time range is
 //! known, the events read so far are pruned to it and later ones are kept only when
-//! they start in it. Every row with a correlation is kept in compact form
-//! ([`CorrelatedRow`]): HTA links launches and device rows, and counts its queue
-//! length, over the whole trace.
+//! they start in it. Of every row with a correlation the load keeps what HTA's links
+//! between launches and device rows and its queue length need over the whole trace
+//! ([`Pairing`]: a bit per correlation id and side, a 10-byte entry per launch and
+//! device row, the pairs of the kept rows), or with
+//! [`super::LoadWindow::records`] a 40-byte record of each ([`CorrelatedRow`]).
 
-use super::{CorrelatedRow, KeptWindow, LoadWindow, Names, Row, Timeline};
+use super::{CorrelatedRow, FastMap, KeptWindow, LoadWindow, Names, Row, Timeline};
 use crate::analyses::queue_length::HTA_LAUNCH_NAMES;
+use crate::model::{ChangeLog, CompactCorrelations, WindowCorrelations};
 
 /// Slack around the window, ns: HTA-compat mode rounds times to whole µs (up or down,
 /// less than 1 µs either way), so an event whose rounded start is in the rounded window
@@ -38,7 +41,10 @@ pub(super) struct WindowState {
     /// The ranges kept, once the last instance has been read.
     bands: Option<Bands>,
     dropped: u64,
+    /// With [`LoadWindow::records`]: every correlated row.
     correlated: Vec<CorrelatedRow>,
+    /// Otherwise: the compact form.
+    pairing: Option<Pairing>,
 }
 
 /// The start times kept: host events and device rows.
@@ -73,29 +79,42 @@ impl WindowState {
             bands: None,
             dropped: 0,
             correlated: Vec::new(),
+            pairing: (!asked.records).then(Pairing::default),
         }
     }
 
     /// Takes note of one event (in file order): returns whether it is kept, and whether
     /// it closed the window (then [`WindowState::prune`] the events kept so far).
     pub(super) fn see(&mut self, e: &Seen<'_>) -> (bool, bool) {
+        let (kept, closed) = self.keeps(e);
         if e.is_row && e.correlation != -1 {
             let gpu_side = (e.stream >= 0 && e.correlation >= 0) || e.is_sync;
-            let mut flags = 0;
-            if gpu_side {
-                flags |= CorrelatedRow::GPU_SIDE;
+            let launch = HTA_LAUNCH_NAMES.contains(&e.name);
+            match &mut self.pairing {
+                Some(pairing) => pairing.see(e, gpu_side, launch, kept),
+                None => {
+                    let mut flags = 0;
+                    if gpu_side {
+                        flags |= CorrelatedRow::GPU_SIDE;
+                    }
+                    if launch {
+                        flags |= CorrelatedRow::HTA_LAUNCH;
+                    }
+                    self.correlated.push(CorrelatedRow {
+                        ts_rel_ns: e.ts_rel_ns,
+                        event_index: e.index,
+                        correlation: e.correlation,
+                        stream: e.stream,
+                        flags,
+                    });
+                }
             }
-            if HTA_LAUNCH_NAMES.contains(&e.name) {
-                flags |= CorrelatedRow::HTA_LAUNCH;
-            }
-            self.correlated.push(CorrelatedRow {
-                ts_rel_ns: e.ts_rel_ns,
-                event_index: e.index,
-                correlation: e.correlation,
-                stream: e.stream,
-                flags,
-            });
         }
+        (kept, closed)
+    }
+
+    /// Whether an event is kept, and whether it closed the window.
+    fn keeps(&mut self, e: &Seen<'_>) -> (bool, bool) {
         let Some(bands) = self.bands else {
             let mut closed = false;
             if e.name.contains(&self.asked.annotation) {
@@ -157,19 +176,282 @@ impl WindowState {
         timeline
             .waits
             .retain(|w| kept_rows.binary_search(&w.event_index).is_ok());
+        if let Some(pairing) = &mut self.pairing {
+            pairing.prune(|index| kept_rows.binary_search(&index).is_ok());
+        }
         self.dropped += (before - rows.len() - timeline.events.len()) as u64;
     }
 
     /// What was kept, for [`Timeline::window`].
     pub(super) fn finish(mut self) -> KeptWindow {
-        self.correlated.shrink_to_fit();
+        let correlations = match self.pairing.take() {
+            Some(pairing) => pairing.finish(),
+            None => {
+                self.correlated.shrink_to_fit();
+                WindowCorrelations::Records(std::mem::take(&mut self.correlated))
+            }
+        };
         KeptWindow {
             annotation: self.asked.annotation,
             instances: self.asked.instances,
             host_ns: self.bands.map(|b| b.host),
             device_ns: self.bands.map(|b| b.device),
             dropped_events: self.dropped,
-            correlated: self.correlated,
+            correlations,
         }
     }
+}
+
+/// Correlation ids per bitmap chunk.
+const CHUNK_IDS: i64 = 1 << 16;
+/// Bitmap chunks at most (16 KiB each: 64 MiB would be a file with ids spread over
+/// 2^28 values); past that the compact form gives up ([`WindowCorrelations::Unproven`]).
+const MAX_CHUNKS: usize = 4096;
+/// Streams the 16-bit [`ChangeLog::stream`] numbers at most.
+const MAX_STREAMS: usize = u16::MAX as usize;
+
+/// A correlation whose other side has not been read yet.
+#[derive(Clone, Copy)]
+enum Open {
+    /// A host-side row: an HTA launch call (its position in the launch log), or any
+    /// host-side row that is kept (its device row may be dropped).
+    Host {
+        launch: Option<u32>,
+        index: u64,
+        kept: bool,
+    },
+    /// A device-side row (its position in the device-row log when on a stream).
+    Device {
+        stream: i64,
+        logged: Option<u32>,
+        index: u64,
+        kept: bool,
+    },
+}
+
+/// The compact form of what HTA computes over every correlated row
+/// ([`CompactCorrelations`]), built as rows arrive. Under the conditions it checks (no
+/// correlation id twice on one side, no correlation or stream below -1), each
+/// correlation has at most one host-side and one device-side row, so a launch counts in
+/// the queue length exactly when its device row is on a stream and is not the file's
+/// first event, and the device row counts exactly when its host row is such a launch:
+/// both are decided when the second of the two is read, and nothing else of a row that
+/// is dropped is needed. A host-side row that is neither a launch nor kept is forgotten
+/// at once (its bit says it was read).
+#[derive(Default)]
+struct Pairing {
+    /// Per chunk of [`CHUNK_IDS`] ids: 2 bits per id (host side read, device side read).
+    seen: FastMap<i64, Box<[u64]>>,
+    open: FastMap<i64, Open>,
+    launches: ChangeLog,
+    device_rows: ChangeLog,
+    streams: Vec<i64>,
+    stream_numbers: FastMap<i64, u16>,
+    pairs: Vec<(i64, u64, u64)>,
+    /// Why the compact form cannot be exact, once known.
+    unproven: Option<&'static str>,
+}
+
+impl Pairing {
+    fn see(&mut self, e: &Seen<'_>, gpu_side: bool, launch: bool, kept: bool) {
+        if self.unproven.is_some() {
+            return;
+        }
+        if e.correlation < -1 || e.stream < -1 {
+            self.unproven = Some("a row has a correlation or stream below -1");
+            return;
+        }
+        if !self.mark(e.correlation, gpu_side) {
+            return;
+        }
+        let c = e.correlation;
+        if gpu_side {
+            let logged = (e.stream >= 0).then(|| log(&mut self.device_rows, e, kept));
+            match self.open.remove(&c) {
+                Some(Open::Host {
+                    launch: host_launch,
+                    index,
+                    kept: host_kept,
+                }) => {
+                    if let (Some(l), Some(d)) = (host_launch, logged) {
+                        if e.index > 0 {
+                            self.count(l, d, e.stream);
+                        }
+                    }
+                    if kept || host_kept {
+                        self.pairs.push((c, e.index, index));
+                    }
+                }
+                // `mark` let this device row through: no other was read.
+                Some(open @ Open::Device { .. }) => {
+                    self.open.insert(c, open);
+                    self.unproven = Some("a correlation id appears twice on one side");
+                }
+                None if self.host_read(c) => {
+                    // Its host side was read, dropped and forgotten: not a launch.
+                    if kept {
+                        self.pairs.push((c, e.index, CompactCorrelations::UNKNOWN));
+                    }
+                }
+                None => {
+                    self.open.insert(
+                        c,
+                        Open::Device {
+                            stream: e.stream,
+                            logged,
+                            index: e.index,
+                            kept,
+                        },
+                    );
+                }
+            }
+        } else {
+            let logged = (launch && e.stream == -1).then(|| log(&mut self.launches, e, kept));
+            match self.open.remove(&c) {
+                Some(Open::Device {
+                    stream,
+                    logged: device,
+                    index,
+                    kept: device_kept,
+                }) => {
+                    if let (Some(l), Some(d)) = (logged, device) {
+                        if index > 0 {
+                            self.count(l, d, stream);
+                        }
+                    }
+                    if kept || device_kept {
+                        self.pairs.push((c, index, e.index));
+                    }
+                }
+                // `mark` let this host row through: no other was read, so an open host
+                // row or a device row resolved without this one cannot be.
+                Some(open @ Open::Host { .. }) => {
+                    self.open.insert(c, open);
+                    self.unproven = Some("a correlation id appears twice on one side");
+                }
+                None if self.device_read(c) => {
+                    self.unproven = Some("a correlation id appears twice on one side");
+                }
+                None if logged.is_some() || kept => {
+                    self.open.insert(
+                        c,
+                        Open::Host {
+                            launch: logged,
+                            index: e.index,
+                            kept,
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Marks a side of a correlation read; false (and unproven) when it was already, or
+    /// the bitmap would grow past [`MAX_CHUNKS`].
+    fn mark(&mut self, correlation: i64, gpu_side: bool) -> bool {
+        let (chunk, bit) = (correlation / CHUNK_IDS, correlation % CHUNK_IDS);
+        if !self.seen.contains_key(&chunk) && self.seen.len() >= MAX_CHUNKS {
+            self.unproven = Some("correlation ids too spread out for the bitmap");
+            return false;
+        }
+        let words = self
+            .seen
+            .entry(chunk)
+            .or_insert_with(|| vec![0u64; (2 * CHUNK_IDS / 64) as usize].into_boxed_slice());
+        let position = 2 * bit + i64::from(gpu_side);
+        let (word, mask) = ((position / 64) as usize, 1u64 << (position % 64));
+        if words[word] & mask != 0 {
+            self.unproven = Some("a correlation id appears twice on one side");
+            return false;
+        }
+        words[word] |= mask;
+        true
+    }
+
+    fn read(&self, correlation: i64, gpu_side: bool) -> bool {
+        let (chunk, bit) = (correlation / CHUNK_IDS, correlation % CHUNK_IDS);
+        let position = 2 * bit + i64::from(gpu_side);
+        self.seen
+            .get(&chunk)
+            .is_some_and(|w| w[(position / 64) as usize] & (1u64 << (position % 64)) != 0)
+    }
+
+    fn host_read(&self, correlation: i64) -> bool {
+        self.read(correlation, false)
+    }
+
+    fn device_read(&self, correlation: i64) -> bool {
+        self.read(correlation, true)
+    }
+
+    /// A launch (position `l` in its log) and its device row (`d`) count, on `stream`.
+    fn count(&mut self, l: u32, d: u32, stream: i64) {
+        let number = match self.stream_numbers.get(&stream) {
+            Some(&n) => n,
+            None if self.streams.len() < MAX_STREAMS => {
+                self.streams.push(stream);
+                let n = self.streams.len() as u16;
+                self.stream_numbers.insert(stream, n);
+                n
+            }
+            None => {
+                self.unproven = Some("more streams than the compact form numbers");
+                return;
+            }
+        };
+        self.launches.stream[l as usize] = number;
+        self.device_rows.stream[d as usize] = number;
+    }
+
+    /// After the window closed: only the rows `kept` stay kept.
+    fn prune(&mut self, kept: impl Fn(u64) -> bool) {
+        self.launches.kept.retain(|&(_, i)| kept(i));
+        self.device_rows.kept.retain(|&(_, i)| kept(i));
+        self.pairs.retain(|&(_, d, h)| kept(d) || kept(h));
+        self.open.retain(|_, open| match open {
+            Open::Host {
+                launch,
+                index,
+                kept: k,
+            } => {
+                *k = kept(*index);
+                launch.is_some() || *k
+            }
+            Open::Device { index, kept: k, .. } => {
+                *k = kept(*index);
+                true
+            }
+        });
+    }
+
+    fn finish(self) -> WindowCorrelations {
+        if let Some(reason) = self.unproven {
+            return WindowCorrelations::Unproven(reason);
+        }
+        let shrink = |mut log: ChangeLog| {
+            log.ts_rel_ns.shrink_to_fit();
+            log.stream.shrink_to_fit();
+            log.kept.shrink_to_fit();
+            log
+        };
+        WindowCorrelations::Compact(CompactCorrelations {
+            pairs: self.pairs,
+            launches: shrink(self.launches),
+            device_rows: shrink(self.device_rows),
+            streams: self.streams,
+        })
+    }
+}
+
+/// Appends a candidate change (not counted until its partner is read); returns its
+/// position.
+fn log(log: &mut ChangeLog, e: &Seen<'_>, kept: bool) -> u32 {
+    let position = log.ts_rel_ns.len() as u32;
+    log.ts_rel_ns.push(e.ts_rel_ns);
+    log.stream.push(0);
+    if kept {
+        log.kept.push((position, e.index));
+    }
+    position
 }

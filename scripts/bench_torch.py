@@ -292,11 +292,11 @@ def main():
             hit.append(again)
             if "steady" in first:
                 steady.append(first["steady"])
-        comp = {
-            "cold": {k: statistics.median(r[k] for r in cold) for k in cold[0]},
-            "cache_hit": {k: statistics.median(r[k] for r in hit) for k in hit[0]},
-            "steady": steady[0],
-        }
+        def medians(runs):
+            keys = [k for k in runs[0] if k != "steady"]
+            return {k: statistics.median(r[k] for r in runs) for k in keys}
+
+        comp = {"cold": medians(cold), "cache_hit": medians(hit), "steady": steady[0]}
         s = comp["steady"]
         comp["forward_traced_ratio"] = (
             s["compiled"]["forward_traced_us"] / s["eager"]["forward_traced_us"]

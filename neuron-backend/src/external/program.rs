@@ -428,41 +428,16 @@ fn try_fuse(
     let Some((rows, cols)) = g.tiles else {
         return try_fuse_epilogue(g, node, d, i, stats);
     };
-    if !is_elementwise(node.op.name)
-        || writes_in_place(node.op.name)
-        || node
-            .op
-            .inputs
-            .iter()
-            .chain(node.op.outputs)
-            .any(|t| t.list > 0)
-        || d.lowering_plan.pieces.len() != 1
-    {
-        return false;
-    }
-    let Some(Piece::Rows(own)) = d.lowering_plan.pieces.first() else {
+    let Some(own) = fusable_rows(node, d) else {
         return false;
     };
     if (own.rows, own.cols) != (rows, cols) {
         return false;
     }
-    // `describe`'s elementwise rule: the elements are the larger of the output's and
-    // the largest operand's; the inputs of that size are streamed, one load each, in
-    // order.
-    let elements = node
-        .op
-        .inputs
-        .iter()
-        .chain(node.op.outputs.first())
-        .map(|t| t.numel())
-        .max()
-        .unwrap_or(0);
+    let (elements, streamed) = streamed_inputs(node);
     if g.elements.is_some_and(|e| e != elements) {
         return false;
     }
-    let streamed: Vec<usize> = (0..node.op.inputs.len())
-        .filter(|&k| node.op.inputs[k].numel() == elements)
-        .collect();
     if streamed.len() != own.load_bytes_per_row.len()
         || !streamed
             .iter()
@@ -496,9 +471,26 @@ fn try_fuse(
     true
 }
 
+/// The one row pass of an elementwise node that may fuse into an earlier group: not in
+/// place, no tensor lists, one piece.
+fn fusable_rows<'d>(node: &ProgramNode<'_>, d: &'d Description) -> Option<&'d RowPlan> {
+    let plain = is_elementwise(node.op.name)
+        && !writes_in_place(node.op.name)
+        && !node
+            .op
+            .inputs
+            .iter()
+            .chain(node.op.outputs)
+            .any(|t| t.list > 0);
+    match d.lowering_plan.pieces.as_slice() {
+        [Piece::Rows(own)] if plain => Some(own),
+        _ => None,
+    }
+}
+
 /// The elements an elementwise node covers (`describe`'s rule: the larger of the
-/// output's and the largest operand's), and which inputs are streamed (those of that
-/// size).
+/// output's and the largest operand's), and which inputs are streamed, one load each,
+/// in order (those of that size).
 fn streamed_inputs(node: &ProgramNode<'_>) -> (u64, Vec<usize>) {
     let elements = node
         .op
@@ -526,19 +518,7 @@ fn try_fuse_epilogue(
     let Some(matmul_elements) = g.matmul_elements else {
         return false;
     };
-    if !is_elementwise(node.op.name)
-        || writes_in_place(node.op.name)
-        || node
-            .op
-            .inputs
-            .iter()
-            .chain(node.op.outputs)
-            .any(|t| t.list > 0)
-        || d.lowering_plan.pieces.len() != 1
-    {
-        return false;
-    }
-    let Some(Piece::Rows(own)) = d.lowering_plan.pieces.first() else {
+    let Some(own) = fusable_rows(node, d) else {
         return false;
     };
     let (elements, streamed) = streamed_inputs(node);

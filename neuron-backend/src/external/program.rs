@@ -196,6 +196,30 @@ struct OpenGroup {
     matmul_elements: Option<u64>,
 }
 
+impl OpenGroup {
+    /// Node `i` (covering `elements`) fused into the group, `saved` bytes of HBM traffic
+    /// not moved: its counts, ids and outputs join the group's.
+    fn join(
+        &mut self,
+        node: &ProgramNode<'_>,
+        d: &Description,
+        i: usize,
+        elements: u64,
+        saved: u64,
+        stats: &mut ProgramStats,
+    ) {
+        stats.hbm_bytes_saved += saved;
+        stats.fused_nodes += 1;
+        self.bytes += d.bytes.saturating_sub(saved);
+        self.flops += d.flops;
+        self.produced.extend(node.output_ids.iter().copied());
+        self.outputs
+            .extend((0..node.output_ids.len()).map(|o| (i, o)));
+        self.group.nodes.push(i);
+        self.elements = Some(elements);
+    }
+}
+
 fn last_rows(lowering: &mut ExternalLowering) -> Option<&mut RowPlan> {
     match lowering.pieces.last_mut() {
         Some(Piece::Rows(plan)) => Some(plan),
@@ -460,14 +484,7 @@ fn try_fuse(
     plan.stages.extend(own.stages.iter().copied());
     plan.store_bytes_per_row += own.store_bytes_per_row;
     plan.sixteen_bit &= own.sixteen_bit;
-    stats.hbm_bytes_saved += saved;
-    stats.fused_nodes += 1;
-    g.bytes += d.bytes.saturating_sub(saved);
-    g.flops += d.flops;
-    g.produced.extend(node.output_ids.iter().copied());
-    g.outputs.extend((0..node.output_ids.len()).map(|o| (i, o)));
-    g.group.nodes.push(i);
-    g.elements = Some(elements);
+    g.join(node, d, i, elements, saved, stats);
     true
 }
 
@@ -554,14 +571,7 @@ fn try_fuse_epilogue(
     epilogue.stages.extend(own.stages.iter().copied());
     epilogue.store_per_elem += own.store_bytes_per_row / own.cols;
     epilogue.sixteen_bit &= own.sixteen_bit;
-    stats.hbm_bytes_saved += saved;
-    stats.fused_nodes += 1;
-    g.bytes += d.bytes.saturating_sub(saved);
-    g.flops += d.flops;
-    g.produced.extend(node.output_ids.iter().copied());
-    g.outputs.extend((0..node.output_ids.len()).map(|o| (i, o)));
-    g.group.nodes.push(i);
-    g.elements = Some(elements);
+    g.join(node, d, i, elements, saved, stats);
     true
 }
 

@@ -11,7 +11,7 @@
 //!   in the `ts`/`dur` of PyTorch's host events, each moved back by the cut; the
 //!   plugin's events are byte for byte the same; a second warp is refused;
 //!   `key_averages()`'s host times are the warped ones (numerics excluded).
-//! - A GEMM-heavy step (four bf16 `Linear(4096, 4096)` on an 8192-row batch, forward,
+//! - A GEMM-heavy step (four fp32 `Linear(4096, 4096)` on a 4096-row batch, forward,
 //!   backward, SGD, the loss read each step) is device-bound — busy ≥ 90 % of
 //!   the step, kernels queued, short launches — and a step of many tiny ops host-bound;
 //!   `neuronprof analyze` says which, with numbers.

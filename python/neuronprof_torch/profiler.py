@@ -41,30 +41,44 @@ PLUGIN_ACTIVITY_TYPES = frozenset(
     {"privateuse1_runtime", "kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 )
 
+# PyTorch's host ops: left out where they lie inside one cut (warp.rs's HOST_OP_CATEGORIES).
+HOST_OP_ACTIVITY_TYPES = frozenset({"cpu_op", "python_function"})
+
 
 def warp_trace(path) -> dict:
     """Warps the host events of the trace PyTorch wrote at ``path`` in place; returns
-    counts (events, warped, kept, inexact, cut_ns). A trace warped before is refused."""
+    counts (events, warped, kept, inexact, cut_ns, engine_rows, engine_rows_dropped,
+    host_ops_in_cuts). A trace warped before is refused."""
     return _C._warp_trace_file(os.fspath(path))
 
 
-def _warp_function_events(events, trace_start_ns: int) -> None:
+def _warp_function_events(events, trace_start_ns: int) -> list:
+    """Puts the host FunctionEvents on the cut timeline and returns the events without
+    the host ops that lay inside one cut (the emulator's own, as the trace file leaves
+    them out: ``python/capi/src/warp.rs``); the tree is built from the list later."""
     host = [
         fe
         for fe in events
         if fe.device_type == DeviceType.CPU and fe.activity_type not in PLUGIN_ACTIVITY_TYPES
     ]
     if not host:
-        return
+        return events
     values = []
     for fe in host:
         values.append(trace_start_ns + round(fe.time_range.start * 1000))
         values.append(trace_start_ns + round(fe.time_range.end * 1000))
-    warped = _C._warp_unix_ns(values)
+    warped, inside = _C._warp_unix_intervals(values)
+    left_out = set()
     for i, fe in enumerate(host):
+        if inside[i] and fe.activity_type in HOST_OP_ACTIVITY_TYPES:
+            left_out.add(id(fe))
+            continue
         start = (warped[2 * i] - trace_start_ns) / 1000
         end = (warped[2 * i + 1] - trace_start_ns) / 1000
         fe.time_range = Interval(start, end)
+    if not left_out:
+        return events
+    return [fe for fe in events if id(fe) not in left_out]
 
 
 def install() -> None:
@@ -91,8 +105,7 @@ def install() -> None:
 
     def _parse_kineto_results(self, result, *args, **kwargs):
         events = parse(self, result, *args, **kwargs)
-        _warp_function_events(events, result.trace_start_ns())
-        return events
+        return _warp_function_events(events, result.trace_start_ns())
 
     export_chrome_trace.__doc__ = export.__doc__
     export_chrome_trace.__wrapped__ = export

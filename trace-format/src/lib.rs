@@ -245,8 +245,8 @@ pub use meta::{
 };
 pub use reader::{read_path, read_path_lenient, ReadOptions, ReadReport, TimeBase, TraceReader};
 pub use retime::{
-    retime, retime_path, AppendContext, AppendEvents, MarkerValue, RetimeError, RetimeOptions,
-    RetimeStats,
+    retime, retime_path, AppendContext, AppendEvents, DropEvent, MarkerValue, RetimeError,
+    RetimeOptions, RetimeStats,
 };
 pub use sink::{
     from_fn, CollectSink, CountingSink, EventMapper, EventText, FnSink, OwnedEvent, ParallelSink,

@@ -19,6 +19,12 @@
 //! - a number keeps its spelling: as many decimals as it had, or more if the new value
 //!   needs them (three stay three: `12.300`, as PyTorch's Python exporter writes; trimmed
 //!   stays trimmed: `12.3`, as libkineto writes), and an unchanged value keeps its text;
+//! - with [`RetimeOptions::drop`], an event that would be retimed and has a `cat`, a
+//!   `ts` and a `dur` is left out when the caller says so from its category and its
+//!   interval before the map (the extension leaves out the host ops PyTorch recorded
+//!   while the emulator computed a device's values: they are not the program's, and on
+//!   the cut timeline they would all last 0 µs); each one left out is counted
+//!   ([`RetimeStats::dropped`]), and the commas between the others stay right;
 //! - with [`RetimeOptions::append`], events made by the caller are added at the end of
 //!   `traceEvents` (the extension writes the device's engine rows there, which Kineto has
 //!   no activity type for), told the time span of the kept events and the base time;
@@ -59,7 +65,11 @@ pub struct AppendContext {
     pub base_time_ns: Option<i64>,
 }
 
-/// What [`retime`] leaves alone and what it adds.
+/// Whether [`retime`] leaves an event out: told its raw `cat` (without the quotes), and
+/// its start and end before the map (absolute ns since the Unix epoch).
+pub type DropEvent<'a> = &'a dyn Fn(&[u8], i64, i64) -> bool;
+
+/// What [`retime`] leaves alone, what it leaves out and what it adds.
 #[derive(Clone, Default)]
 pub struct RetimeOptions<'a> {
     /// Events of these categories keep their times (compared with the raw `cat`).
@@ -75,6 +85,10 @@ pub struct RetimeOptions<'a> {
     /// Events to add at the end of `traceEvents` (see [`AppendEvents`]); they are
     /// counted in [`RetimeStats::appended`], not in `events`.
     pub append: Option<AppendEvents<'a>>,
+    /// Events to leave out (see [`DropEvent`]): asked only of events that would be
+    /// retimed and have a `cat`, a `ts` and a `dur`; counted in [`RetimeStats::dropped`]
+    /// (and in `events`, not in `retimed`).
+    pub drop: Option<DropEvent<'a>>,
 }
 
 impl std::fmt::Debug for RetimeOptions<'_> {
@@ -84,6 +98,7 @@ impl std::fmt::Debug for RetimeOptions<'_> {
             .field("marker", &self.marker.as_ref().map(|(key, _)| key))
             .field("base_time_ns", &self.base_time_ns)
             .field("append", &self.append.is_some())
+            .field("drop", &self.drop.is_some())
             .finish()
     }
 }
@@ -99,6 +114,8 @@ pub struct RetimeStats {
     pub kept: u64,
     /// Events added by [`RetimeOptions::append`].
     pub appended: u64,
+    /// Events left out by [`RetimeOptions::drop`].
+    pub dropped: u64,
     /// The first start and the last end of the kept events, ns since the Unix epoch.
     pub kept_span_ns: Option<(i64, i64)>,
     /// Bytes of JSON read.
@@ -347,7 +364,11 @@ pub fn retime(
             scan.next()?;
             out.push(b'[');
             let mut index = 0u64;
+            // Elements written (an event left out writes nothing: no comma before it,
+            // no whitespace after the one before it).
+            let mut written = 0u64;
             loop {
+                let mark = out.len();
                 scan.whitespace(&mut out)?;
                 match scan.peek()? {
                     Some(b']') => {
@@ -357,7 +378,6 @@ pub fn retime(
                                 kept_span_ns: stats.kept_span_ns,
                                 base_time_ns: base_ns,
                             };
-                            let mut written = index;
                             append(&context, &mut |event: &Event<'_>| {
                                 if written > 0 {
                                     out.push(b',');
@@ -373,7 +393,9 @@ pub fn retime(
                     }
                     Some(b',') if index > 0 => {
                         scan.next()?;
-                        out.push(b',');
+                        if written > 0 {
+                            out.push(b',');
+                        }
                         scan.whitespace(&mut out)?;
                     }
                     _ if index > 0 => return Err(scan.syntax("expected `,` or `]`").into()),
@@ -383,7 +405,12 @@ pub fn retime(
                 event.clear();
                 scan.value(&mut event, "an event")?;
                 stats.events += 1;
-                rewrite_event(&event, &mut out, base_ns, options, &mut map_ns, &mut stats);
+                if rewrite_event(&event, &mut out, base_ns, options, &mut map_ns, &mut stats) {
+                    written += 1;
+                } else {
+                    // Nothing of it was flushed: `out` is flushed only between elements.
+                    out.truncate(mark);
+                }
                 scan.event_index = None;
                 index += 1;
                 if out.len() >= 64 << 10 {
@@ -578,6 +605,8 @@ fn number_ns(text: &[u8]) -> Option<i64> {
     parse_us_to_ns(std::str::from_utf8(text).ok()?).ok()
 }
 
+/// Writes `event` retimed (or as it is) to `out`; returns false, writing nothing, for an
+/// event [`RetimeOptions::drop`] leaves out.
 fn rewrite_event(
     event: &[u8],
     out: &mut Vec<u8>,
@@ -585,7 +614,7 @@ fn rewrite_event(
     options: &RetimeOptions<'_>,
     map_ns: &mut impl FnMut(i64) -> i64,
     stats: &mut RetimeStats,
-) {
+) -> bool {
     let (cat, ts, dur) = members(event);
     let kept = cat.is_some_and(|c| {
         let value = &event[c.start..c.end];
@@ -609,15 +638,32 @@ fn rewrite_event(
             }
         }
         out.extend_from_slice(event);
-        return;
+        return true;
     };
     let ts_text = &event[ts.start..ts.end];
     let Some(ts_rel_ns) = number_ns(ts_text) else {
         out.extend_from_slice(event);
-        return;
+        return true;
     };
     let base = base_ns.unwrap_or(0);
     let start_ns = ts_rel_ns.saturating_add(base);
+    if let (Some(drop), Some(cat), Some(dur_ns)) = (
+        options.drop,
+        cat,
+        dur.and_then(|d| number_ns(&event[d.start..d.end])),
+    ) {
+        let cat = &event[cat.start..cat.end];
+        if cat.len() >= 2
+            && drop(
+                &cat[1..cat.len() - 1],
+                start_ns,
+                start_ns.saturating_add(dur_ns),
+            )
+        {
+            stats.dropped += 1;
+            return false;
+        }
+    }
     let new_start_ns = map_ns(start_ns);
     // Spans to replace, in order: ts, then dur (when present and a number).
     let mut replacements: Vec<(Span, Vec<u8>)> = Vec::with_capacity(2);
@@ -648,6 +694,7 @@ fn rewrite_event(
     }
     out.extend_from_slice(&event[at..]);
     stats.retimed += 1;
+    true
 }
 
 /// The top-level `baseTimeNanoseconds` of the document in `input`, skipping everything
@@ -770,6 +817,7 @@ mod tests {
             marker: Some(("retimed".into(), &marker)),
             base_time_ns: None,
             append: None,
+            drop: None,
         };
         let mut out = Vec::new();
         let stats = retime(text.as_bytes(), &mut out, "t.json", &options, map).unwrap();
@@ -837,6 +885,62 @@ mod tests {
     }
 
     #[test]
+    fn events_left_out_take_their_comma_and_are_counted() {
+        // Host ops inside [100, 200) µs (relative) are left out, whatever the kernel's
+        // times; instants (no `dur`) and kept categories are never asked about.
+        let text = r#"{"baseTimeNanoseconds": 0, "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "in0", "ts": 100, "dur": 5},
+  {"ph": "X", "cat": "cpu_op", "name": "out", "ts": 90, "dur": 200},
+  {"ph": "X", "cat": "cpu_op", "name": "in1", "ts": 120, "dur": 0},
+  {"ph": "X", "cat": "kernel", "name": "k", "ts": 110, "dur": 1},
+  {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 130},
+  {"ph": "X", "cat": "python_function", "name": "in2", "ts": 150, "dur": 50}
+]}"#;
+        let asked = std::cell::RefCell::new(Vec::new());
+        let drop = |cat: &[u8], start: i64, end: i64| {
+            asked
+                .borrow_mut()
+                .push(String::from_utf8_lossy(cat).into_owned());
+            start >= 100_000 && end <= 200_000
+        };
+        let options = RetimeOptions {
+            keep_categories: vec!["kernel".into()],
+            drop: Some(&drop),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let stats = retime(text.as_bytes(), &mut out, "t.json", &options, |t| t).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            r#"{"baseTimeNanoseconds": 0, "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "out", "ts": 90, "dur": 200},
+  {"ph": "X", "cat": "kernel", "name": "k", "ts": 110, "dur": 1},
+  {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 130}
+]}"#
+        );
+        assert_eq!(
+            (stats.events, stats.dropped, stats.retimed, stats.kept),
+            (6, 3, 2, 1)
+        );
+        assert_eq!(
+            *asked.borrow(),
+            ["cpu_op", "cpu_op", "cpu_op", "python_function"]
+        );
+        // Every event left out: an empty array, still a document.
+        let all = |_: &[u8], _: i64, _: i64| true;
+        let options = RetimeOptions {
+            drop: Some(&all),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let text = r#"{"traceEvents": [{"ph": "X", "cat": "a", "ts": 1, "dur": 1}, {"ph": "X", "cat": "b", "ts": 2, "dur": 1}]}"#;
+        let stats = retime(text.as_bytes(), &mut out, "t.json", &options, |t| t).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"traceEvents": []}"#);
+        assert_eq!((stats.events, stats.dropped), (2, 2));
+    }
+
+    #[test]
     fn only_host_times_change_and_spellings_are_kept() {
         let text = r#"{
   "schemaVersion": 1,
@@ -873,6 +977,7 @@ mod tests {
                 retimed: 3,
                 kept: 1,
                 appended: 0,
+                dropped: 0,
                 // The kernel: 12.25 µs for 3 µs after the 1 ms base.
                 kept_span_ns: Some((1_012_250, 1_015_250)),
                 bytes_in: text.len() as u64,

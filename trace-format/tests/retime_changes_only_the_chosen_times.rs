@@ -20,6 +20,7 @@ fn options(keep: &[&str], base_time_ns: Option<i64>) -> RetimeOptions<'static> {
         marker: Some((MARKER.to_owned(), &marker)),
         base_time_ns,
         append: None,
+        drop: None,
     }
 }
 

@@ -196,6 +196,7 @@ typedef struct npc_warp_stats {
     uint64_t engine_rows;         /* engine instruction and DMA rows appended
                                      (NEURONPROF_DETAIL=instructions) */
     uint64_t engine_rows_dropped; /* engine rows of the last window not kept */
+    uint64_t host_ops_in_cuts;    /* host ops left out: inside a cut (the emulator's) */
 } npc_warp_stats_t;
 
 /* npc_collective.op (runtime_hooks::CollectiveOp) */
@@ -329,9 +330,13 @@ int32_t npc_collective_place(const npc_collective_t *c, const uint64_t *ready_ns
 
 /* The warp: PyTorch's host times (ns since the epoch, real clock) onto the cut timeline.
  * npc_warp_trace_file rewrites a trace in place: ts/dur of every event outside the
- * plugin's categories, plus a top-level "neuronprof_cut" member; nothing else changes. */
+ * plugin's categories, host ops lying inside one cut left out (counted), plus a
+ * top-level "neuronprof_cut" member; nothing else changes. */
 int32_t npc_warp_trace_file(const char *path, npc_warp_stats_t *stats);
 uint64_t npc_warp_unix_ns(int64_t *values, size_t len); /* in place; returns inexact */
+/* len (start, end) pairs at values, in place; inside[i] = 1 where the pair lay inside one
+ * cut; returns inexact. */
+uint64_t npc_warp_unix_intervals(int64_t *values, uint8_t *inside, size_t len);
 uint64_t npc_cut_total_ns(void);
 
 /* Profiling: open a window (drops earlier records; a background thread drains the

@@ -39,7 +39,9 @@
 //!   end on every rank). `NEURONPROF_STRAGGLER=RANK:FACTOR` slows the device of that
 //!   global rank (`RANK`) by `FACTOR`, as `neuronprof run --straggler` does.
 //! - The warp: [`npc_warp_trace_file`] (a trace PyTorch wrote, onto the cut timeline, in
-//!   place), [`npc_warp_unix_ns`] (PyTorch's instants for `key_averages`),
+//!   place; host ops inside a cut, the emulator's, left out and counted),
+//!   [`npc_warp_unix_ns`] / [`npc_warp_unix_intervals`] (PyTorch's times for
+//!   `key_averages`, the latter also saying which ops lay inside a cut),
 //!   [`npc_cut_total_ns`]; the cut itself is `runtime-hooks`' `nph_cut_begin` /
 //!   `nph_cut_end`.
 //! - Profiling: [`npc_window_begin`] opens a window (a background thread drains the
@@ -140,8 +142,8 @@ pub use streams::{
     npc_stream_pool, npc_stream_query, npc_stream_synchronize, NpcEvent,
 };
 pub use warp::{
-    npc_cut_total_ns, npc_warp_trace_file, npc_warp_unix_ns, NpcWarpStats, NPC_ERR_ALREADY_WARPED,
-    NPC_ERR_TRACE, PLUGIN_CATEGORIES, WARP_MARKER,
+    npc_cut_total_ns, npc_warp_trace_file, npc_warp_unix_intervals, npc_warp_unix_ns, NpcWarpStats,
+    HOST_OP_CATEGORIES, NPC_ERR_ALREADY_WARPED, NPC_ERR_TRACE, PLUGIN_CATEGORIES, WARP_MARKER,
 };
 
 #[cfg(test)]

@@ -17,6 +17,17 @@
 //! kernels, copies, memsets, stream synchronization marks (`gpu_user_annotation`) and
 //! their `ac2g` flows) are already on the cut timeline and stay. A trace with `neuronprof_cut` is never warped twice.
 //!
+//! Host ops inside a cut are left out: the ops PyTorch recorded while the extension
+//! computed a device's values on the host (a fallback's CPU `aten::mm` under the neuron
+//! `aten::mm`, a compiled graph's nodes run by ATen's CPU kernels, their `aten::empty`s)
+//! are the emulator's, not the program's — a real device runs none of them — and on the
+//! cut timeline each would last 0 µs, so `key_averages()`, `analyze` and `diff` would
+//! count calls that take no time. An event of [`HOST_OP_CATEGORIES`] whose whole
+//! interval lies inside one whole cut ([`CutLog::covers`]) is not written; the marker
+//! counts them (`host_ops_in_cuts`), as [`NpcWarpStats::host_ops_in_cuts`] does, and
+//! `key_averages()`' events leave out the same ones ([`npc_warp_unix_intervals`]). A
+//! host op that began before a cut or ends after it is the program's and stays.
+//!
 //! Engine rows: with `NEURONPROF_DETAIL=instructions` the device records each kernel's
 //! engine instructions and DMA transfers, which Kineto has no activity type for. The
 //! last collected window's rows are kept here ([`keep_engine_rows`], at most
@@ -57,6 +68,10 @@ pub const PLUGIN_CATEGORIES: [&str; 6] = [
     "ac2g",
 ];
 
+/// Categories of PyTorch's host ops, left out when they lie inside one cut (see the
+/// module docs).
+pub const HOST_OP_CATEGORIES: [&str; 2] = ["cpu_op", "python_function"];
+
 /// The top-level key a warped trace gets.
 pub const WARP_MARKER: &str = "neuronprof_cut";
 
@@ -78,6 +93,8 @@ pub struct NpcWarpStats {
     pub engine_rows: u64,
     /// Engine rows of the last window that were not kept ([`MAX_ENGINE_ROWS`]).
     pub engine_rows_dropped: u64,
+    /// Host ops left out because they lie inside a cut (the emulator's own).
+    pub host_ops_in_cuts: u64,
 }
 
 /// Engine rows kept from one window: about 56 bytes each, so at most ~56 MB.
@@ -115,11 +132,24 @@ impl Warp {
         }
     }
 
-    /// `unix_ns` (ns since the epoch, on the real clock) on the cut timeline.
-    pub(crate) fn unix(&self, unix_ns: i64) -> i64 {
+    /// `unix_ns` (ns since the epoch, on the real clock) on the monotonic clock.
+    fn monotonic(&self, unix_ns: i64) -> Option<u64> {
         let mono = i128::from(unix_ns) - i128::from(self.anchor.unix_ns)
             + i128::from(self.anchor.monotonic_ns);
-        let Ok(mono) = u64::try_from(mono) else {
+        u64::try_from(mono).ok()
+    }
+
+    /// Whether the Unix-epoch interval `[start_ns, end_ns]` lies inside one whole cut.
+    pub(crate) fn covers(&self, start_ns: i64, end_ns: i64) -> bool {
+        match (self.monotonic(start_ns), self.monotonic(end_ns)) {
+            (Some(start), Some(end)) => self.log.is_exact(start) && self.log.covers(start, end),
+            _ => false,
+        }
+    }
+
+    /// `unix_ns` (ns since the epoch, on the real clock) on the cut timeline.
+    pub(crate) fn unix(&self, unix_ns: i64) -> i64 {
+        let Some(mono) = self.monotonic(unix_ns) else {
             return unix_ns;
         };
         if !self.log.is_exact(mono) {
@@ -164,18 +194,23 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         };
         format!(
             "{{\"cut_us\": {:.3}, \"host_events_warped\": {}, \"plugin_events_kept\": {}, \
-             \"inexact_times\": {}{engine}}}",
+             \"host_ops_in_cuts\": {}, \"inexact_times\": {}{engine}}}",
             warp.cut_ns() as f64 / 1e3,
             stats.retimed,
             stats.kept,
+            stats.dropped,
             warp.inexact.get()
         )
+    };
+    let drop = |cat: &[u8], start: i64, end: i64| {
+        HOST_OP_CATEGORIES.iter().any(|c| c.as_bytes() == cat) && warp.covers(start, end)
     };
     let options = RetimeOptions {
         keep_categories: PLUGIN_CATEGORIES.iter().map(|c| c.to_string()).collect(),
         marker: Some((WARP_MARKER.to_owned(), &marker)),
         base_time_ns: None,
         append: Some(&append),
+        drop: Some(&drop),
     };
     let stats = retime_path(path, &options, |t| warp.unix(t))?;
     Ok(NpcWarpStats {
@@ -186,6 +221,7 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         cut_ns: warp.cut_ns(),
         engine_rows: engine_rows.get(),
         engine_rows_dropped: engine_dropped,
+        host_ops_in_cuts: stats.dropped,
     })
 }
 
@@ -242,6 +278,40 @@ pub unsafe extern "C" fn npc_warp_unix_ns(values: *mut i64, len: usize) -> u64 {
     warp.inexact.get()
 }
 
+/// Warps `len` Unix-epoch intervals, `values[2i]` (start) and `values[2i + 1]` (end), in
+/// place, as [`npc_warp_unix_ns`] does, and sets `inside[i]` to 1 where the interval lay
+/// inside one whole cut (a host op of the emulator's, which the trace file leaves out:
+/// see the module docs), else 0; returns how many instants were warped approximately.
+///
+/// # Safety
+///
+/// `values` must point to `2 * len` writable `int64_t`s and `inside` to `len` writable
+/// bytes (either may be null with `len == 0`).
+#[no_mangle]
+pub unsafe extern "C" fn npc_warp_unix_intervals(
+    values: *mut i64,
+    inside: *mut u8,
+    len: usize,
+) -> u64 {
+    if values.is_null() || inside.is_null() || len == 0 {
+        return 0;
+    }
+    // SAFETY: the caller guarantees `2 * len` writable values and `len` writable bytes.
+    let (values, inside) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(values, 2 * len),
+            std::slice::from_raw_parts_mut(inside, len),
+        )
+    };
+    let warp = Warp::now();
+    for (pair, inside) in values.chunks_exact_mut(2).zip(inside.iter_mut()) {
+        *inside = u8::from(warp.covers(pair[0], pair[1]));
+        pair[0] = warp.unix(pair[0]);
+        pair[1] = warp.unix(pair[1]);
+    }
+    warp.inexact.get()
+}
+
 /// Total time cut from the process timeline so far, ns.
 #[no_mangle]
 pub extern "C" fn npc_cut_total_ns() -> u64 {
@@ -269,6 +339,32 @@ mod tests {
         assert!(values[0] <= before && values[1] <= after);
         let moved = (after - before) - (values[1] - values[0]);
         assert!(moved >= 5_000_000, "the 5 ms cut is removed: {moved}");
+    }
+
+    #[test]
+    fn host_ops_inside_a_cut_are_found_and_warped() {
+        let anchor = clock::anchor();
+        let unix_now = || anchor.to_unix_ns(clock::monotonic_ns()) as i64;
+        let before = unix_now();
+        let (inner_start, inner_end) = {
+            let _cut = clock::cut_scope();
+            std::thread::sleep(Duration::from_millis(2));
+            let start = unix_now();
+            std::thread::sleep(Duration::from_millis(2));
+            (start, unix_now())
+        };
+        std::thread::sleep(Duration::from_millis(1));
+        let after = unix_now();
+        // The emulator's op inside the cut, and the program's op around it.
+        let mut values = [inner_start, inner_end, before, after];
+        let mut inside = [9u8; 2];
+        // SAFETY: four writable values, two writable flags.
+        let inexact =
+            unsafe { npc_warp_unix_intervals(values.as_mut_ptr(), inside.as_mut_ptr(), 2) };
+        assert_eq!(inexact, 0);
+        assert_eq!(inside, [1, 0]);
+        assert_eq!(values[0], values[1], "inside a cut, an op lasts nothing");
+        assert!(values[3] - values[2] <= after - before - 4_000_000);
     }
 
     #[test]

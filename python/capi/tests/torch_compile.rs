@@ -387,6 +387,20 @@ fn check_diff(eager: &Path, compiled: &Path) {
         )
     });
     assert!(after < before, "device time {before} -> {after} µs");
+    // No host operator takes no time: the ops PyTorch recorded while the emulator
+    // computed a graph's values (its nodes' CPU kernels, their `aten::empty`s) lay
+    // inside a cut and are left out, not listed at 0 µs.
+    let host = compare_traces(
+        &summary(eager, DeviceFilter::Cpu),
+        &summary(compiled, DeviceFilter::Cpu),
+    );
+    for r in &host.rows {
+        assert!(
+            (r.control_counts == 0 || r.control_total_duration_us > 0.0)
+                && (r.test_counts == 0 || r.test_total_duration_us > 0.0),
+            "a host operator at 0 µs: {r:?}"
+        );
+    }
 }
 
 /// With `NEURONPROF_DETAIL=instructions`: every graph kernel has engine instructions
@@ -411,6 +425,10 @@ fn check_engine_rows(trace: &Value, dir: &Path) {
         "{marker}"
     );
     assert_eq!(marker["engine_rows_dropped"].as_u64(), Some(0), "{marker}");
+    assert!(
+        marker["host_ops_in_cuts"].as_u64().unwrap() > 0,
+        "the graph nodes' CPU ops are left out: {marker}"
+    );
     let mut under: std::collections::HashMap<i64, std::collections::BTreeSet<String>> =
         Default::default();
     for row in instructions.iter().chain(&dmas) {

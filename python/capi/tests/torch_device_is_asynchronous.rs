@@ -8,8 +8,10 @@
 //!   from the side stream's event; `Event.elapsed_time` equals the modeled interval
 //!   between the events' marks (and the last matmul's end) within 1 µs.
 //! - The warp: the trace PyTorch exported (kept unwarped) and the warped one differ only
-//!   in the `ts`/`dur` of PyTorch's host events, each moved back by the cut; the
-//!   plugin's events are byte for byte the same; a second warp is refused;
+//!   in the `ts`/`dur` of PyTorch's host events, each moved back by the cut, and in the
+//!   host ops that lay inside a cut (the emulator's own, left out and counted; every
+//!   host op kept takes time); the plugin's events are byte for byte the same; a second
+//!   warp is refused;
 //!   `key_averages()`'s host times are the warped ones (numerics excluded).
 //! - A GEMM-heavy step (four fp32 `Linear(4096, 4096)` on a 4096-row batch, forward,
 //!   backward, SGD, the loss read each step) is device-bound — busy ≥ 90 % of
@@ -150,12 +152,19 @@ fn check_streams(result: &Value, trace: &Value) {
 /// once.
 fn check_warp(result: &Value, raw: &Value, warped: &Value) {
     let (raw_events, warped_events) = (events(raw), events(warped));
-    assert_eq!(raw_events.len(), warped_events.len());
     let mut moved = 0;
-    for (r, w) in raw_events.iter().zip(warped_events) {
+    // Host ops the warp left out (they lay inside a cut: the emulator's own).
+    let mut left_out: Vec<&Value> = Vec::new();
+    let mut next = warped_events.iter().peekable();
+    for r in raw_events {
         let plugin = r["cat"].as_str().is_some_and(|c| PLUGIN.contains(&c));
+        let Some(&w) = next.peek() else {
+            left_out.push(r);
+            continue;
+        };
         if plugin {
             assert_eq!(r, w, "a plugin event changed");
+            next.next();
             continue;
         }
         let mut same = w.clone();
@@ -164,13 +173,42 @@ fn check_warp(result: &Value, raw: &Value, warped: &Value) {
                 same[key] = v.clone();
             }
         }
-        assert_eq!(&same, r, "more than the times of a host event changed");
+        if &same != r {
+            left_out.push(r);
+            continue;
+        }
+        next.next();
         if let (Some(rt), Some(wt)) = (r["ts"].as_f64(), w["ts"].as_f64()) {
             assert!(wt <= rt + 1e-3, "a host event moved forward: {r} -> {w}");
             moved += usize::from(wt < rt - 1e-3);
         }
     }
+    assert!(
+        next.next().is_none(),
+        "the warped trace has events the raw one has not"
+    );
     assert!(moved > 10, "host events moved back by the cut: {moved}");
+    // What was left out: host ops only (the fallback's own `aten::empty`, `set_`,
+    // `resolve_conj`, ... run while the matmuls' values were computed), counted; what
+    // stays takes time.
+    assert!(
+        !left_out.is_empty(),
+        "no host op of the emulator's was left out"
+    );
+    for e in &left_out {
+        let category = e["cat"].as_str().unwrap_or("");
+        assert!(
+            ["cpu_op", "python_function"].contains(&category) && e["ph"] == "X",
+            "the warp left out more than host ops: {e}"
+        );
+    }
+    let host_ops = cat(warped, "cpu_op");
+    for op in &host_ops {
+        assert!(
+            op["dur"].as_f64().unwrap() > 0.0,
+            "a host op of the warped trace takes no time (inside a cut, yet kept): {op}"
+        );
+    }
     let mut rest = warped.as_object().unwrap().clone();
     let marker = rest.remove("neuronprof_cut").expect("the warp's marker");
     rest.remove("traceEvents");
@@ -182,11 +220,31 @@ fn check_warp(result: &Value, raw: &Value, warped: &Value) {
     );
     assert!(marker["cut_us"].as_f64().unwrap() > 1_000.0, "{marker}");
     assert_eq!(marker["inexact_times"], 0);
-    let stats = &result["warp_stats"];
     assert_eq!(
-        stats["warped"].as_u64().unwrap() + stats["kept"].as_u64().unwrap(),
+        marker["host_ops_in_cuts"].as_u64(),
+        Some(left_out.len() as u64),
+        "{marker}"
+    );
+    let stats = &result["warp_stats"];
+    assert_eq!(stats["host_ops_in_cuts"], marker["host_ops_in_cuts"]);
+    assert_eq!(
+        stats["warped"].as_u64().unwrap()
+            + stats["kept"].as_u64().unwrap()
+            + stats["host_ops_in_cuts"].as_u64().unwrap(),
         stats["events"].as_u64().unwrap()
     );
+    // key_averages' events leave out the same ops: the same operator names remain.
+    let trace_names: std::collections::BTreeSet<&str> = host_ops
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    let function_event_names: std::collections::BTreeSet<&str> = result["function_event_us"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(function_event_names, trace_names);
     assert!(
         result["second_warp"]
             .as_str()

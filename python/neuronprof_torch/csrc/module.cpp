@@ -29,6 +29,7 @@ py::dict warp_trace_file(const std::string& path) {
   out["cut_ns"] = stats.cut_ns;
   out["engine_rows"] = stats.engine_rows;
   out["engine_rows_dropped"] = stats.engine_rows_dropped;
+  out["host_ops_in_cuts"] = stats.host_ops_in_cuts;
   return out;
 }
 
@@ -36,6 +37,16 @@ py::dict warp_trace_file(const std::string& path) {
 std::vector<int64_t> warp_unix_ns(std::vector<int64_t> values) {
   npc_warp_unix_ns(values.data(), values.size());
   return values;
+}
+
+// PyTorch's host intervals (start, end pairs, ns since the epoch) on the cut timeline,
+// and whether each lay inside one cut (a host op of the emulator's).
+std::pair<std::vector<int64_t>, std::vector<bool>> warp_unix_intervals(
+    std::vector<int64_t> values) {
+  const size_t len = values.size() / 2;
+  std::vector<uint8_t> inside(len, 0);
+  npc_warp_unix_intervals(values.data(), inside.data(), len);
+  return {std::move(values), std::vector<bool>(inside.begin(), inside.end())};
 }
 
 // The device allocator's statistics (c10 DeviceStats shape): {name: [all, small_pool,
@@ -131,6 +142,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Puts the host events of a trace PyTorch wrote onto the cut timeline, in place");
   m.def("_warp_unix_ns", &warp_unix_ns,
         "PyTorch's host instants (ns since the epoch) on the cut timeline");
+  m.def("_warp_unix_intervals", &warp_unix_intervals,
+        "PyTorch's host intervals (start, end pairs) on the cut timeline, and whether each "
+        "lay inside one cut");
   m.def("_cut_total_ns", [] { return npc_cut_total_ns(); },
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
   neuronprof::register_distributed(m);

@@ -372,6 +372,20 @@ impl CutLog {
         t_ns.saturating_sub(self.cut_before_ns(t_ns))
     }
 
+    /// Whether the monotonic interval `[start_ns, end_ns]` lies inside one whole cut
+    /// (every instant of it maps to that cut's start): what a thread did there was
+    /// emulation, not the program's time. Run-delay cuts, which keep a share of their
+    /// interval, never cover anything.
+    pub fn covers(&self, start_ns: u64, end_ns: u64) -> bool {
+        let after = self
+            .intervals
+            .partition_point(|cut| cut.start_ns <= start_ns);
+        let Some(cut) = after.checked_sub(1).map(|i| self.intervals[i]) else {
+            return false;
+        };
+        cut.cut_ns == cut.end_ns - cut.start_ns && start_ns <= end_ns && end_ns <= cut.end_ns
+    }
+
     /// Whether `t_ns` can be warped exactly (it is not older than a dropped cut).
     pub fn is_exact(&self, t_ns: u64) -> bool {
         t_ns >= self.exact_from_ns
@@ -545,5 +559,24 @@ mod tests {
             "40 ns apart inside become 30: {warped:?}"
         );
         assert_eq!(log.total_ns(), 150);
+        // Inside a spread cut is still the program's time.
+        assert!(log.covers(110, 140));
+        assert!(!log.covers(1100, 1200));
+    }
+
+    #[test]
+    fn an_interval_is_covered_only_inside_one_whole_cut() {
+        let log = CutLog::from_intervals(vec![(100, 150), (150, 300)]);
+        assert!(log.covers(100, 150));
+        assert!(log.covers(120, 120));
+        assert!(log.covers(200, 300));
+        // Across two cuts, partly outside, outside, or backwards.
+        assert!(!log.covers(120, 200));
+        assert!(!log.covers(90, 120));
+        assert!(!log.covers(250, 301));
+        assert!(!log.covers(50, 60));
+        assert!(!log.covers(400, 500));
+        assert!(!log.covers(140, 130));
+        assert!(!CutLog::default().covers(1, 2));
     }
 }

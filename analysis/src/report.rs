@@ -2,10 +2,12 @@
 
 use serde::Serialize;
 
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-use crate::analyses::collectives::{self, collective_parts, collectives_from, Collectives};
+use crate::analyses::collectives::{self, collective_parts, Collectives};
 use crate::analyses::compile::{rank_compile, RankCompile};
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
 use crate::analyses::kernel_breakdown::{
@@ -273,35 +275,24 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
         .map_or(1, |n| n.get())
         .min(set.ranks.len());
     let next = AtomicUsize::new(0);
-    let summaries: Vec<(usize, RankSummary)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(trace) = set.ranks.get(i) else {
-                            break;
-                        };
-                        done.push((i, summarize(trace, &context)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("rank analysis thread panicked"))
-            .collect()
+    let combiner = Mutex::new(Combiner::new(&context));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(trace) = set.ranks.get(i) else {
+                    break;
+                };
+                let summary = summarize(trace, &context);
+                lock(&combiner).add(summary);
+            });
+        }
     });
-    let mut summaries = summaries;
-    summaries.sort_by_key(|(i, _)| *i);
-    combine(
-        summaries.into_iter().map(|(_, s)| s).collect(),
-        &context,
-        window_notes(&set.windows),
-    )
-    .expect("the ranks of a trace set are distinct and its filter is known")
+    combiner
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .finish(window_notes(&set.windows))
+        .expect("the ranks of a trace set are distinct and its filter is known")
 }
 
 /// [`analyze`] over rank trace files, reading them a few at a time: each rank is
@@ -317,9 +308,7 @@ pub fn analyze_paths(
     load: &LoadOptions,
     options: &ReportOptions,
 ) -> Result<Report, AnalysisError> {
-    let context = Context::new(options, None, options.ranks.clone());
-    let summaries = load_each(paths, load, |trace| summarize(&trace, &context))?;
-    combine(summaries, &context, Vec::new())
+    analyze_files(paths, load, options, Vec::new())
 }
 
 /// [`analyze_paths`] over the chosen window of each rank of `plan` ([`plan_inputs`]),
@@ -335,15 +324,53 @@ pub fn analyze_plan(
         .iter()
         .map(|(rank, path)| (Some(*rank), path.as_path()))
         .collect();
-    let context = Context::new(options, None, options.ranks.clone());
-    let summaries = load_each(&ranked, load, |trace| summarize(&trace, &context))?;
     let windows: Vec<RankWindows> = plan
         .windows
         .iter()
         .filter(|w| w.files.len() > 1)
         .cloned()
         .collect();
-    combine(summaries, &context, window_notes(&windows))
+    analyze_files(&ranked, load, options, window_notes(&windows))
+}
+
+/// [`analyze_paths`] with notes on ranks with several windows: each rank summarized as
+/// soon as it is read, its trace dropped, and the summary folded into the report being
+/// combined ([`Combiner`]), so that only one trace per core and what each rank leaves in
+/// the report are in memory at a time.
+fn analyze_files(
+    paths: &[(Option<i64>, &Path)],
+    load: &LoadOptions,
+    options: &ReportOptions,
+    window_notes: Vec<String>,
+) -> Result<Report, AnalysisError> {
+    let context = Context::new(options, None, options.ranks.clone());
+    let combiner = Mutex::new(Combiner::new(&context));
+    let ranks = load_each(paths, load, |trace| {
+        let summary = summarize(&trace, &context);
+        let rank = trace.rank;
+        drop(trace);
+        lock(&combiner).add(summary);
+        rank
+    })?;
+    // Of two files claiming one rank, the later is reported (as `load_ranks` does).
+    let mut order: Vec<(i64, usize)> = ranks.into_iter().zip(0..).collect();
+    order.sort_unstable();
+    if let Some(pair) = order.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(AnalysisError::DuplicateRank {
+            rank: pair[1].0,
+            path: paths[pair[1].1].1.to_path_buf(),
+        });
+    }
+    combiner
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .finish(window_notes)
+}
+
+fn lock<'m, 'c, 'o>(
+    combiner: &'m Mutex<Combiner<'c, 'o>>,
+) -> std::sync::MutexGuard<'m, Combiner<'c, 'o>> {
+    combiner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What every rank's summary is made with.
@@ -387,7 +414,6 @@ impl<'o> Context<'o> {
 /// One rank reduced to what the report needs of it.
 struct RankSummary {
     rank: i64,
-    path: PathBuf,
     /// HTA's device type, and our label of it.
     device_type: &'static str,
     device_label: String,
@@ -518,7 +544,6 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         }
         RankSummary {
             rank: trace.rank,
-            path: trace.path.clone(),
             device_type: trace.device_type(),
             device_label: trace.device_label(),
             step_names,
@@ -599,40 +624,118 @@ fn view(frame: &Frame<'_>, wanted: bool, options: &ReportOptions) -> View {
     })
 }
 
-/// The report from every rank's summary (in any order) and the notes on ranks with
-/// several profiling windows.
+impl RankSummary {
+    /// Drops the results of the per-rank analyses (a rank that turned out not to be the
+    /// lowest).
+    fn drop_per_rank(&mut self) {
+        self.from_trace = None;
+        self.errors = Vec::new();
+        match &mut self.views {
+            Views::Known(view) => view.per_rank = None,
+            Views::Either {
+                filtered,
+                unfiltered,
+            } => {
+                filtered.per_rank = None;
+                unfiltered.per_rank = None;
+            }
+        }
+    }
+}
+
+/// The report being combined from rank summaries as they come, in any order of ranks.
+/// A summary's parts that only serve a cross-rank analysis are folded in when it is
+/// added: its collectives into the matched instances (their key and arguments once, 32
+/// bytes per rank, [`collectives::Matcher`]) and its step names into the distinct ones;
+/// what is kept of each rank is what it leaves in the report (its rows of the temporal
+/// breakdown, overlap, kernel tables, steps, utilization and compile, its notes), its
+/// straggler part and kernel-type times (summed in rank order at the end, for the same
+/// floating-point sums), and for the lowest rank (or the chosen ones) the per-rank
+/// analyses.
+struct Combiner<'c, 'o> {
+    context: &'c Context<'o>,
+    /// Every distinct `ProfilerStep#N` name (for HTA's last-step filter).
+    step_names: BTreeSet<String>,
+    collectives: collectives::Matcher,
+    /// By rank; a second summary of a rank is left out (the caller reports it).
+    ranks: BTreeMap<i64, RankSummary>,
+}
+
+impl<'c, 'o> Combiner<'c, 'o> {
+    fn new(context: &'c Context<'o>) -> Self {
+        Combiner {
+            context,
+            step_names: BTreeSet::new(),
+            collectives: collectives::Matcher::default(),
+            ranks: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, mut summary: RankSummary) {
+        if self.ranks.contains_key(&summary.rank) {
+            return;
+        }
+        self.step_names
+            .extend(std::mem::take(&mut summary.step_names));
+        self.collectives
+            .add(std::mem::take(&mut summary.collectives));
+        if self.context.wanted.is_none() {
+            // Only the lowest rank keeps its per-rank analyses.
+            match self.ranks.first_key_value().map(|(&rank, _)| rank) {
+                Some(lowest) if lowest < summary.rank => summary.drop_per_rank(),
+                Some(lowest) => {
+                    if let Some(previous) = self.ranks.get_mut(&lowest) {
+                        previous.drop_per_rank();
+                    }
+                }
+                None => {}
+            }
+        }
+        self.ranks.insert(summary.rank, summary);
+    }
+
+    /// The report, with the notes on ranks with several profiling windows.
+    fn finish(self, window_notes: Vec<String>) -> Result<Report, AnalysisError> {
+        let Combiner {
+            context,
+            step_names,
+            collectives: matched,
+            ranks: summaries,
+        } = self;
+        combine(summaries, step_names, matched, context, window_notes)
+    }
+}
+
+/// The report from every rank's summary (by rank), the distinct step names, the matched
+/// collectives and the notes on ranks with several profiling windows.
 fn combine(
-    mut summaries: Vec<RankSummary>,
+    summaries: BTreeMap<i64, RankSummary>,
+    all_step_names: BTreeSet<String>,
+    matched: collectives::Matcher,
     context: &Context<'_>,
     window_notes: Vec<String>,
 ) -> Result<Report, AnalysisError> {
     let options = context.options;
-    // By rank; of two files claiming one rank, the later is reported.
-    summaries.sort_by_key(|s| s.rank);
-    if let Some(pair) = summaries.windows(2).find(|w| w[0].rank == w[1].rank) {
-        return Err(AnalysisError::DuplicateRank {
-            rank: pair[1].rank,
-            path: pair[1].path.clone(),
-        });
-    }
-    let first_device_type = summaries.first().map_or("UNKNOWN GPU", |s| s.device_type);
+    let first = summaries.first_key_value().map(|(_, s)| s);
+    let first_device_type = first.map_or("UNKNOWN GPU", |s| s.device_type);
     let filter = context.filter.unwrap_or_else(|| {
         last_step_filter_applies(
-            summaries
-                .iter()
-                .flat_map(|s| s.step_names.iter().map(String::as_str)),
+            all_step_names.iter().map(String::as_str),
             first_device_type,
             options.hta_version,
         )
     });
-    let mut errors: Vec<String> = summaries.iter().filter_map(|s| s.damage.clone()).collect();
-    let device_activity = summaries.iter().any(|s| s.device_activity);
+    let mut errors: Vec<String> = summaries
+        .values()
+        .filter_map(|s| s.damage.clone())
+        .collect();
+    let device_activity = summaries.values().any(|s| s.device_activity);
     let host_only = !device_activity && options.mode == Mode::Default;
     let notes: Vec<String> = window_notes
         .into_iter()
-        .chain(summaries.iter().filter_map(|s| s.rounding_note.clone()))
+        .chain(summaries.values().filter_map(|s| s.rounding_note.clone()))
         .collect();
-    let lowest = summaries.first().map(|s| s.rank);
+    let lowest = first.map(|s| s.rank);
     let wanted = |rank: i64| match &context.wanted {
         Some(ranks) => ranks.contains(&rank),
         None => Some(rank) == lowest,
@@ -640,11 +743,11 @@ fn combine(
     let device_type = match options.mode {
         Mode::HtaCompat => first_device_type.to_owned(),
         Mode::Default if host_only => "none".to_owned(),
-        Mode::Default => summaries
-            .first()
-            .map_or_else(|| first_device_type.to_owned(), |s| s.device_label.clone()),
+        Mode::Default => {
+            first.map_or_else(|| first_device_type.to_owned(), |s| s.device_label.clone())
+        }
     };
-    let ranks: Vec<i64> = summaries.iter().map(|s| s.rank).collect();
+    let ranks: Vec<i64> = summaries.keys().copied().collect();
     let mut temporal = Vec::with_capacity(summaries.len());
     let mut overlap = Vec::with_capacity(summaries.len());
     let mut kernels = Vec::with_capacity(summaries.len());
@@ -652,11 +755,10 @@ fn combine(
     let mut per_rank = Vec::new();
     let mut operator_errors = Vec::new();
     let mut steps = Vec::new();
-    let mut collectives = Vec::new();
     let mut utilization = Vec::new();
     let mut compile = Vec::new();
     let mut last_step_filtered = false;
-    for summary in summaries {
+    for summary in summaries.into_values() {
         let view = match summary.views {
             Views::Either {
                 filtered,
@@ -709,7 +811,6 @@ fn combine(
             }
         }
         steps.extend(summary.steps);
-        collectives.extend(summary.collectives);
         utilization.extend(summary.utilization);
     }
     // A CPU-only run: the device analyses do not apply, and saying why each does not
@@ -739,7 +840,7 @@ fn combine(
         per_rank,
         stragglers,
         steps: if host_only { Vec::new() } else { steps },
-        collectives: collectives_from(collectives, options.peak_bus_gbps),
+        collectives: matched.finish(options.peak_bus_gbps),
         utilization,
         compile,
         errors,

@@ -239,3 +239,47 @@ fn a_planned_directory_gives_the_same_report_both_ways() {
         report.notes
     );
 }
+
+#[test]
+fn many_ranks_in_any_order_give_the_same_report_both_ways() {
+    // 24 ranks (copies of the two gloo ranks and of HTA's two_rank, each given its own
+    // rank), listed out of rank order with the lowest rank last: each rank is folded
+    // into the report as it is read, in whatever order the workers finish, and the
+    // lowest one keeps the per-rank analyses.
+    let dir = traces_dir();
+    let sources = [
+        "torch-2.15/gloo_2rank-rank0.pt.trace.json.gz",
+        "torch-2.15/gloo_2rank-rank1.pt.trace.json.gz",
+    ];
+    let gloo: Vec<(Option<i64>, PathBuf)> = (0..24)
+        .rev()
+        .map(|i: i64| (Some((i * 7) % 24), dir.join(sources[(i % 2) as usize])))
+        .collect();
+    assert_eq!(gloo.last().map(|f| f.0), Some(Some(0)));
+    check("24 gloo ranks", &gloo, &[]);
+    let two_rank: Vec<(Option<i64>, PathBuf)> = (0..8)
+        .map(|i: i64| {
+            let file =
+                ["hta/two_rank-rank1.json.gz", "hta/two_rank-rank0.json.gz"][(i % 2) as usize];
+            (Some(7 - i), dir.join(file))
+        })
+        .collect();
+    check(
+        "8 two_rank ranks",
+        &two_rank,
+        &[(
+            "step 551".to_owned(),
+            ReportOptions::hta_reference().with_step(Some(551)),
+        )],
+    );
+    // The order of the files does not change the report.
+    let ranked: Vec<(Option<i64>, &Path)> = gloo.iter().map(|(r, p)| (*r, p.as_path())).collect();
+    let mut reversed = ranked.clone();
+    reversed.reverse();
+    let load = LoadOptions::default();
+    let options = ReportOptions::default();
+    assert_eq!(
+        analyze_paths(&ranked, &load, &options).unwrap(),
+        analyze_paths(&reversed, &load, &options).unwrap()
+    );
+}

@@ -156,56 +156,109 @@ pub(crate) fn collectives_from(
     parts: impl IntoIterator<Item = Part>,
     peak_bus_gbps: Option<f64>,
 ) -> Collectives {
-    let mut matched: BTreeMap<Key, Vec<RankCopy>> = BTreeMap::new();
-    for (key, part) in parts {
-        matched.entry(key).or_default().push(part);
+    let mut matcher = Matcher::default();
+    matcher.add(parts);
+    matcher.finish(peak_bus_gbps)
+}
+
+/// One rank's copy of a matched collective: rank, start and end (ns), iteration.
+type Copy = (i64, i64, i64, i64);
+
+/// One collective instance being matched: the arguments of its lowest rank's first
+/// copy (with that rank) and every rank's copy.
+struct Instance {
+    args: (i64, CollectiveArgs),
+    copies: Vec<Copy>,
+}
+
+/// Collectives matched across ranks as the ranks' [`collective_parts`] come, in any
+/// order of ranks: what [`collectives_from`] makes of them, without holding the parts.
+/// Each instance keeps its key and one rank's arguments once, and per rank 32 bytes
+/// (the report's own row of that rank, [`CollectiveRank`], is 40).
+#[derive(Default)]
+pub(crate) struct Matcher {
+    matched: BTreeMap<Key, Instance>,
+}
+
+impl Matcher {
+    /// Adds one rank's parts (all of them at once: a rank's copies of one instance keep
+    /// their order).
+    pub(crate) fn add(&mut self, parts: impl IntoIterator<Item = Part>) {
+        for (key, (rank, start, end, step, args)) in parts {
+            let copy = (rank, start, end, step);
+            match self.matched.get_mut(&key) {
+                Some(instance) => {
+                    if rank < instance.args.0 {
+                        instance.args = (rank, args);
+                    }
+                    instance.copies.push(copy);
+                }
+                None => {
+                    self.matched.insert(
+                        key,
+                        Instance {
+                            args: (rank, args),
+                            copies: vec![copy],
+                        },
+                    );
+                }
+            }
+        }
     }
-    let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
-    for ((process_group, seq, _, _), mut parts) in matched {
-        parts.sort_by_key(|p| p.0);
-        let first = parts.iter().map(|p| p.1).min().unwrap_or(0);
-        let last = parts.iter().map(|p| p.1).max().unwrap_or(0);
-        let waited_for_rank = parts.iter().find(|p| p.1 == last).map_or(-1, |p| p.0);
-        let ranks: Vec<CollectiveRank> = parts
-            .iter()
-            .map(|&(rank, start, end, step, _)| CollectiveRank {
-                rank,
-                arrival_us: (start - first) as f64 / 1000.0,
-                wait_us: (last - start) as f64 / 1000.0,
-                transfer_us: (end - last).max(0) as f64 / 1000.0,
-                step,
-            })
-            .collect();
-        let transfer_us = ranks.iter().map(|r| r.transfer_us).sum::<f64>() / ranks.len() as f64;
-        let args = &parts[0].4;
-        let bytes = dtype_bytes(&args.dtype).map(|b| b * args.in_nelems.max(args.out_nelems));
-        let group = if args.group_size > 0 {
-            args.group_size
-        } else {
-            parts.len() as i64
-        };
-        let bus_bandwidth_gbps = bytes.filter(|_| transfer_us > 0.0).map(|b| {
-            let algbw = b as f64 / (transfer_us * 1000.0);
-            algbw * bus_factor(&args.collective, group)
-        });
-        instances.push((
-            first,
-            CollectiveInstance {
-                process_group,
-                seq,
-                collective: args.collective.clone(),
-                bytes,
-                arrival_skew_us: (last - first) as f64 / 1000.0,
-                waited_for_rank,
-                transfer_us,
-                fraction_of_peak: bus_bandwidth_gbps.zip(peak_bus_gbps).map(|(b, p)| b / p),
-                bus_bandwidth_gbps,
-                ranks,
-            },
-        ));
+
+    /// The analysis of the collectives added.
+    pub(crate) fn finish(self, peak_bus_gbps: Option<f64>) -> Collectives {
+        let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
+        for ((process_group, seq, _, _), instance) in self.matched {
+            let Instance {
+                args: (_, args),
+                mut copies,
+            } = instance;
+            // Stable: one rank's copies of an instance stay in the order it gave them.
+            copies.sort_by_key(|p| p.0);
+            let first = copies.iter().map(|p| p.1).min().unwrap_or(0);
+            let last = copies.iter().map(|p| p.1).max().unwrap_or(0);
+            let waited_for_rank = copies.iter().find(|p| p.1 == last).map_or(-1, |p| p.0);
+            let ranks: Vec<CollectiveRank> = copies
+                .iter()
+                .map(|&(rank, start, end, step)| CollectiveRank {
+                    rank,
+                    arrival_us: (start - first) as f64 / 1000.0,
+                    wait_us: (last - start) as f64 / 1000.0,
+                    transfer_us: (end - last).max(0) as f64 / 1000.0,
+                    step,
+                })
+                .collect();
+            let transfer_us = ranks.iter().map(|r| r.transfer_us).sum::<f64>() / ranks.len() as f64;
+            let bytes = dtype_bytes(&args.dtype).map(|b| b * args.in_nelems.max(args.out_nelems));
+            let group = if args.group_size > 0 {
+                args.group_size
+            } else {
+                copies.len() as i64
+            };
+            let bus_bandwidth_gbps = bytes.filter(|_| transfer_us > 0.0).map(|b| {
+                let algbw = b as f64 / (transfer_us * 1000.0);
+                algbw * bus_factor(&args.collective, group)
+            });
+            instances.push((
+                first,
+                CollectiveInstance {
+                    process_group,
+                    seq,
+                    collective: args.collective,
+                    bytes,
+                    arrival_skew_us: (last - first) as f64 / 1000.0,
+                    waited_for_rank,
+                    transfer_us,
+                    fraction_of_peak: bus_bandwidth_gbps.zip(peak_bus_gbps).map(|(b, p)| b / p),
+                    bus_bandwidth_gbps,
+                    ranks,
+                },
+            ));
+        }
+        instances.sort_by_key(|(first, _)| *first);
+        totals(instances.into_iter().map(|(_, i)| i).collect())
     }
-    instances.sort_by_key(|(first, _)| *first);
-    totals(instances.into_iter().map(|(_, i)| i).collect())
 }
 
 fn totals(instances: Vec<CollectiveInstance>) -> Collectives {

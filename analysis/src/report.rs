@@ -257,8 +257,9 @@ pub struct Report {
 /// breakdown and overlap, its kernel tables, its straggler candidates, steps and copies
 /// of collectives, its utilization, and for the ranks of the per-rank analyses their
 /// results), ranks on all cores and each rank's independent analyses on their own
-/// threads; the cross-rank results are then combined from the summaries. [`analyze_paths`]
-/// does the same from files, a few ranks in memory at a time, with the same results.
+/// threads; each summary is folded into the report being combined as soon as it is made
+/// (in any order of ranks). [`analyze_paths`] does the same from files, a few ranks in
+/// memory at a time, with the same results.
 pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
     let filter = last_step_filter_applies(
         set.ranks.iter().flat_map(step_names),
@@ -296,9 +297,10 @@ pub fn analyze(set: &TraceSet, options: &ReportOptions) -> Report {
 }
 
 /// [`analyze`] over rank trace files, reading them a few at a time: each rank is
-/// summarized as soon as it is read and its trace dropped ([`load_each`]), so memory
-/// holds at most one trace per core (plus the small summaries) however many ranks there
-/// are; the report equals `analyze(&load_ranks(paths)?, options)`. Ranks come from the
+/// summarized as soon as it is read, its trace dropped ([`load_each`]) and its summary
+/// folded into the report being combined, so memory holds at most one trace per core
+/// and summary, plus what each rank leaves in the report (its rows), however many ranks
+/// there are; the report equals `analyze(&load_ranks(paths)?, options)`. Ranks come from the
 /// files, else their position. Errors: a file that cannot be read (file, byte offset,
 /// event index), two files of one rank, no files. HTA's last-step filter depends on
 /// every rank's `ProfilerStep` names; a rank that cannot tell on its own (fewer than two

@@ -11,7 +11,7 @@ use crate::analyses::collectives::{self, collective_parts, Collectives};
 use crate::analyses::compile::{rank_compile, RankCompile};
 use crate::analyses::idle_time::{idle_time_breakdown, IdleTimeBreakdown};
 use crate::analyses::kernel_breakdown::{
-    kernel_breakdown_from, kernel_part, KernelBreakdown, KernelPart,
+    kernel_breakdown_from, kernel_part, KernelBreakdown, KernelNames, KernelPart,
 };
 use crate::analyses::launch_stats::{launch_stats, LaunchStats};
 use crate::analyses::memory::{memory_timeline, MemoryTimeline};
@@ -386,6 +386,8 @@ struct Context<'o> {
     lowest_seen: AtomicI64,
     operator_options: OperatorOptions,
     utilization_options: UtilizationOptions,
+    /// One copy of each kernel name for every rank's kernel table.
+    kernel_names: KernelNames,
 }
 
 impl<'o> Context<'o> {
@@ -401,6 +403,7 @@ impl<'o> Context<'o> {
             utilization_options: UtilizationOptions::default()
                 .with_peak_dtype(&options.peak_dtype)
                 .with_step(options.step),
+            kernel_names: KernelNames::default(),
         }
     }
 
@@ -517,9 +520,9 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         let both = options.step.is_none() && filter.is_none();
         let (views, steps, collectives) = std::thread::scope(|scope| {
             let steps = scope.spawn(|| rank_steps(unfiltered));
-            let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, options)));
+            let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, context)));
             let collectives = scope.spawn(|| collective_parts(unfiltered));
-            let view = view(&filtered, wanted, options);
+            let view = view(&filtered, wanted, context);
             let views = match other {
                 Some(other) => Views::Either {
                     filtered: Box::new(view),
@@ -577,7 +580,8 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
 
 /// A rank's part of the frame analyses: the per-rank ones (when `wanted`) in two halves
 /// of about equal cost on their own threads, the cross-rank parts on this one.
-fn view(frame: &Frame<'_>, wanted: bool, options: &ReportOptions) -> View {
+fn view(frame: &Frame<'_>, wanted: bool, context: &Context<'_>) -> View {
+    let options = context.options;
     std::thread::scope(|scope| {
         let per_rank = wanted.then(|| {
             let queues = scope.spawn(|| {
@@ -602,7 +606,12 @@ fn view(frame: &Frame<'_>, wanted: bool, options: &ReportOptions) -> View {
         let temporal = temporal_rank(frame);
         let stragglers = straggler_part(frame);
         let overlap = overlap_rank(frame);
-        let kernels = kernel_part(frame, options.num_kernels, options.duration_ratio);
+        let kernels = kernel_part(
+            frame,
+            options.num_kernels,
+            options.duration_ratio,
+            &context.kernel_names,
+        );
         let per_rank = per_rank.map(|(queues, launches)| {
             let (idle_time, queue_length, memory_bw) =
                 queues.join().expect("per-rank analyses panicked");

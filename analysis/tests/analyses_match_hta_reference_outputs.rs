@@ -150,7 +150,7 @@ fn mtia_negative_durations_are_htas_rounding_and_the_default_mode_keeps_exact_on
     let hta = compat
         .kernels
         .iter()
-        .find(|k| k.name == "event_record")
+        .find(|k| &*k.name == "event_record")
         .expect("event_record in compat mode");
     assert_eq!((hta.sum_us, hta.min_us), (-198.0, -1.0), "HTA's table");
 
@@ -159,7 +159,7 @@ fn mtia_negative_durations_are_htas_rounding_and_the_default_mode_keeps_exact_on
     let exact = default
         .kernels
         .iter()
-        .find(|k| k.name == "event_record")
+        .find(|k| &*k.name == "event_record")
         .expect("event_record in the default mode");
     assert!(exact.min_us > 0.0, "exact durations: {exact:?}");
     assert_eq!(exact.count, 291, "every event_record row, none folded");

@@ -21,7 +21,7 @@ fn kernel_table_gives_each_names_launch_statistics() {
     let frames = Frames::build_for(&traces, Mode::Default, HtaVersion::V0_6, true);
     let table = kernel_breakdown(&frames, 5, 0.8);
     assert!(
-        table.kernels.iter().all(|k| k.name != "others"),
+        table.kernels.iter().all(|k| &*k.name != "others"),
         "nothing folded"
     );
     let frame = &frames.ranks[0];
@@ -29,7 +29,7 @@ fn kernel_table_gives_each_names_launch_statistics() {
     for k in &table.kernels {
         let mut durations: Vec<i64> = frame
             .device_rows()
-            .filter(|r| frame.name(r) == k.name && r.kernel_type == k.kernel_type)
+            .filter(|r| frame.name(r) == &*k.name && r.kernel_type == k.kernel_type)
             .map(|r| r.dur_ticks())
             .collect();
         durations.sort_unstable();
@@ -57,13 +57,13 @@ fn kernel_table_gives_each_names_launch_statistics() {
     let folded_types: Vec<_> = hta
         .kernels
         .iter()
-        .filter(|k| k.name == "others")
+        .filter(|k| &*k.name == "others")
         .map(|k| k.kernel_type)
         .collect();
     let kept: Vec<_> = hta
         .kernels
         .iter()
-        .filter(|k| k.name != "others" && folded_types.contains(&k.kernel_type))
+        .filter(|k| &*k.name != "others" && folded_types.contains(&k.kernel_type))
         .collect();
     assert!(!kept.is_empty());
     for k in kept {

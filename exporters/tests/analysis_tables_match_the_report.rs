@@ -138,7 +138,7 @@ fn analysis_tables_match_the_report() {
     let sums = column(&kernels, "sum_us");
     let sums = sums.as_any().downcast_ref::<Float64Array>().unwrap();
     for (row, kernel) in report.kernel_breakdown.kernels.iter().enumerate() {
-        assert_eq!(names.value(row), kernel.name);
+        assert_eq!(names.value(row), &*kernel.name);
         assert_eq!(
             types.value(row),
             serde_json::to_value(kernel.kernel_type)

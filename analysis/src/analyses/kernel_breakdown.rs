@@ -18,7 +18,8 @@
 //! 82 times for 11 to 194 µs as sum = max = min with a standard deviation of 0; this
 //! table says 82, 11 and 194.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
@@ -44,8 +45,11 @@ pub struct KernelTypeTime {
 /// see the module docs); in the default mode the statistics of the name's launches.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelStats {
-    /// Kernel name, or `"others"` (compat mode only).
-    pub name: String,
+    /// Kernel name, or `"others"` (compat mode only). Shared by the rows of every rank
+    /// with that name ([`KernelNames`]): a fleet's ranks run the same kernels, and the
+    /// table has a row per name and rank.
+    #[serde(serialize_with = "serialize_name")]
+    pub name: Arc<str>,
     /// Launches of this name (default mode; in compat mode the number of values HTA's
     /// regrouped table summarises: 1 for a kept name, the folded names for `others`).
     pub count: u64,
@@ -85,6 +89,26 @@ const TYPES: [KernelType; 3] = [
     KernelType::Memory,
 ];
 
+/// Kernel names, one copy each however many ranks' tables name them (the tables of a
+/// report over many ranks hold a row per name and rank; each row's name points here).
+#[derive(Debug, Default)]
+pub(crate) struct KernelNames {
+    names: Mutex<HashSet<Arc<str>>>,
+}
+
+impl KernelNames {
+    /// The shared copy of `name`.
+    fn get(&self, name: &str) -> Arc<str> {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(shared) = names.get(name) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        names.insert(shared.clone());
+        shared
+    }
+}
+
 /// Computes the kernel breakdown (HTA: `num_kernels` default 10, the shared references
 /// use 5; `duration_ratio` 0.8).
 pub fn kernel_breakdown(
@@ -92,11 +116,12 @@ pub fn kernel_breakdown(
     num_kernels: usize,
     duration_ratio: f64,
 ) -> KernelBreakdown {
+    let names = KernelNames::default();
     kernel_breakdown_from(
         frames
             .ranks
             .iter()
-            .map(|frame| kernel_part(frame, num_kernels, duration_ratio)),
+            .map(|frame| kernel_part(frame, num_kernels, duration_ratio, &names)),
     )
 }
 
@@ -108,20 +133,25 @@ pub(crate) struct KernelPart {
     kernels: Vec<KernelStats>,
 }
 
-/// [`KernelPart`] of one rank.
+/// [`KernelPart`] of one rank (its names shared through `names`).
 pub(crate) fn kernel_part(
     frame: &Frame<'_>,
     num_kernels: usize,
     duration_ratio: f64,
+    names: &KernelNames,
 ) -> KernelPart {
     let by_label = type_times(frame)
         .into_iter()
         .map(|(label, ticks)| (label, frame.us(ticks)))
         .collect();
-    let kernels = TYPES
+    let mut kernels: Vec<KernelStats> = TYPES
         .into_iter()
-        .flat_map(|kernel_type| kernel_table(frame, kernel_type, num_kernels, duration_ratio))
+        .flat_map(|kernel_type| {
+            kernel_table(frame, kernel_type, num_kernels, duration_ratio, names)
+        })
         .collect();
+    // Kept until every rank is read.
+    kernels.shrink_to_fit();
     KernelPart { by_label, kernels }
 }
 
@@ -130,7 +160,8 @@ pub(crate) fn kernel_breakdown_from(
     parts: impl IntoIterator<Item = KernelPart>,
 ) -> KernelBreakdown {
     let mut by_label: BTreeMap<String, f64> = BTreeMap::new();
-    let mut kernels = Vec::new();
+    let parts: Vec<KernelPart> = parts.into_iter().collect();
+    let mut kernels = Vec::with_capacity(parts.iter().map(|p| p.kernels.len()).sum());
     for part in parts {
         for (label, us) in part.by_label {
             *by_label.entry(label).or_default() += us;
@@ -193,6 +224,7 @@ fn kernel_table(
     kernel_type: KernelType,
     num_kernels: usize,
     duration_ratio: f64,
+    names: &KernelNames,
 ) -> Vec<KernelStats> {
     let mut durations: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for row in frame.device_rows().filter(|r| r.kernel_type == kernel_type) {
@@ -202,12 +234,12 @@ fn kernel_table(
             .push(frame.us(row.dur_ticks()));
     }
     // groupby(name) sorts by name; then a stable sort by sum, largest first.
-    let mut groups: Vec<(String, Vec<f64>)> = durations
+    let mut groups: Vec<(Arc<str>, Vec<f64>)> = durations
         .into_iter()
-        .map(|(name, d)| (name.to_owned(), d))
+        .map(|(name, d)| (names.get(name), d))
         .collect();
     groups.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
-    let line = |name: String, mut values: Vec<f64>, percentiles: bool| {
+    let line = |name: Arc<str>, mut values: Vec<f64>, percentiles: bool| {
         // Summed (and described) in the order HTA sums them, then sorted for the
         // percentiles.
         let d = Describe::of(&values);
@@ -245,11 +277,11 @@ fn kernel_table(
         let mut sorted = cumsum.clone();
         sorted.sort_by(f64::total_cmp);
         let threshold = quantile_sorted(&sorted, duration_ratio);
-        let mut regrouped: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let mut regrouped: BTreeMap<Arc<str>, Vec<f64>> = BTreeMap::new();
         for (i, (name, _)) in groups.iter().enumerate() {
             let folded = cumsum[i] > threshold || i >= num_kernels;
             let key = if folded {
-                "others".to_owned()
+                names.get("others")
             } else {
                 name.clone()
             };
@@ -261,6 +293,12 @@ fn kernel_table(
         .into_iter()
         .map(|(name, values)| line(name, values, false))
         .collect()
+}
+
+/// A shared name as a JSON string (serde's `Arc` support is a feature this workspace
+/// does not turn on).
+fn serialize_name<S: serde::Serializer>(name: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(name)
 }
 
 fn sum(values: &[f64]) -> f64 {

@@ -708,8 +708,8 @@ fn kernels_ui(ui: &mut egui::Ui, a: &Analyses, state: &mut PanelState, jump: &mu
             &mut state.kernel_sort,
         );
         for k in rows {
-            if ui.link(&k.name).clicked() {
-                *jump = Some(Jump::Name(k.name.clone()));
+            if ui.link(&*k.name).clicked() {
+                *jump = Some(Jump::Name(k.name.to_string()));
             }
             ui.label(k.rank.to_string());
             ui.label(k.count.to_string());

@@ -523,7 +523,7 @@ fn merge_alike(findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// `[0-3, 5, 7-9]`: sorted numbers with runs collapsed.
-fn rank_list(sorted: &[i64]) -> String {
+pub(crate) fn rank_list(sorted: &[i64]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < sorted.len() {

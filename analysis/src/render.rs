@@ -217,8 +217,9 @@ pub fn render_report(report: &Report) -> String {
     };
     let _ = writeln!(
         out,
-        "ranks {:?}  device {device}  mode {:?}{}",
-        report.ranks,
+        "ranks {}  device {device}  mode {:?}{}",
+        // Runs collapsed (`[0-255]`): a fleet's header is one short line.
+        crate::insights::rank_list(&report.ranks),
         report.mode,
         if report.last_step_filtered {
             "  (last ProfilerStep excluded, as HTA does)"

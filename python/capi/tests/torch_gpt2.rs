@@ -31,7 +31,7 @@ mod skip;
 #[path = "support/torch.rs"]
 mod torch;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -246,6 +246,75 @@ fn check_host_clock(trace: &Value, cpu_trace: &Value) {
         "the neuron run's matmul operators took {neuron:.0} us of host time, the CPU's \
          {cpu:.0} us: numerics on the host clock?"
     );
+}
+
+/// Each aten operator the model calls is one profiled operator, as on the CPU: per name,
+/// the calls that sit directly inside a call of the same name (a composite such as
+/// `aten::add.Scalar` calling `aten::add.Tensor`) are no more than the CPU run's, and
+/// there are as many matmuls. (While structured ops ran as their `.out` composite, each
+/// `aten::addmm` on neuron held a second `aten::addmm`, its `.out`, and key_averages()
+/// counted two calls per call.)
+fn check_operator_counts(trace: &Value, cpu_trace: &Value) {
+    let (neuron, cpu) = (self_nested(trace), self_nested(cpu_trace));
+    let twice: Vec<String> = neuron
+        .iter()
+        .filter(|(name, n)| **n > cpu.get(*name).copied().unwrap_or(0))
+        .map(|(name, n)| {
+            format!(
+                "{name}: {n} inside itself (CPU {})",
+                cpu.get(name).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "operators profiled twice per call on neuron: {twice:?}"
+    );
+    for name in ["aten::addmm", "aten::mm"] {
+        let count = |t: &Value| {
+            cat(t, "cpu_op")
+                .iter()
+                .filter(|o| o["name"] == name)
+                .count()
+        };
+        println!(
+            "{name}: neuron {} calls, cpu {}",
+            count(trace),
+            count(cpu_trace)
+        );
+        assert_eq!(
+            count(trace),
+            count(cpu_trace),
+            "{name} calls, neuron vs CPU"
+        );
+    }
+}
+
+/// Per operator name, the calls whose innermost enclosing operator on their thread has
+/// the same name.
+fn self_nested(trace: &Value) -> BTreeMap<String, usize> {
+    let mut by_thread: HashMap<i64, Vec<(f64, f64, &str)>> = HashMap::new();
+    for op in cat(trace, "cpu_op") {
+        by_thread
+            .entry(op["tid"].as_i64().unwrap_or(0))
+            .or_default()
+            .push((ts(op), end(op), op["name"].as_str().unwrap_or("")));
+    }
+    let mut nested = BTreeMap::new();
+    for spans in by_thread.values_mut() {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut open: Vec<(f64, f64, &str)> = Vec::new();
+        for &(start, stop, name) in spans.iter() {
+            while open.last().is_some_and(|o| !(start >= o.0 && stop <= o.1)) {
+                open.pop();
+            }
+            if open.last().is_some_and(|o| o.2 == name) {
+                *nested.entry(name.to_string()).or_insert(0) += 1;
+            }
+            open.push((start, stop, name));
+        }
+    }
+    nested
 }
 
 /// Per profiled step (N, host-bound idle µs, step µs), recomputed from the trace: the
@@ -589,6 +658,7 @@ fn torch_gpt2() {
     check_snapshot(&result["snapshot"]);
     check_device_activity(&run.trace);
     check_host_clock(&run.trace, &run.cpu_trace);
+    check_operator_counts(&run.trace, &run.cpu_trace);
     check_analyze(&binary, &run.trace_path, &run.trace);
     let trace_dir = run.trace_path.parent().unwrap();
     let work = trace_dir.parent().unwrap();

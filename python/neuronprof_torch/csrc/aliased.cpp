@@ -3,8 +3,8 @@
 // operand to a CPU tensor and the results back as at::native::cpu_fallback does.
 //
 // Taken only where that is plainly right, else the caller uses cpu_fallback:
-// - a functional op, an in-place op or an out= op (PyTorch 2.15 runs most functional
-//   ops of a backend without its own kernels as `empty` + the `.out` variant): no view
+// - a functional op, an in-place op or an out= op (structured ops' functional and
+//   in-place variants too: ops.cpp's register_structured_variants): no view
 //   annotations, every written argument a plain tensor, every returned tensor fresh or
 //   a written argument;
 // - every device tensor dense, strided, non-empty and on one device; tensor arguments

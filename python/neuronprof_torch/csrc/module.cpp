@@ -150,5 +150,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   neuronprof::register_distributed(m);
   neuronprof::register_compile(m);
   neuronprof::register_memory(m);
+  // Last, once this library's own kernels are registered (ops.cpp says why).
+  m.attr("_structured_variants") = neuronprof::register_structured_variants();
 
 }

@@ -81,6 +81,10 @@ struct Cut {
 // plainly right (aliased.cpp); false when the caller must use cpu_fallback.
 bool run_aliased(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Sends the functional and in-place variants of structured ops to the fallback instead
+// of their `.out` composite (ops.cpp); once, at module load. Returns how many.
+size_t register_structured_variants();
+
 // Lets the fallback use run_aliased (the default) or always cpu_fallback.
 void set_aliased_fallback(bool on);
 // Ops the fallback ran directly on device memory and through cpu_fallback, so far.

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <ATen/EmptyTensor.h>
@@ -358,6 +360,44 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+// The functional and in-place variants of PyTorch's structured ops (mm, addmm, add,
+// mul, sum, softmax, ...: 447 in 2.15) have a CompositeExplicitAutogradNonFunctional
+// kernel, which every backend without its own kernel for them gets: it allocates the
+// output through the dispatcher (`aten::empty_strided`) and calls the `.out` variant
+// through the dispatcher again. On a backend whose only kernel is this fallback, every
+// such call would be profiled twice under one name (`aten::mm` holding `aten::mm`, its
+// `.out` overload, which is where the launch happens), so key_averages() would count two
+// calls per call and a trace would show an `aten::empty_strided` the CPU and CUDA, whose
+// codegen gives structured ops a kernel of their own per backend, do not show. So each
+// of them whose PrivateUse1 slot is empty goes to the fallback directly: one profiled
+// operator, as on the CPU, and its CPU kernel (the fallback's, through run_aliased; a
+// functional result is copied once into device memory, inside the cut). Runs once, at
+// module load (after every static registration of this library, so ops with a kernel of
+// ours keep it); returns how many ops it registered.
+size_t register_structured_variants() {
+  static torch::Library* library = nullptr;
+  static size_t registered = 0;
+  if (library != nullptr) return registered;
+  library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                               __FILE__, __LINE__);
+  c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNamesForDispatchKey(
+           c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+    constexpr std::string_view ns = "aten::";
+    if (std::string_view(name.name).substr(0, ns.size()) != ns) continue;
+    // An allocation, not a computation: its composite calls empty_strided, ours.
+    if (name.name == "aten::new_empty_strided") continue;
+    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+    std::string qualified = name.name.substr(ns.size());
+    if (!name.overload_name.empty()) qualified += "." + name.overload_name;
+    library->impl(qualified.c_str(),
+                  torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
+    ++registered;
+  }
+  return registered;
+}
 
 void set_aliased_fallback(bool on) { g_aliased.store(on, std::memory_order_relaxed); }
 

@@ -81,6 +81,31 @@ def _warp_function_events(events, trace_start_ns: int) -> list:
     return [fe for fe in events if id(fe) not in left_out]
 
 
+_OPENMP_WARNED = False
+
+
+def _warn_spinning_openmp(path) -> None:
+    """Once per process: the numerics of every op run on the host's OpenMP threads, which
+    by default spin for a while after each op (libgomp's ``OMP_WAIT_POLICY``, read when
+    it loads); spinning threads take CPU time from the host threads' own work between
+    ops, which is not cut and so shows as host time (python/README.md, "The OpenMP
+    threads")."""
+    global _OPENMP_WARNED
+    if _OPENMP_WARNED or torch.get_num_threads() < 2:
+        return
+    if os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE":
+        return
+    _OPENMP_WARNED = True
+    warnings.warn(
+        f"neuron: {path}: OMP_WAIT_POLICY is not PASSIVE, so the OpenMP threads computing "
+        "the emulator's numerics spin after each op and take CPU time from this "
+        "process's own host work, which the trace then shows as host time (on 2 cores, "
+        "a GEMM step that keeps the device 96 % busy read 34-90 % in 5 of 14 runs). "
+        "Start Python with OMP_WAIT_POLICY=PASSIVE.",
+        stacklevel=3,
+    )
+
+
 def install() -> None:
     """Wraps PyTorch's trace export and result parsing (once)."""
     profile = _autograd_profiler.profile
@@ -92,6 +117,7 @@ def install() -> None:
     def export_chrome_trace(self, path, *args, **kwargs):
         result = export(self, path, *args, **kwargs)
         done = warp_trace(path)
+        _warn_spinning_openmp(path)
         dropped = done.get("engine_rows_dropped", 0)
         if dropped:
             warnings.warn(

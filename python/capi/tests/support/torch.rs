@@ -35,6 +35,18 @@ pub fn hta_python() -> Option<PathBuf> {
     venv.exists().then_some(venv)
 }
 
+/// Lets the OpenMP threads that compute the emulator's numerics sleep between ops
+/// (`OMP_WAIT_POLICY=PASSIVE`, unless the environment names a policy): by default
+/// libgomp's threads spin for a while after each parallel region, and on a 2-core machine
+/// they take the CPU from the host thread's own work, which then shows as host time
+/// (python/README.md, "The OpenMP threads"). libgomp reads the variable when it loads, so
+/// it must be set before Python starts.
+pub fn quiet_openmp(command: &mut Command) {
+    if std::env::var_os("OMP_WAIT_POLICY").is_none() {
+        command.env("OMP_WAIT_POLICY", "PASSIVE");
+    }
+}
+
 /// The `libneuronprof_capi.so` cargo built for this run (next to the test binary) and
 /// the Cargo target folder it is in.
 pub fn capi_library() -> (PathBuf, PathBuf) {
@@ -77,6 +89,7 @@ pub fn run_driver(
 ) -> (Value, String) {
     let (capi, target) = capi_library();
     let mut command = Command::new(python);
+    quiet_openmp(&mut command);
     command
         .arg(repo_dir().join("python/capi/tests").join(driver))
         .args(args)

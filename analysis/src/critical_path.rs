@@ -438,12 +438,7 @@ pub fn build_graph<'t>(
             return Err(CriticalPathError::NoTimeline(rank));
         };
         if let Some(kept) = &timeline.window {
-            // The window's graph follows HTA's rules only (the default mode's nominal
-            // durations and collective numbering look at the whole trace).
-            if !compat
-                || kept.annotation != options.annotation
-                || kept.instances != options.instances
-            {
+            if kept.annotation != options.annotation || kept.instances != options.instances {
                 return Err(CriticalPathError::OutsideKeptWindow {
                     rank,
                     missing: Vec::new(),
@@ -469,15 +464,10 @@ pub fn build_graph<'t>(
         }
         per_rank.push((rank, trace, events));
     }
-    // What each piece of device work takes without waiting, per rank (the compute rows
-    // held up by a collective's transfers weigh it: default mode only).
-    let nominal: Vec<build::Nominal<'t>> = if compat {
-        vec![Default::default(); per_rank.len()]
-    } else {
-        let slices: Vec<&[CpEvent<'t>]> = per_rank.iter().map(|(_, _, e)| e.as_slice()).collect();
-        build::nominal_durations(&slices)
-    };
-    for ((rank, trace, events), nominal) in per_rank.into_iter().zip(&nominal) {
+    // Each rank's window and clipped events.
+    type Prepared<'t> = (i64, &'t RankTrace, Vec<CpEvent<'t>>, (i64, i64), Vec<u32>);
+    let mut prepared: Vec<Prepared<'t>> = Vec::with_capacity(per_rank.len());
+    for (rank, trace, events) in per_rank {
         let path = trace.path.display().to_string();
         let window = events::annotation_window(&events, &options.annotation, options.instances)
             .map_err(|e| match e {
@@ -497,8 +487,31 @@ pub fn build_graph<'t>(
                 },
             })?;
         let clipped = events::clip(&events, window);
+        prepared.push((rank, trace, events, window, clipped));
+    }
+    // What each piece of device work takes without waiting, per rank, in the window
+    // (the compute rows held up by a collective's transfers weigh it: default mode
+    // only).
+    let nominal: Vec<build::Nominal<'t>> = if compat {
+        vec![Default::default(); prepared.len()]
+    } else {
+        let clips: Vec<Vec<&CpEvent<'t>>> = prepared
+            .iter()
+            .map(|(_, _, events, _, clipped)| {
+                clipped.iter().map(|&i| &events[i as usize]).collect()
+            })
+            .collect();
+        build::nominal_durations(&clips)
+    };
+    for ((rank, trace, events, window, clipped), nominal) in prepared.into_iter().zip(&nominal) {
         let queue = match trace.timeline.as_ref().and_then(|t| t.window.as_ref()) {
-            Some(kept) => Some(windowed_queue(trace, kept, &events, &clipped, options)?),
+            Some(kept) => {
+                check_kept_window(trace, kept, &events, &clipped, options)?;
+                match options.mode {
+                    Mode::HtaCompat => Some(windowed_queue(trace, kept, &events, options)?),
+                    Mode::Default => None,
+                }
+            }
             None => None,
         };
         skipped.rows_without_launch += events::rows_without_launch(&events, window);
@@ -544,14 +557,16 @@ pub fn build_graph<'t>(
 }
 
 /// For a windowed load: checks that every partner (`index_correlation`) of a clipped
-/// event was kept, then HTA's queue lengths from the whole file's correlated rows.
-fn windowed_queue(
+/// event was kept and, in the default mode, that the window's device rows start
+/// within the device range the load kept (the queue length counts the rows and
+/// launches up to each row's start: [`build`]'s `fifo_queue_lengths`).
+fn check_kept_window(
     trace: &RankTrace,
     kept: &crate::model::KeptWindow,
     events: &[CpEvent<'_>],
     clipped: &[u32],
     options: &Options,
-) -> Result<FastMap<u64, i64>, CriticalPathError> {
+) -> Result<(), CriticalPathError> {
     let needs_records = |reason| CriticalPathError::WindowNeedsRecords {
         rank: trace.rank,
         reason,
@@ -580,13 +595,44 @@ fn windowed_queue(
             missing,
         });
     }
+    if options.mode == Mode::Default {
+        // A row past the kept device range (kept for its launch) may queue behind
+        // rows and launches the load dropped: only the whole trace has them.
+        let device_end = kept.device_ns.map(|(_, end)| end + trace.base_ns);
+        if clipped.iter().any(|&i| {
+            let e = &events[i as usize];
+            e.on_stream() && device_end.is_none_or(|end| e.ts > end)
+        }) {
+            return Err(CriticalPathError::OutsideKeptWindow {
+                rank: trace.rank,
+                missing: Vec::new(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// For a windowed load in HTA-compat mode: HTA's queue lengths from the whole file's
+/// correlated rows.
+fn windowed_queue(
+    trace: &RankTrace,
+    kept: &crate::model::KeptWindow,
+    events: &[CpEvent<'_>],
+    options: &Options,
+) -> Result<FastMap<u64, i64>, CriticalPathError> {
+    let present: crate::model::FastSet<u64> = events.iter().map(|e| e.event_index).collect();
     let tick = |ts_rel_ns| events::compat_tick(trace, ts_rel_ns);
     Ok(match &kept.correlations {
         WindowCorrelations::Records(rows) => {
             build::queue_lengths_through(rows, tick, options, &present)
         }
         WindowCorrelations::Compact(compact) => build::queue_lengths_logged(compact, tick, options),
-        WindowCorrelations::Unproven(reason) => return Err(needs_records(reason)),
+        WindowCorrelations::Unproven(reason) => {
+            return Err(CriticalPathError::WindowNeedsRecords {
+                rank: trace.rank,
+                reason,
+            })
+        }
     })
 }
 

@@ -231,6 +231,10 @@ pub struct CollectiveArgs {
     pub dtype: String,
     /// `Group size`.
     pub group_size: i64,
+    /// On a device row: its position, from 1, among the file's device rows with this
+    /// process group and collective name, in file order (set by the load, counted over
+    /// every row of the file also when a windowed load drops some); 0 on a launch.
+    pub occurrence: u64,
 }
 
 /// One `[memory]` instant: an allocation (`bytes` > 0) or a free (`bytes` < 0), with the
@@ -481,11 +485,13 @@ impl Default for WindowCorrelations {
 /// correlation" is the only one.
 #[derive(Clone, Debug, Default)]
 pub struct CompactCorrelations {
-    /// (correlation, device-side row, host-side row) of every correlation with a kept
-    /// row and both sides in the file (event indices; [`CompactCorrelations::UNKNOWN`]
+    /// (correlation, device-side row, host-side row, stream) of every correlation with
+    /// a kept row and both sides in the file (event indices; [`CompactCorrelations::UNKNOWN`]
     /// for a host side that was dropped before its device row was read: such a device
-    /// row's launch is outside the window, so no clipped event needs the position).
-    pub pairs: Vec<(i64, u64, u64)>,
+    /// row's launch is outside the window, so no clipped event needs the position);
+    /// stream: the device row's when it is work a launch queued (on a stream, not
+    /// `cuda_sync`), else -1.
+    pub pairs: Vec<(i64, u64, u64, i64)>,
     /// HTA's launch calls (`stream` -1), in file order.
     pub launches: ChangeLog,
     /// Device rows on a stream with a correlation, in file order.
@@ -523,7 +529,8 @@ pub struct CorrelatedRow {
     pub correlation: i64,
     /// `stream` arg, -1 when absent.
     pub stream: i64,
-    /// [`CorrelatedRow::GPU_SIDE`], [`CorrelatedRow::HTA_LAUNCH`].
+    /// [`CorrelatedRow::GPU_SIDE`], [`CorrelatedRow::HTA_LAUNCH`],
+    /// [`CorrelatedRow::CUDA_SYNC`].
     pub flags: u8,
 }
 
@@ -533,6 +540,8 @@ impl CorrelatedRow {
     pub const GPU_SIDE: u8 = 1;
     /// Named as one of HTA's launch calls (`cudaLaunchKernel`, …).
     pub const HTA_LAUNCH: u8 = 2;
+    /// Category `cuda_sync` (a sync row, not work a launch queued).
+    pub const CUDA_SYNC: u8 = 4;
 }
 
 /// One complete event that is not a row (40 bytes).

@@ -70,6 +70,8 @@ struct KeepWindow<'a> {
     also: Vec<u64>,
     /// Every correlated row ([`LoadOptions::with_window_records`]).
     records: bool,
+    /// The rules the graph follows ([`LoadOptions::with_window_mode`]).
+    mode: Mode,
 }
 
 /// Reads the traces; with `window` keeping only that window's events.
@@ -86,19 +88,21 @@ fn load_window(
         load = load
             .with_window(window.annotation, window.instances)
             .with_window_events(window.also)
-            .with_window_records(window.records);
+            .with_window_records(window.records)
+            .with_window_mode(window.mode);
     }
     Ok(plan.load(&load)?)
 }
 
-/// HTA-compat mode's graph needs one window of one rank: the load keeps only its
-/// events (memory follows the window, not the file). When that load left out events
-/// the graph needs (device rows that started long after their launch), the files are
-/// read again keeping those too; when the compact form of the file's correlations
-/// could not be proven exact (a correlation id used twice), again keeping every
-/// correlated row; and if that still misses some, whole: the answer is the same
-/// either way.
-fn critical_path_compat(
+/// The critical path needs one window of each rank: the load keeps only its events
+/// (memory follows the window, not the file; in HTA-compat mode plus 10 bytes per
+/// launch and device row of the file for HTA's queue count). When that load left
+/// out events the graph needs (device rows that started long after their launch),
+/// the files are read again keeping those too; when the compact form of the file's
+/// correlations could not be proven exact (a correlation id used twice), again
+/// keeping every correlated row; and if that still misses some, whole: the answer is
+/// the same either way.
+fn critical_path_windowed(
     request: &CriticalPathRequest,
     overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
@@ -111,6 +115,7 @@ fn critical_path_compat(
             instances: options.instances,
             also: also.clone(),
             records,
+            mode: options.mode,
         };
         let set = load_window(request, Some(window))?;
         let request = rank_for_compat(request, &set);
@@ -189,10 +194,7 @@ pub fn run_critical_path_overlay(
     request: &CriticalPathRequest,
     overlay: Option<&std::path::Path>,
 ) -> anyhow::Result<(CriticalPath, Vec<PathBuf>)> {
-    if request.hta_compat {
-        return critical_path_compat(request, overlay);
-    }
-    path_and_overlay(&load(request)?, request, overlay)
+    critical_path_windowed(request, overlay)
 }
 
 /// Reads the traces, re-times the graph with `scales` (`--scale` texts).

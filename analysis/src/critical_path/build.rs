@@ -182,6 +182,10 @@ pub(crate) fn build_rank<'t>(
         }
     }
     let rank_graph = RankGraph { nodes_of };
+    let queue = match mode {
+        Mode::Default => Some(fifo_queue_lengths(events, clipped)),
+        Mode::HtaCompat => queue,
+    };
     call_stack_edges(graph, events, clipped, &rank_graph, mode, event_base);
     kernel_edges(
         graph,
@@ -531,6 +535,95 @@ fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64>
         result.insert(event_index, *q);
     }
     result
+}
+
+/// The default mode's queue length, after each clipped device row's launch and after
+/// its start: the launches of its stream that the device has not started yet, counted
+/// from the rows and launches between the launch and the row's start only, so the
+/// window's rows decide it (a windowed load has them; the rows before the window
+/// are not needed) and one missing launch or row elsewhere in the trace does not
+/// shift every count after it, as HTA's running count over the whole trace does.
+///
+/// A stream runs its work in launch order, so after the launch `L` of row `R` the
+/// queue holds `R` and the rows of the stream before `R` (by start, then position)
+/// that start at or after `L`; after `R` starts it holds the rows launched before
+/// `R`'s start that run after `R`: the stream's launches up to `R`'s start whose row
+/// comes after `R` (or is not in the load: it starts past the window). At equal
+/// times launches count before rows, as in HTA's count. A row counts when it is work
+/// on a stream (not `cuda_sync`) with a launch; a launch when its row does
+/// ([`CpEvent::launch_stream`]). For a trace whose streams run in launch order and
+/// whose rows all have their launch, this equals HTA's count with a stable sort.
+/// Returns the queue lengths by event index (launches and rows).
+fn fifo_queue_lengths(events: &[CpEvent<'_>], clipped: &[u32]) -> FastMap<u64, i64> {
+    let counted_row =
+        |e: &CpEvent<'_>| e.on_stream() && e.category != "cuda_sync" && e.index_correlation > 0;
+    // Per stream: counted rows by (start, position); launches by (start, position)
+    // with their row's position.
+    let mut rows: FastMap<i64, Vec<(i64, u64)>> = FastMap::default();
+    let mut launches: FastMap<i64, Vec<(i64, u64, u64)>> = FastMap::default();
+    let mut position: FastMap<u64, u32> = FastMap::default();
+    for (i, e) in events.iter().enumerate() {
+        if counted_row(e) {
+            rows.entry(e.stream)
+                .or_default()
+                .push((e.ts, e.event_index));
+            position.insert(e.event_index, i as u32);
+        } else if !e.on_stream() && e.launch_stream >= 0 && e.index_correlation > 0 {
+            launches.entry(e.launch_stream).or_default().push((
+                e.ts,
+                e.event_index,
+                e.index_correlation as u64,
+            ));
+            position.insert(e.event_index, i as u32);
+        }
+    }
+    for list in rows.values_mut() {
+        list.sort_unstable();
+    }
+    for list in launches.values_mut() {
+        list.sort_unstable();
+    }
+    let mut out = FastMap::default();
+    for &i in clipped {
+        let r = &events[i as usize];
+        if !counted_row(r) {
+            continue;
+        }
+        let Some(launch) = position
+            .get(&(r.index_correlation as u64))
+            .map(|&k| &events[k as usize])
+            .filter(|l| !l.on_stream() && l.launch_stream == r.stream)
+        else {
+            continue;
+        };
+        let key = (r.ts, r.event_index);
+        let stream_rows = &rows[&r.stream];
+        // After the launch: the rows up to R that had not started.
+        let up_to_r = stream_rows.partition_point(|&k| k <= key);
+        let started = stream_rows.partition_point(|&(ts, _)| ts < launch.ts);
+        out.insert(launch.event_index, up_to_r.saturating_sub(started) as i64);
+        // After R's start: the launches up to it whose row runs after R.
+        let stream_launches = launches.get(&r.stream).map_or(&[][..], |l| l.as_slice());
+        let from = stream_launches.partition_point(|&(ts, _, _)| ts < launch.ts);
+        let to = stream_launches.partition_point(|&(ts, _, _)| ts <= r.ts);
+        // A row launched by two calls (neuron's `nrt_cc_execute` and the
+        // `nrt_queue_submit` in it) counts once, at the call it points at.
+        let mut waiting: Vec<u64> = stream_launches[from..to.max(from)]
+            .iter()
+            .filter(|&&(_, call, row)| match position.get(&row) {
+                Some(&k) => {
+                    let row_event = &events[k as usize];
+                    row_event.index_correlation == call as i64 && (row_event.ts, row) > key
+                }
+                None => true,
+            })
+            .map(|&(_, _, row)| row)
+            .collect();
+        waiting.sort_unstable();
+        waiting.dedup();
+        out.insert(r.event_index, waiting.len() as i64);
+    }
+    out
 }
 
 /// [`queue_lengths`] in HTA-compat mode from every correlated row of the file
@@ -1098,7 +1191,7 @@ pub(crate) type Nominal<'t> = FastMap<Work<'t>, i64>;
 /// converted by the ranks' speed ratio: the median, over the work both ranks ran
 /// without a collective in flight on their device, of the ratio of their least
 /// durations. Two ranks without such common work are not compared.
-pub(crate) fn nominal_durations<'t>(ranks: &[&[CpEvent<'t>]]) -> Vec<Nominal<'t>> {
+pub(crate) fn nominal_durations<'t>(ranks: &[Vec<&CpEvent<'t>>]) -> Vec<Nominal<'t>> {
     // Per rank: the least duration of each work over all its rows, and over the rows
     // no collective of their device overlapped ("clean").
     let mut least: Vec<Nominal<'t>> = Vec::with_capacity(ranks.len());
@@ -1187,6 +1280,7 @@ mod tests {
             stream: 7,
             correlation: -1,
             index_correlation: -1,
+            launch_stream: -1,
             is_comm: comm,
             wait_on_stream: -1,
             wait_on_event_corr: -1,
@@ -1257,14 +1351,14 @@ mod tests {
             row(1, "ln", 30, 46, false),
             row(1, "allreduce", 50, 100, true),
         ];
-        let nominal = nominal_durations(&[&fast, &slow]);
+        let nominal = nominal_durations(&[fast.iter().collect(), slow.iter().collect()]);
         let of = |r: usize, name| nominal[r][&(name, (100, 200))];
         assert_eq!(of(0, "ln"), 8, "rank 1's 16 at rank 0's speed (1/2)");
         assert_eq!(of(0, "mm"), 10);
         assert_eq!(of(1, "ln"), 16, "its own, less than rank 0's 40 x 2");
         assert_eq!(of(1, "add"), 8);
         // A rank compared with no other keeps its own least duration.
-        let alone = nominal_durations(&[&fast]);
+        let alone = nominal_durations(&[fast.iter().collect()]);
         assert_eq!(alone[0][&("ln", (100, 200))], 40);
     }
 }

@@ -33,6 +33,10 @@ pub struct CpEvent<'t> {
     /// HTA's `index_correlation`: the event index of the partner row (launch ↔ device
     /// row), 0 when the correlation has no partner, -1 without correlation.
     pub index_correlation: i64,
+    /// On a host event: the stream of the device row it launched, when that row is
+    /// work on a stream (not `cuda_sync`), also when a windowed load dropped the row;
+    /// else -1.
+    pub launch_stream: i64,
     /// Whether a device row is communication (compat: HTA's `^nccl.*Kernel`; default:
     /// collective args or communication by category and name).
     pub is_comm: bool,
@@ -92,7 +96,6 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
     let mut events: Vec<CpEvent<'_>> = Vec::with_capacity(
         trace.rows.len() + trace.timeline.as_ref().map_or(0, |t| t.events.len()),
     );
-    let mut occurrences: FastMap<(String, String), i64> = FastMap::default();
     let rows = trace.rows.iter().map(|row| {
         let (ts, end) = times(row.ts_rel_ns, row.dur_ns);
         let name = trace.name(row);
@@ -109,12 +112,8 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
             .as_ref()
             .filter(|_| row.stream != -1)
             .map(|c| {
-                let seq = c.seq.or_else(|| {
-                    let key = (c.process_group.clone(), c.collective.clone());
-                    let n = occurrences.entry(key).or_default();
-                    *n += 1;
-                    Some(-*n)
-                });
+                // Without `Seq`, the occurrence the load counted over the whole file.
+                let seq = c.seq.or(Some(-(c.occurrence as i64)));
                 (c.process_group.clone(), c.collective.clone(), seq)
             });
         CpEvent {
@@ -129,6 +128,7 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
             stream: row.stream,
             correlation: row.correlation,
             index_correlation: -1,
+            launch_stream: -1,
             is_comm,
             wait_on_stream,
             wait_on_event_corr,
@@ -154,6 +154,7 @@ pub(crate) fn rank_events(trace: &RankTrace, mode: Mode, absolute: bool) -> Vec<
                 stream: -1,
                 correlation: -1,
                 index_correlation: -1,
+                launch_stream: -1,
                 is_comm: false,
                 wait_on_stream: -1,
                 wait_on_event_corr: -1,
@@ -210,7 +211,7 @@ fn is_gpu_side(e: &CpEvent<'_>) -> bool {
 /// at each other; with several partners the last in file order wins (pandas'
 /// assignment of a many-to-many merge).
 fn link_correlations(events: &mut [CpEvent<'_>]) {
-    let mut last_gpu: FastMap<i64, u64> = FastMap::default();
+    let mut last_gpu: FastMap<i64, (u64, i64)> = FastMap::default();
     let mut last_cpu: FastMap<i64, u64> = FastMap::default();
     for e in events.iter_mut() {
         e.index_correlation = e.correlation.min(0);
@@ -218,7 +219,7 @@ fn link_correlations(events: &mut [CpEvent<'_>]) {
             continue;
         }
         if is_gpu_side(e) {
-            last_gpu.insert(e.correlation, e.event_index);
+            last_gpu.insert(e.correlation, (e.event_index, work_stream(e)));
         } else {
             last_cpu.insert(e.correlation, e.event_index);
         }
@@ -227,14 +228,24 @@ fn link_correlations(events: &mut [CpEvent<'_>]) {
         if e.correlation == -1 {
             continue;
         }
-        let partner = if is_gpu_side(e) {
-            last_cpu.get(&e.correlation)
-        } else {
-            last_gpu.get(&e.correlation)
-        };
-        if let Some(&p) = partner {
+        if is_gpu_side(e) {
+            if let Some(&p) = last_cpu.get(&e.correlation) {
+                e.index_correlation = p as i64;
+            }
+        } else if let Some(&(p, stream)) = last_gpu.get(&e.correlation) {
             e.index_correlation = p as i64;
+            e.launch_stream = stream;
         }
+    }
+}
+
+/// A device-side row's stream when it is work a launch queued (not `cuda_sync`), else
+/// -1 ([`CpEvent::launch_stream`]).
+fn work_stream(e: &CpEvent<'_>) -> i64 {
+    if e.stream >= 0 && e.category != "cuda_sync" {
+        e.stream
+    } else {
+        -1
     }
 }
 
@@ -247,12 +258,15 @@ fn link_through(events: &mut [CpEvent<'_>], rows: &[CorrelatedRow]) {
         .filter(|e| e.correlation != -1)
         .map(|e| e.correlation)
         .collect();
-    // Per correlation: the last device-side and host-side row, in file order.
-    let mut last: FastMap<i64, (Option<u64>, Option<u64>)> = FastMap::default();
+    // Per correlation: the last device-side row (and its work stream) and host-side
+    // row, in file order.
+    type Last = (Option<(u64, i64)>, Option<u64>);
+    let mut last: FastMap<i64, Last> = FastMap::default();
     for r in rows.iter().filter(|r| wanted.contains(&r.correlation)) {
         let slot = last.entry(r.correlation).or_default();
         if r.flags & CorrelatedRow::GPU_SIDE != 0 {
-            slot.0 = Some(r.event_index);
+            let work = r.stream >= 0 && r.flags & CorrelatedRow::CUDA_SYNC == 0;
+            slot.0 = Some((r.event_index, if work { r.stream } else { -1 }));
         } else {
             slot.1 = Some(r.event_index);
         }
@@ -263,9 +277,13 @@ fn link_through(events: &mut [CpEvent<'_>], rows: &[CorrelatedRow]) {
             continue;
         }
         let (gpu, cpu) = last.get(&e.correlation).copied().unwrap_or_default();
-        let partner = if is_gpu_side(e) { cpu } else { gpu };
-        if let Some(p) = partner {
+        if is_gpu_side(e) {
+            if let Some(p) = cpu {
+                e.index_correlation = p as i64;
+            }
+        } else if let Some((p, stream)) = gpu {
             e.index_correlation = p as i64;
+            e.launch_stream = stream;
         }
     }
 }
@@ -278,21 +296,25 @@ pub(crate) const UNKNOWN_PARTNER: i64 = i64::MAX;
 /// ([`CompactCorrelations::pairs`]: each correlation's only device-side and host-side
 /// row, which the load proved), so each kept event's `index_correlation` is the one the
 /// whole trace gives (or [`UNKNOWN_PARTNER`]).
-fn link_pairs(events: &mut [CpEvent<'_>], pairs: &[(i64, u64, u64)]) {
-    let by_correlation: FastMap<i64, (u64, u64)> =
-        pairs.iter().map(|&(c, d, h)| (c, (d, h))).collect();
+fn link_pairs(events: &mut [CpEvent<'_>], pairs: &[(i64, u64, u64, i64)]) {
+    let by_correlation: FastMap<i64, (u64, u64, i64)> =
+        pairs.iter().map(|&(c, d, h, s)| (c, (d, h, s))).collect();
     for e in events.iter_mut() {
         e.index_correlation = e.correlation.min(0);
         if e.correlation == -1 {
             continue;
         }
-        if let Some(&(device, host)) = by_correlation.get(&e.correlation) {
-            let partner = if is_gpu_side(e) { host } else { device };
+        if let Some(&(device, host, stream)) = by_correlation.get(&e.correlation) {
+            let gpu_side = is_gpu_side(e);
+            let partner = if gpu_side { host } else { device };
             e.index_correlation = if partner == CompactCorrelations::UNKNOWN {
                 UNKNOWN_PARTNER
             } else {
                 partner as i64
             };
+            if !gpu_side {
+                e.launch_stream = stream;
+            }
         }
     }
 }

@@ -18,6 +18,7 @@ use super::{
     IdentKey, KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline,
     TimelineEvent, TraceSet,
 };
+use crate::classify::Mode;
 use crate::error::AnalysisError;
 
 mod pick;
@@ -69,6 +70,13 @@ pub struct LoadWindow {
     /// Keep every correlated row ([`crate::model::WindowCorrelations::Records`]) instead
     /// of the compact form.
     pub records: bool,
+    /// The critical path's rules the load keeps for ([`LoadOptions::with_window_mode`]):
+    /// [`Mode::HtaCompat`] (the default) logs HTA's queue-length changes over the whole
+    /// file; [`Mode::Default`] logs nothing per dropped row (its queue length looks at
+    /// the window's rows only) and keeps, besides the window, the host rows with a
+    /// correlation up to the device rows' end of the window and every device row
+    /// whose launch was kept.
+    pub mode: Mode,
 }
 
 impl Default for LoadOptions {
@@ -147,7 +155,17 @@ impl LoadOptions {
             instances,
             also_keep: Vec::new(),
             records: false,
+            mode: Mode::HtaCompat,
         });
+        self
+    }
+
+    /// With [`LoadOptions::with_window`]: keep what the critical path in `mode` needs
+    /// ([`LoadWindow::mode`]).
+    pub fn with_window_mode(mut self, mode: Mode) -> Self {
+        if let Some(window) = &mut self.window {
+            window.mode = mode;
+        }
         self
     }
 
@@ -545,6 +563,9 @@ struct RankSink {
     base_ns: i64,
     host_ops: Option<HostOpsBuilder>,
     timeline: Option<TimelineBuilder>,
+    /// Device rows read so far per (process group, collective name), for
+    /// [`super::CollectiveArgs::occurrence`].
+    collective_occurrences: FastMap<(String, String), u64>,
 }
 
 /// Builds [`Timeline`]: interns names, categories and threads as events arrive.
@@ -658,6 +679,7 @@ impl RankSink {
             base_ns: 0,
             host_ops: None,
             timeline: None,
+            collective_occurrences: FastMap::default(),
         }
     }
 }
@@ -711,6 +733,9 @@ impl RankSink {
     /// Adds one picked event, in event order (`index`: its position in `traceEvents`;
     /// `text`: the event's text, where its spans point).
     fn add(&mut self, index: u64, picked: Picked<'_>, text: EventText<'_>) {
+        // A windowed load is for the critical path, which needs neither memory events
+        // nor instruction and DMA rows: they would grow with the file.
+        let windowed = self.timeline.as_ref().is_some_and(|t| t.window.is_some());
         let trace = &mut self.trace;
         let c = match picked {
             Picked::NoTs => {
@@ -726,7 +751,9 @@ impl RankSink {
                 event,
             } => {
                 trace.ts_is_float |= fractional_ts;
-                trace.memory.push(event);
+                if !windowed {
+                    trace.memory.push(event);
+                }
                 return;
             }
             Picked::Complete(c) => c,
@@ -739,6 +766,7 @@ impl RankSink {
         trace.max_end_rel_ns = Some(trace.max_end_rel_ns.map_or(end, |m| m.max(end)));
         let device = c.pid.as_ref().and_then(Ident::as_i64).unwrap_or(-1);
         match category {
+            _ if windowed => {}
             "neuron_instruction" => {
                 let engine = args.engine.as_deref().unwrap_or(name);
                 let engine = trace.names.intern(engine);
@@ -819,6 +847,7 @@ impl RankSink {
                     correlation,
                     is_row: keep,
                     is_sync,
+                    cuda_sync: category == "cuda_sync",
                 };
                 let (kept, closed) = window.see(&seen);
                 in_window = kept;
@@ -850,6 +879,20 @@ impl RankSink {
                 });
             }
         }
+        // Collectives are numbered over the whole file, also where a window drops some.
+        let collective = if keep && (in_window || stream != -1) {
+            args.collective().map(|mut args| {
+                if stream != -1 {
+                    let key = (args.process_group.clone(), args.collective.clone());
+                    let n = self.collective_occurrences.entry(key).or_default();
+                    *n += 1;
+                    args.occurrence = *n;
+                }
+                args
+            })
+        } else {
+            None
+        };
         if !keep || !in_window {
             return;
         }
@@ -866,7 +909,7 @@ impl RankSink {
             dur_ns,
             bytes: args.bytes,
             memory_bw_gbps: args.memory_bw_gbps,
-            collective: args.collective(),
+            collective,
             flops: args.flops.unwrap_or(-1),
             engine_busy: (!args.engine_busy().is_empty()).then(|| {
                 args.engine_busy()

@@ -323,6 +323,7 @@ impl PickedArgs {
             out_nelems: rare.out_nelems.unwrap_or(-1),
             dtype: rare.dtype.clone().unwrap_or_default(),
             group_size: rare.group_size.unwrap_or(-1),
+            occurrence: 0,
         }))
     }
 

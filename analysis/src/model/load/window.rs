@@ -10,6 +10,7 @@
 
 use super::{CorrelatedRow, FastMap, KeptWindow, LoadWindow, Names, Row, Timeline};
 use crate::analyses::queue_length::HTA_LAUNCH_NAMES;
+use crate::classify::Mode;
 use crate::model::{ChangeLog, CompactCorrelations, WindowCorrelations};
 
 /// Slack around the window, ns: HTA-compat mode rounds times to whole µs (up or down,
@@ -29,6 +30,8 @@ pub(super) struct Seen<'a> {
     pub(super) is_row: bool,
     /// `Event Sync` / `Context Sync`.
     pub(super) is_sync: bool,
+    /// Category `cuda_sync` (a sync row, not work a launch queued).
+    pub(super) cuda_sync: bool,
 }
 
 /// The state of a windowed load of one file.
@@ -52,13 +55,19 @@ pub(super) struct WindowState {
 struct Bands {
     host: (i64, i64),
     device: (i64, i64),
+    /// [`Mode::Default`]: host rows with a correlation (launches) are kept in the
+    /// device range, the default mode's queue length counts the launches issued while
+    /// the window's device rows wait ([`crate::critical_path`]).
+    launches_to_device_end: bool,
 }
 
 impl Bands {
     /// Whether an event is kept by its start: device rows (`stream` set) in the device
-    /// range, anything else in the host range.
-    fn holds(&self, stream: i64, ts_rel_ns: i64) -> bool {
-        let (lo, hi) = if stream != -1 { self.device } else { self.host };
+    /// range, anything else in the host range (launches, in the default mode, in the
+    /// device range).
+    fn holds(&self, stream: i64, correlation: i64, ts_rel_ns: i64) -> bool {
+        let device = stream != -1 || (self.launches_to_device_end && correlation != -1);
+        let (lo, hi) = if device { self.device } else { self.host };
         ts_rel_ns >= lo && ts_rel_ns <= hi
     }
 }
@@ -79,7 +88,10 @@ impl WindowState {
             bands: None,
             dropped: 0,
             correlated: Vec::new(),
-            pairing: (!asked.records).then(Pairing::default),
+            pairing: (!asked.records).then(|| Pairing {
+                log_queue: asked.mode == Mode::HtaCompat,
+                ..Pairing::default()
+            }),
         }
     }
 
@@ -99,6 +111,9 @@ impl WindowState {
                     }
                     if launch {
                         flags |= CorrelatedRow::HTA_LAUNCH;
+                    }
+                    if e.cuda_sync {
+                        flags |= CorrelatedRow::CUDA_SYNC;
                     }
                     self.correlated.push(CorrelatedRow {
                         ts_rel_ns: e.ts_rel_ns,
@@ -136,7 +151,11 @@ impl WindowState {
                     // still is missing from the load; the critical path finds that
                     // from the correlations and says so.)
                     let device = (host.0, host.1.saturating_add(hi.saturating_sub(lo)));
-                    self.bands = Some(Bands { host, device });
+                    self.bands = Some(Bands {
+                        host,
+                        device,
+                        launches_to_device_end: self.asked.mode == Mode::Default,
+                    });
                     closed = true;
                 }
                 self.matches += 1;
@@ -146,8 +165,15 @@ impl WindowState {
         // Later instances than the last asked for are kept only in the window.
         let kept = e.index == 0
             || e.name == "Stream Wait Event"
-            || bands.holds(e.stream, e.ts_rel_ns)
-            || self.asked.also_keep.binary_search(&e.index).is_ok();
+            || bands.holds(e.stream, e.correlation, e.ts_rel_ns)
+            || self.asked.also_keep.binary_search(&e.index).is_ok()
+            || (self.asked.mode == Mode::Default
+                && e.is_row
+                && ((e.stream >= 0 && e.correlation >= 0) || e.is_sync)
+                && self
+                    .pairing
+                    .as_ref()
+                    .is_some_and(|p| p.host_kept(e.correlation)));
         if !kept {
             self.dropped += 1;
         }
@@ -161,15 +187,33 @@ impl WindowState {
         let annotation = self.asked.annotation.as_str();
         let also = &self.asked.also_keep;
         let before = rows.len() + timeline.events.len();
-        rows.retain(|r| {
+        let by_time = |r: &Row| {
             always_kept(r.event_index, names.get(r.name), annotation)
-                || bands.holds(r.stream, r.ts_rel_ns)
+                || bands.holds(r.stream, r.correlation, r.ts_rel_ns)
                 || also.binary_search(&r.event_index).is_ok()
-        });
+        };
+        // The default mode also keeps the device rows of the launches kept.
+        let launched: crate::model::FastSet<u64> = match &self.pairing {
+            Some(pairing) if self.asked.mode == Mode::Default => {
+                let host_kept: crate::model::FastSet<u64> = rows
+                    .iter()
+                    .filter(|r| r.stream == -1 && r.correlation != -1 && by_time(r))
+                    .map(|r| r.event_index)
+                    .collect();
+                pairing
+                    .pairs
+                    .iter()
+                    .filter(|&&(_, _, h, _)| host_kept.contains(&h))
+                    .map(|&(_, d, _, _)| d)
+                    .collect()
+            }
+            _ => Default::default(),
+        };
+        rows.retain(|r| by_time(r) || launched.contains(&r.event_index));
         let timeline_names = &timeline.names;
         timeline.events.retain(|e| {
             always_kept(e.event_index, timeline_names.get(e.name), annotation)
-                || bands.holds(-1, e.ts_rel_ns)
+                || bands.holds(-1, -1, e.ts_rel_ns)
                 || also.binary_search(&e.event_index).is_ok()
         });
         let kept_rows: Vec<u64> = rows.iter().map(|r| r.event_index).collect();
@@ -177,7 +221,17 @@ impl WindowState {
             .waits
             .retain(|w| kept_rows.binary_search(&w.event_index).is_ok());
         if let Some(pairing) = &mut self.pairing {
-            pairing.prune(|index| kept_rows.binary_search(&index).is_ok());
+            // A pair stays when a row of its correlation stays (also a host row that is
+            // not the last of several).
+            let kept_correlations: crate::model::FastSet<i64> = rows
+                .iter()
+                .filter(|r| r.correlation != -1)
+                .map(|r| r.correlation)
+                .collect();
+            pairing.prune(
+                |index| kept_rows.binary_search(&index).is_ok(),
+                |correlation| kept_correlations.contains(&correlation),
+            );
         }
         self.dropped += (before - rows.len() - timeline.events.len()) as u64;
     }
@@ -223,6 +277,8 @@ enum Open {
     /// A device-side row (its position in the device-row log when on a stream).
     Device {
         stream: i64,
+        /// Its stream when it is work a launch queued (not `cuda_sync`), else -1.
+        work_stream: i64,
         logged: Option<u32>,
         index: u64,
         kept: bool,
@@ -240,6 +296,8 @@ enum Open {
 /// at once (its bit says it was read).
 #[derive(Default)]
 struct Pairing {
+    /// Log the queue-length changes (HTA-compat mode).
+    log_queue: bool,
     /// Per chunk of [`CHUNK_IDS`] ids: 2 bits per id (host side read, device side read).
     seen: FastMap<i64, Box<[u64]>>,
     open: FastMap<i64, Open>,
@@ -247,7 +305,11 @@ struct Pairing {
     device_rows: ChangeLog,
     streams: Vec<i64>,
     stream_numbers: FastMap<i64, u16>,
-    pairs: Vec<(i64, u64, u64)>,
+    pairs: Vec<(i64, u64, u64, i64)>,
+    /// Without `log_queue` (the default mode, where several host rows may share a
+    /// correlation: neuron's `nrt_execute` and the `nrt_queue_submit` in it): the
+    /// position in `pairs` of each correlation's pair, for a host row read after it.
+    pair_of: FastMap<i64, usize>,
     /// Why the compact form cannot be exact, once known.
     unproven: Option<&'static str>,
 }
@@ -266,7 +328,13 @@ impl Pairing {
         }
         let c = e.correlation;
         if gpu_side {
-            let logged = (e.stream >= 0).then(|| log(&mut self.device_rows, e, kept));
+            let logged =
+                (self.log_queue && e.stream >= 0).then(|| log(&mut self.device_rows, e, kept));
+            let work_stream = if e.stream >= 0 && !e.cuda_sync {
+                e.stream
+            } else {
+                -1
+            };
             match self.open.remove(&c) {
                 Some(Open::Host {
                     launch: host_launch,
@@ -279,7 +347,7 @@ impl Pairing {
                         }
                     }
                     if kept || host_kept {
-                        self.pairs.push((c, e.index, index));
+                        self.push_pair((c, e.index, index, work_stream));
                     }
                 }
                 // `mark` let this device row through: no other was read.
@@ -290,7 +358,7 @@ impl Pairing {
                 None if self.host_read(c) => {
                     // Its host side was read, dropped and forgotten: not a launch.
                     if kept {
-                        self.pairs.push((c, e.index, CompactCorrelations::UNKNOWN));
+                        self.push_pair((c, e.index, CompactCorrelations::UNKNOWN, work_stream));
                     }
                 }
                 None => {
@@ -298,6 +366,7 @@ impl Pairing {
                         c,
                         Open::Device {
                             stream: e.stream,
+                            work_stream,
                             logged,
                             index: e.index,
                             kept,
@@ -306,10 +375,12 @@ impl Pairing {
                 }
             }
         } else {
-            let logged = (launch && e.stream == -1).then(|| log(&mut self.launches, e, kept));
+            let logged = (self.log_queue && launch && e.stream == -1)
+                .then(|| log(&mut self.launches, e, kept));
             match self.open.remove(&c) {
                 Some(Open::Device {
                     stream,
+                    work_stream,
                     logged: device,
                     index,
                     kept: device_kept,
@@ -320,8 +391,24 @@ impl Pairing {
                         }
                     }
                     if kept || device_kept {
-                        self.pairs.push((c, index, e.index));
+                        self.push_pair((c, index, e.index, work_stream));
                     }
+                }
+                // Another host row of the correlation, later in the file (`mark` lets
+                // it through in the default mode only): the device row's partner.
+                Some(Open::Host {
+                    launch: earlier,
+                    kept: earlier_kept,
+                    ..
+                }) if !self.log_queue => {
+                    self.open.insert(
+                        c,
+                        Open::Host {
+                            launch: earlier,
+                            index: e.index,
+                            kept: kept || earlier_kept,
+                        },
+                    );
                 }
                 // `mark` let this host row through: no other was read, so an open host
                 // row or a device row resolved without this one cannot be.
@@ -329,6 +416,17 @@ impl Pairing {
                     self.open.insert(c, open);
                     self.unproven = Some("a correlation id appears twice on one side");
                 }
+                // The default mode: a host row after its device row; the last host row
+                // is the device row's partner.
+                None if self.device_read(c) && !self.log_queue => match self.pair_of.get(&c) {
+                    Some(&k) => self.pairs[k].2 = e.index,
+                    // Neither side was kept: only this row's own partner could matter,
+                    // and that row was forgotten.
+                    None if kept => {
+                        self.unproven = Some("a kept host row follows its dropped device row")
+                    }
+                    None => {}
+                },
                 None if self.device_read(c) => {
                     self.unproven = Some("a correlation id appears twice on one side");
                 }
@@ -361,7 +459,9 @@ impl Pairing {
             .or_insert_with(|| vec![0u64; (2 * CHUNK_IDS / 64) as usize].into_boxed_slice());
         let position = 2 * bit + i64::from(gpu_side);
         let (word, mask) = ((position / 64) as usize, 1u64 << (position % 64));
-        if words[word] & mask != 0 {
+        // The default mode takes several host rows of one correlation (the last is the
+        // device row's partner).
+        if words[word] & mask != 0 && (gpu_side || self.log_queue) {
             self.unproven = Some("a correlation id appears twice on one side");
             return false;
         }
@@ -375,6 +475,21 @@ impl Pairing {
         self.seen
             .get(&chunk)
             .is_some_and(|w| w[(position / 64) as usize] & (1u64 << (position % 64)) != 0)
+    }
+
+    fn push_pair(&mut self, pair: (i64, u64, u64, i64)) {
+        if !self.log_queue {
+            self.pair_of.insert(pair.0, self.pairs.len());
+        }
+        self.pairs.push(pair);
+    }
+
+    /// Whether the correlation's host side was read and kept, its device side not yet.
+    fn host_kept(&self, correlation: i64) -> bool {
+        matches!(
+            self.open.get(&correlation),
+            Some(Open::Host { kept: true, .. })
+        )
     }
 
     fn host_read(&self, correlation: i64) -> bool {
@@ -405,17 +520,26 @@ impl Pairing {
     }
 
     /// After the window closed: only the rows `kept` stay kept.
-    fn prune(&mut self, kept: impl Fn(u64) -> bool) {
+    fn prune(&mut self, kept: impl Fn(u64) -> bool, kept_correlation: impl Fn(i64) -> bool) {
         self.launches.kept.retain(|&(_, i)| kept(i));
         self.device_rows.kept.retain(|&(_, i)| kept(i));
-        self.pairs.retain(|&(_, d, h)| kept(d) || kept(h));
-        self.open.retain(|_, open| match open {
+        self.pairs
+            .retain(|&(c, d, h, _)| kept(d) || kept(h) || kept_correlation(c));
+        if !self.log_queue {
+            self.pair_of = self
+                .pairs
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (p.0, k))
+                .collect();
+        }
+        self.open.retain(|&c, open| match open {
             Open::Host {
                 launch,
                 index,
                 kept: k,
             } => {
-                *k = kept(*index);
+                *k = kept(*index) || kept_correlation(c);
                 launch.is_some() || *k
             }
             Open::Device { index, kept: k, .. } => {

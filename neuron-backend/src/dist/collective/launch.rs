@@ -97,7 +97,9 @@ impl ProcessGroup {
         let _emulating = clock::emulation_scope();
         let ready_ns = {
             let timeline = device.timeline();
-            let inputs_ready = timeline.queues[device.current_queue()].last_end_ns;
+            // The current stream's work, including the waits queued on it (a collective
+            // after `Work::wait` of another group's collective starts after that one).
+            let inputs_ready = timeline.queues[device.current_queue()].done_ns();
             timeline.collective_ready_ns(queue, launch_ns, inputs_ready)
         };
         let values = match call.input {

@@ -138,6 +138,15 @@ pub(crate) struct QueueState {
     pub(crate) released: bool,
 }
 
+impl QueueState {
+    /// The modeled instant the work submitted to the queue so far is done: its last
+    /// kernel's end, or the event it was last made to wait for when that is later (a
+    /// wait is queued work, as `cudaStreamWaitEvent` is).
+    pub(crate) fn done_ns(&self) -> u64 {
+        self.last_end_ns.max(self.wait_until_ns)
+    }
+}
+
 /// Engines and queues of one logical core.
 #[derive(Debug)]
 pub(crate) struct Timeline {

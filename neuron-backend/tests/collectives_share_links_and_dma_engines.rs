@@ -142,13 +142,18 @@ fn data_parallel_groups_at_the_same_time_share_the_chip_links() {
             // host threads' skew (a loaded machine runs them milliseconds apart): a long
             // matmul (milliseconds of device time) and then a world all-reduce of one
             // element end at one instant `aligned` on every rank, long after every host
-            // has queued the data-parallel all-reduce behind them.
+            // has queued the data-parallel all-reduce behind them. Behind them through
+            // the stream's wait: the groups' collectives take the 3 collective queues
+            // round-robin (world and dp0 and dp3 share the first), so without the wait
+            // dp1 and dp2 would start when their own ranks' matmuls end, apart by the
+            // host skew and before `aligned`.
             let _ = square.matmul(&square).unwrap();
-            let aligned = rank
+            let aligning = rank
                 .world_group()
                 .all_reduce_async(&x, ReduceOp::Sum)
-                .unwrap()
-                .end_ns();
+                .unwrap();
+            let aligned = aligning.end_ns();
+            drop(aligning.wait());
             let dp = rank.group_with_prefix("dp").unwrap();
             let end = if all_groups || dp.name() == "dp0" {
                 let work = dp.all_reduce_async(&grads, ReduceOp::Avg).unwrap();
@@ -163,12 +168,18 @@ fn data_parallel_groups_at_the_same_time_share_the_chip_links() {
             drop(x);
             end
         });
-        ends.into_iter().flatten().max().unwrap()
+        let spans: Vec<u64> = ends.into_iter().flatten().collect();
+        let min = spans.iter().copied().min().unwrap();
+        (min, spans.iter().copied().max().unwrap())
     };
-    let alone = run(false);
-    let together = run(true);
-    eprintln!("64 MiB data-parallel all-reduce: {alone} ns alone, {together} ns with 3 others");
+    let (_, alone) = run(false);
+    let (fastest, together) = run(true);
+    eprintln!(
+        "64 MiB data-parallel all-reduce: {alone} ns alone, {fastest}-{together} ns with 3 others"
+    );
     // Four groups want 4 × 362.5 B/ns of each chip's 1,024 B/ns: the last placed gets
     // a fair quarter, so the slowest takes ~1.4x as long.
     assert!(together > alone + alone / 4, "{together} vs {alone}");
+    // Every group started at `aligned`: none is done sooner than one alone.
+    assert!(fastest >= alone, "{fastest} vs {alone}");
 }

@@ -93,13 +93,14 @@ impl Stream {
         );
     }
 
-    /// Records an event that completes when the work queued so far on this stream does.
+    /// Records an event that completes when the work queued so far on this stream (its
+    /// kernels and the events it was made to wait for) does.
     pub fn record_event(&self) -> Event {
         let _call = self.call(
             RuntimeCallKind::EventRecord,
             runtime_hooks::name!("nrt_event_record"),
         );
-        let ready_ns = self.device.timeline().queues[self.queue()].last_end_ns;
+        let ready_ns = self.device.timeline().queues[self.queue()].done_ns();
         Event {
             device: self.device.clone(),
             ready_ns,
@@ -117,13 +118,14 @@ impl Stream {
         queue.wait_until_ns = queue.wait_until_ns.max(event.ready_ns);
     }
 
-    /// Waits on the host until this stream's work is done; returns the host clock after.
+    /// Waits on the host until this stream's work (its kernels and the events it was
+    /// made to wait for) is done; returns the host clock after.
     pub fn synchronize(&self) -> u64 {
         let _call = self.call(
             RuntimeCallKind::Synchronize,
             runtime_hooks::name!("nrt_stream_synchronize"),
         );
-        let done_ns = self.device.timeline().queues[self.queue()].last_end_ns;
+        let done_ns = self.device.timeline().queues[self.queue()].done_ns();
         super::wait_until(done_ns)
     }
 

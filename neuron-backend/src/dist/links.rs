@@ -15,9 +15,14 @@
 //!
 //! Collectives are placed when their last rank arrives, so when two of different groups
 //! overlap in modeled time, the first placed (whose last rank arrived first in real
-//! time) gets the bandwidth it needs. A world whose concurrent collectives never share a
-//! link (one data-parallel group, or groups inside one chip) is deterministic; one whose
-//! groups overlap on a link can share it differently from run to run.
+//! time) gets the bandwidth it needs. Placing one (its share, its steps, its
+//! reservation) holds the book, so collectives placed at once on different rank threads
+//! are still placed one after the other, each seeing those before it. A world whose
+//! concurrent collectives never share a link (one data-parallel group, or groups inside
+//! one chip) is deterministic; one whose groups overlap on a link can share it
+//! differently from run to run: alike collectives starting at the same modeled instant
+//! get the same set of shares in any order (only which group gets which varies), but
+//! ones starting apart get shares that depend on the order.
 
 use std::collections::BTreeMap;
 

@@ -147,7 +147,7 @@ impl Device {
         }
         let _cut = runtime_hooks::clock::cut_scope();
         let timeline = self.timeline();
-        let inputs_ready = timeline.queues[c.inputs_queue].last_end_ns;
+        let inputs_ready = timeline.queues[c.inputs_queue].done_ns();
         Ok(timeline.collective_ready_ns(c.queue, launch_ns, inputs_ready))
     }
 
@@ -336,6 +336,30 @@ mod tests {
         assert_eq!(placed.algorithm, cost.algorithm);
         // The queue's next collective cannot start before this one ended.
         let next = call(&device, 1);
+        let ready2 = device.external_collective_issue(&next).unwrap();
+        assert!(
+            ready2 >= placed.span.end_ns,
+            "{ready2} < {}",
+            placed.span.end_ns
+        );
+    }
+
+    #[test]
+    fn a_collective_waits_for_the_waits_queued_on_the_callers_stream() {
+        let runtime = Runtime::new(DeviceProfile::trn2()).unwrap();
+        let topology = Topology::for_profile(&DeviceProfile::trn2());
+        let device = runtime.device(0).unwrap();
+        let c = call(&device, 1);
+        let ready = device.external_collective_issue(&c).unwrap();
+        let placed = device
+            .external_collective_place(&c, &topology, &[ready + 5_000_000; 4])
+            .unwrap();
+        // The caller's stream waits for it (as after `work.wait()`), with no kernel since;
+        // the next collective, of another group on another queue, comes after it.
+        let done = device.external_record_event(c.queue).unwrap();
+        device.external_wait_event(0, &done).unwrap();
+        let mut next = call(&device, 1);
+        next.queue = device.collective_queue(1);
         let ready2 = device.external_collective_issue(&next).unwrap();
         assert!(
             ready2 >= placed.span.end_ns,

@@ -180,9 +180,7 @@ impl Device {
     /// kernel's end, or the event it was last made to wait for when that is later (a
     /// wait is queued work, as `cudaStreamWaitEvent` is).
     pub(crate) fn queue_done_ns(&self, queue: usize) -> u64 {
-        let timeline = self.timeline();
-        let q = &timeline.queues[queue];
-        q.last_end_ns.max(q.wait_until_ns)
+        self.timeline().queues[queue].done_ns()
     }
 
     /// Whether all work submitted to queue `queue` (its kernels and event waits) has

@@ -97,7 +97,9 @@ impl ProcessGroup {
         let _emulating = clock::emulation_scope();
         let ready_ns = {
             let timeline = device.timeline();
-            let inputs_ready = timeline.queues[device.current_queue()].last_end_ns;
+            // The current stream's work, including the waits queued on it (a collective
+            // after `Work::wait` of another group's collective starts after that one).
+            let inputs_ready = timeline.queues[device.current_queue()].done_ns();
             timeline.collective_ready_ns(queue, launch_ns, inputs_ready)
         };
         let values = match call.input {
@@ -229,10 +231,13 @@ fn schedule(
     let cost = &timing.cost;
     let steps = cost.steps.max(1);
     let hop_ns = cost.latency_ns as f64 / steps as f64;
-    let share = {
-        let mut book = timing.book.lock().unwrap_or_else(|p| p.into_inner());
-        book.share(&timing.links, start_ns, cost.dur_ns)
-    };
+    // The book stays locked from the share to the reservation: the last ranks of two
+    // groups placing their collectives at once on two threads would otherwise both take
+    // their share before either reserves it, and neither would see the other. (Nothing
+    // holds a device timeline while it waits for the book, so locking the participants'
+    // timelines below while holding it cannot deadlock.)
+    let mut book = timing.book.lock().unwrap_or_else(|p| p.into_inner());
+    let share = book.share(&timing.links, start_ns, cost.dur_ns);
     let bytes_per_ns = cost.transfer_bytes_per_ns() * share;
     let chunk_bytes = cost.wire_bytes.div_ceil(steps);
     // A step's transfer alone (as the cost formula has it).
@@ -272,10 +277,8 @@ fn schedule(
         t = step_end;
     }
     let end_ns = (t.round() as u64).max(start_ns + 1);
-    {
-        let mut book = timing.book.lock().unwrap_or_else(|p| p.into_inner());
-        book.reserve(&timing.links, share, start_ns, end_ns);
-    }
+    book.reserve(&timing.links, share, start_ns, end_ns);
+    drop(book);
     let schedule = crate::timing::CollectiveSchedule {
         issue_ns,
         chunk_bytes,

@@ -53,7 +53,7 @@
 //! - a launch blocked on a full queue (longer than 5 µs, returning within 2 µs after a
 //!   row of its stream ended) waits for that row, its own span weighing 0;
 //! - a compute row held up by a collective's DMA transfers (longer than the same work,
-//!   same name, `flops` and `bytes`, takes at least on the rank, overlapping a
+//!   same name, `flops` and `bytes`, takes at least in the rank's window, overlapping a
 //!   collective of its device that ended within it) ends after that collective: its
 //!   span weighs the least duration, an edge from the collective's end the rest;
 //! - a collective starts after the compute that produced its input (a compute row of
@@ -89,8 +89,29 @@
 //! from the whole trace. A window that left out an event the graph needs (a device row
 //! that starts more than a window's length after the window) is
 //! [`CriticalPathError::OutsideKeptWindow`], listing those events, never a different
-//! path. The default mode needs the whole trace (nominal durations and collective
-//! numbering look at every row) and refuses a windowed load.
+//! path.
+//!
+//! The default mode needs nothing of the file but the window
+//! ([`crate::LoadOptions::with_window_mode`]), by its own definitions (our choice, for
+//! memory that follows the step, not the file):
+//! - its queue length at a row's launch and start counts only the rows and launches
+//!   between the two (a stream runs its work in launch order: `build`'s
+//!   `fifo_queue_lengths`), so the load keeps the launches up to the window's device
+//!   end and the device rows of the launches it kept, and logs nothing per dropped row;
+//!   on a trace where every row has its launch this is HTA's count with a stable sort,
+//!   and where one launch is missing it does not shift every count after it;
+//! - the least duration of a piece of work (the DMA-contention rule above) is the
+//!   least among the window's rows of each rank, not the whole file's;
+//! - collectives without `Seq` are numbered by the load, over every row of the file
+//!   ([`crate::model::CollectiveArgs::occurrence`]);
+//! - several host rows of one correlation (neuron's `nrt_execute` and the
+//!   `nrt_queue_submit` in it) are taken in the compact form, the last one in file
+//!   order the device row's partner, as HTA pairs them.
+//!
+//! A window whose device rows start past the device range kept (a row kept for its
+//! launch that runs more than a window's length late) is refused with no events
+//! listed, and the command reads the whole trace: the rows and launches queued before
+//! it are not in the load.
 //!
 //! Bad input: no matching annotation or instance is an error naming the rank and what
 //! was found; events HTA's rules cannot place (sync rows whose host call is outside the

@@ -142,11 +142,12 @@ impl LoadOptions {
     }
 
     /// Keeps, with [`LoadOptions::timeline`], only what the critical path of
-    /// `annotation`'s `instances` needs in HTA-compat mode ([`crate::critical_path`]):
-    /// the rows and timeline events around that window, and of the other rows only
-    /// what HTA's links and queue length need ([`crate::model::WindowCorrelations`]:
-    /// 10 bytes per launch and device row, 2 bits per correlation id), so memory
-    /// follows the window's events, not the file's. Every other analysis needs the
+    /// `annotation`'s `instances` needs ([`crate::critical_path`]): the rows and
+    /// timeline events around that window, and of the other rows only what HTA's links
+    /// and queue length need in HTA-compat mode ([`crate::model::WindowCorrelations`]:
+    /// 10 bytes per launch and device row, 2 bits per correlation id; in the default
+    /// mode, [`LoadOptions::with_window_mode`], the 2 bits only), so memory follows the
+    /// window's events, not the file's. Every other analysis needs the
     /// whole trace: do not use this load for them. An empty annotation (the whole
     /// trace) keeps everything.
     pub fn with_window(mut self, annotation: &str, instances: (usize, usize)) -> Self {

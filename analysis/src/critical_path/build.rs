@@ -182,9 +182,10 @@ pub(crate) fn build_rank<'t>(
         }
     }
     let rank_graph = RankGraph { nodes_of };
+    // A windowed load's HTA counts come from its log of the file (`queue`).
     let queue = match mode {
-        Mode::Default => Some(fifo_queue_lengths(events, clipped)),
-        Mode::HtaCompat => queue,
+        Mode::Default => fifo_queue_lengths(events, clipped),
+        Mode::HtaCompat => queue.unwrap_or_else(|| queue_lengths(events, options)),
     };
     call_stack_edges(graph, events, clipped, &rank_graph, mode, event_base);
     kernel_edges(
@@ -473,28 +474,14 @@ impl Walk {
     }
 }
 
-/// Whether a host event launches device work, for the queue length.
-fn is_launch(e: &CpEvent<'_>, mode: Mode, launch_of_kernel: &crate::model::FastSet<u64>) -> bool {
-    if e.on_stream() || e.index_correlation <= 0 {
-        return false;
-    }
-    match mode {
-        Mode::HtaCompat => HTA_LAUNCH_NAMES.contains(&e.name),
-        // One launch per device row: the host row the device row points at.
-        Mode::Default => launch_of_kernel.contains(&e.event_index),
-    }
-}
-
 /// HTA `TraceCounters._get_queue_length_time_series_for_rank` over all the rank's
-/// events: +1 at each launch, −1 at each device row's start, per stream, in time order.
+/// events (HTA-compat mode; the default mode counts with [`fifo_queue_lengths`]): +1 at
+/// each launch call, −1 at each device row's start, per stream, in numpy's time order.
 /// Returns the queue length after each launch and each device row, by event index.
 fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64> {
-    let mode = options.mode;
-    let launch_of_kernel: crate::model::FastSet<u64> = events
-        .iter()
-        .filter(|e| e.on_stream() && e.index_correlation > 0 && e.category != "cuda_sync")
-        .map(|e| e.index_correlation as u64)
-        .collect();
+    let is_launch = |e: &CpEvent<'_>| {
+        !e.on_stream() && e.index_correlation > 0 && HTA_LAUNCH_NAMES.contains(&e.name)
+    };
     let mut stream_of_corr: FastMap<i64, i64> = FastMap::default();
     for e in events
         .iter()
@@ -506,7 +493,7 @@ fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64>
     // (ts, delta, stream, event index): launches in file order, then device rows.
     let mut changes: Vec<(i64, i64, i64, u64)> = Vec::new();
     for e in events {
-        if is_launch(e, mode, &launch_of_kernel) {
+        if is_launch(e) {
             if let Some(&stream) = stream_of_corr.get(&e.correlation) {
                 changes.push((e.ts, 1, stream, e.event_index));
                 launch_corrs.insert(e.correlation);
@@ -518,14 +505,8 @@ fn queue_lengths(events: &[CpEvent<'_>], options: &Options) -> FastMap<u64, i64>
             changes.push((e.ts, -1, e.stream, e.event_index));
         }
     }
-    let order: Vec<usize> = if mode == Mode::HtaCompat {
-        let ts: Vec<i64> = changes.iter().map(|c| c.0).collect();
-        options.numpy_sort.argsort(&ts)
-    } else {
-        let mut order: Vec<usize> = (0..changes.len()).collect();
-        order.sort_by_key(|&i| changes[i].0);
-        order
-    };
+    let ts: Vec<i64> = changes.iter().map(|c| c.0).collect();
+    let order = options.numpy_sort.argsort(&ts);
     let mut per_stream: FastMap<i64, i64> = FastMap::default();
     let mut result = FastMap::default();
     for i in order {
@@ -762,10 +743,9 @@ fn kernel_edges(
     options: &Options,
     skipped: &mut Skipped,
     event_base: u32,
-    queue: Option<FastMap<u64, i64>>,
+    queue: FastMap<u64, i64>,
 ) {
     let mode = options.mode;
-    let queue = queue.unwrap_or_else(|| queue_lengths(events, options));
     let by_index: FastMap<u64, u32> = events
         .iter()
         .enumerate()

@@ -53,7 +53,11 @@
 //! Beyond HTA: [`analyses::memory`] (timeline from `[memory]` events),
 //! [`analyses::operators`] (a `key_averages` table), [`analyses::steps`] (each step split
 //! by what the device did, host- or device-bound), [`analyses::collectives`]
-//! (collectives matched across ranks: waiting versus transfer, the bottleneck rank),
+//! (collectives matched across ranks: the transfer — the shortest duration across
+//! ranks — versus each rank's wait, start and end skew, algorithm and bus bandwidth,
+//! per process group and operation with a size histogram and bandwidth percentiles,
+//! who arrived first and last, the bottleneck rank; equal to TraceLens's collective
+//! report),
 //! [`analyses::transfers`] (copies by kind, small transfers, achieved bandwidth),
 //! [`analyses::utilization`] (neuron engines and cores active %, MFU/HFU against
 //! `deviceProperties` peaks, DMA use and small DMAs, TensorE throttling, host- versus

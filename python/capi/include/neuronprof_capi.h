@@ -339,6 +339,13 @@ uint64_t npc_warp_unix_ns(int64_t *values, size_t len); /* in place; returns ine
 uint64_t npc_warp_unix_intervals(int64_t *values, uint8_t *inside, size_t len);
 uint64_t npc_cut_total_ns(void);
 
+/* What every device records from now on: NPC_DETAIL_KERNELS, or NPC_DETAIL_INSTRUCTIONS
+ * (also engine instructions and DMA transfers); *previous (may be null) gets the setting
+ * it replaced. */
+#define NPC_DETAIL_KERNELS 0
+#define NPC_DETAIL_INSTRUCTIONS 1
+int32_t npc_set_record_detail(uint8_t detail, uint8_t *previous);
+
 /* Profiling: open a window (drops earlier records; a background thread drains the
  * rings every interval_us), close it and convert (runtime calls, kernels, copies). */
 int32_t npc_window_begin(uint64_t interval_us);

@@ -11,6 +11,7 @@
 
 mod compile;
 mod device_bound;
+pub mod roofline;
 
 use serde::Serialize;
 
@@ -46,6 +47,8 @@ pub enum FindingKind {
     Recompiles,
     /// Ops the neuron graph compiler does not know ran eagerly inside compiled graphs.
     EagerFallbacks,
+    /// Much of the kernel time is in ops far below the device's roofline.
+    FarFromRoofline,
 }
 
 /// One finding.
@@ -438,6 +441,7 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
         out.retain(|f| f.kind == FindingKind::MemoryNearCapacity);
     }
     out.extend(compile::compile_findings(report));
+    out.extend(roofline::far_from_roofline(report));
     let mut out = merge_alike(out);
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     out

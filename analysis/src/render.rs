@@ -8,6 +8,9 @@ use crate::classify::Mode;
 use crate::report::Report;
 use crate::stats::Describe;
 
+mod roofline;
+pub use roofline::{render_roofline, TOP_ROOFLINE_OPS};
+
 /// A table of text cells; numbers right-aligned, text left-aligned.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
@@ -272,6 +275,9 @@ pub fn render_report(report: &Report) -> String {
         }
         if let Some(table) = &rank.operators {
             render_operators(&mut out, table, TOP_OPERATORS);
+        }
+        if let Some(table) = &rank.roofline {
+            render_roofline(&mut out, table, TOP_ROOFLINE_OPS);
         }
     }
     render_tail(&mut out, report);

@@ -15,8 +15,8 @@ use trace_format::{
 
 use super::{
     CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, GraphPasses, HostOp, HostOps, HostSpan,
-    IdentKey, KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline,
-    TimelineEvent, TraceSet,
+    IdentKey, KeptWindow, NameId, Names, OpShapeArgs, RankCounts, RankTrace, Row, SyncWait,
+    Timeline, TimelineEvent, TraceSet,
 };
 use crate::classify::Mode;
 use crate::error::AnalysisError;
@@ -552,6 +552,7 @@ fn load_one(
                     })
                     .unwrap_or_default(),
                 memory_bytes: d.total_global_mem_bytes.and_then(|b| i64::try_from(b).ok()),
+                num_sms: raw.get("numSms").and_then(|v| v.as_i64()),
             }
         })
         .collect();
@@ -825,6 +826,22 @@ impl RankSink {
                     in_rows: keep,
                     kind: c.kind,
                 };
+                if let Some(texts) = &c.shape_args {
+                    let op = host.ops.operators.len() as u32;
+                    let mut ids = [0; 3];
+                    for (id, t) in ids.iter_mut().zip(texts.iter()) {
+                        *id = match t {
+                            Some(t) => host.ops.names.intern(t.get(text)),
+                            None => host.no_dims(),
+                        };
+                    }
+                    host.ops.shape_args.push(OpShapeArgs {
+                        op,
+                        input_types: ids[0],
+                        input_strides: ids[1],
+                        concrete_inputs: ids[2],
+                    });
+                }
                 host.ops.operators.push(op);
             } else if !keep {
                 let name = host.ops.names.intern(name);

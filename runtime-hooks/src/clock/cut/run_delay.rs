@@ -234,10 +234,14 @@ mod tests {
 
     /// Runs `body` with this thread sharing its CPU with three spinning threads (so it
     /// waits for the CPU most of the time), then lets it run on every CPU again. `None`
-    /// (and a printed skip) where the kernel keeps no scheduler statistics.
-    fn preempted<T>(body: impl FnOnce() -> T) -> Option<T> {
+    /// (and a recorded skip of `test`, a failure under CI: `tests/support/skip.rs`)
+    /// where the kernel keeps no scheduler statistics.
+    fn preempted<T>(test: &str, body: impl FnOnce() -> T) -> Option<T> {
         if std::fs::read_to_string("/proc/thread-self/schedstat").is_err() {
-            println!("SKIPPED: no scheduler statistics on this kernel");
+            crate::skip::skipped(
+                test,
+                "no scheduler statistics (/proc/thread-self/schedstat) on this kernel",
+            );
             return None;
         }
         drop(cut_scope()); // cuts exist: reads note what they hand out
@@ -284,7 +288,7 @@ mod tests {
     #[test]
     fn a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves() {
         let _serial = serial();
-        let Some((real, host, cut_ns, stamps)) = preempted(|| {
+        let Some((real, host, cut_ns, stamps)) = preempted("runtime-hooks: clock::cut::run_delay::tests::a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves", || {
             let (real_start, host_start) = (monotonic_ns(), process_ns());
             let mut stamps = vec![host_start];
             let mut cut_ns = 0;
@@ -318,7 +322,7 @@ mod tests {
     #[test]
     fn real_clock_stamps_between_boundaries_keep_their_order() {
         let _serial = serial();
-        let Some((stamps, cut_ns)) = preempted(|| {
+        let Some((stamps, cut_ns)) = preempted("runtime-hooks: clock::cut::run_delay::tests::real_clock_stamps_between_boundaries_keep_their_order", || {
             let mut stamps = Vec::new();
             let mut cut_ns = 0;
             for _ in 0..10 {
@@ -341,7 +345,7 @@ mod tests {
     #[test]
     fn a_delay_inside_a_cut_is_not_cut_again_at_the_next_boundary() {
         let _serial = serial();
-        let Some(stamps) = preempted(|| {
+        let Some(stamps) = preempted("runtime-hooks: clock::cut::run_delay::tests::a_delay_inside_a_cut_is_not_cut_again_at_the_next_boundary", || {
             let mut stamps = Vec::new();
             for _ in 0..10 {
                 {

@@ -197,6 +197,8 @@ typedef struct npc_warp_stats {
                                      (NEURONPROF_DETAIL=instructions) */
     uint64_t engine_rows_dropped; /* engine rows of the last window not kept */
     uint64_t host_ops_in_cuts;    /* host ops left out: inside a cut (the emulator's) */
+    uint64_t off_cpu_ns;          /* of cut_ns, time host threads spent off the CPU
+                                     although they could have run (run delay, steal) */
 } npc_warp_stats_t;
 
 /* npc_collective.op (runtime_hooks::CollectiveOp) */

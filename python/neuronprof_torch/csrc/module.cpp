@@ -30,6 +30,7 @@ py::dict warp_trace_file(const std::string& path) {
   out["engine_rows"] = stats.engine_rows;
   out["engine_rows_dropped"] = stats.engine_rows_dropped;
   out["host_ops_in_cuts"] = stats.host_ops_in_cuts;
+  out["off_cpu_ns"] = stats.off_cpu_ns;
   return out;
 }
 

@@ -21,7 +21,13 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("monitor-schema", &[]),
     ("neuron-backend", &["runtime-hooks", "monitor-schema"]),
     ("profiler", &["runtime-hooks", "trace-format"]),
-    ("analysis", &["trace-format", "monitor-schema"]),
+    // Neuron Explorer profiles (Parquet) read as Kineto events: a reader beside
+    // trace-format's, which stays a leaf.
+    ("neuron-explorer", &["trace-format"]),
+    (
+        "analysis",
+        &["trace-format", "neuron-explorer", "monitor-schema"],
+    ),
     ("exporters", &["trace-format", "analysis"]),
     // Serves exposition text over HTTP; knows nothing of what the text says.
     ("metrics-server", &[]),
@@ -34,6 +40,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",
@@ -59,6 +66,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",

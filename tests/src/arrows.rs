@@ -24,9 +24,12 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("monitor-schema", &[]),
     ("neuron-backend", &["runtime-hooks", "monitor-schema"]),
     ("profiler", &["runtime-hooks", "trace-format"]),
+    // Neuron Explorer profiles (Parquet) read as Kineto events: a reader beside
+    // trace-format's, which stays a leaf.
+    ("neuron-explorer", &["trace-format"]),
     (
         "analysis",
-        &["trace-format", "monitor-schema", "perf-model"],
+        &["trace-format", "neuron-explorer", "monitor-schema", "perf-model"],
     ),
     ("exporters", &["trace-format", "analysis"]),
     // Serves exposition text over HTTP; knows nothing of what the text says.
@@ -41,6 +44,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "runtime-hooks",
             "trace-format",
             "perf-model",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",
@@ -67,6 +71,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "runtime-hooks",
             "trace-format",
             "perf-model",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",

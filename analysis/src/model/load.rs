@@ -450,6 +450,16 @@ fn load_one(
     // relative to it (`TimeBase::LateNotApplied`), which is what the model keeps anyway,
     // and a `.json.gz` is not decompressed twice.
     let report = match std::fs::File::open(path) {
+        // A Neuron Explorer profile folder: the same events, from its Parquet tables.
+        _ if path.is_dir() => {
+            let reader = crate::inputs::open_trace(path, options.lenient)?;
+            if read_threads > 0 {
+                reader.read_parallel(&mut sink, read_threads)
+            } else {
+                reader.read(&mut sink)
+            }
+            .map_err(read_error)?
+        }
         Ok(file) => {
             let total_bytes = file.metadata().ok().map(|m| m.len());
             let progress = options.progress.clone().map(|callback| {
@@ -512,6 +522,13 @@ fn load_one(
         .map(ToString::to_string)
         .collect();
     let meta = &report.meta;
+    // A Neuron Explorer profile: what its lenient read skipped (table, column, row group).
+    if let Some(findings) = meta.get(neuron_explorer::FINDINGS_KEY) {
+        let problems = findings.to_value()["problems"].clone();
+        trace
+            .damage
+            .extend(serde_json::from_value::<Vec<String>>(problems).unwrap_or_default());
+    }
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
     trace.compile_meta = meta

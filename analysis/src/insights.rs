@@ -86,7 +86,7 @@ pub struct Finding {
     /// Every (rank, step) a step finding stands for, with the window (µs) it was measured
     /// over: what [`disagreements`] compares.
     #[serde(skip)]
-    rank_steps: Vec<(i64, i64, Option<(f64, f64)>)>,
+    rank_steps: Vec<RankStep>,
     /// A second number a merged line also gives the median of (name, value in %).
     #[serde(skip)]
     also: Option<(&'static str, f64)>,
@@ -141,6 +141,9 @@ impl Finding {
         self
     }
 }
+
+/// (rank, step, the window in µs it was measured over).
+type RankStep = (i64, i64, Option<(f64, f64)>);
 
 /// Thresholds that turn numbers into findings.
 #[derive(Clone, Debug)]

@@ -26,6 +26,9 @@ use serde::Serialize;
 use crate::classify::KernelType;
 use crate::frame::{step_number, Frame, Frames};
 
+/// A step's (host window, device window) in ticks, each when the trace has it.
+type StepWindows = [Option<(i64, i64)>; 2];
+
 /// The category PyTorch gives a step's (and any range's) device-side copy.
 pub(crate) const DEVICE_ANNOTATION_CATEGORY: &str = "gpu_user_annotation";
 
@@ -128,7 +131,7 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
         .map(|r| (frame.model_row(r).event_index, r.start_ticks))
         .collect();
     // Per step: (host window, device window), each the span of its rows.
-    let mut windows: BTreeMap<i64, [Option<(i64, i64)>; 2]> = BTreeMap::new();
+    let mut windows: BTreeMap<i64, StepWindows> = BTreeMap::new();
     for row in &frame.trace.rows {
         let Some(step) = step_number(frame.trace.name(row), true) else {
             continue;
@@ -141,7 +144,7 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
         let slot = &mut windows.entry(step).or_default()[side];
         *slot = Some(slot.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
     }
-    let mut steps: Vec<(i64, i64, i64, [Option<(i64, i64)>; 2])> = windows
+    let mut steps: Vec<(i64, i64, i64, StepWindows)> = windows
         .into_iter()
         .filter_map(|(step, w)| {
             let (ws, we) = w[1].or(w[0])?;

@@ -293,6 +293,9 @@ pub struct RankWindows {
     pub files: Vec<PathBuf>,
     /// The index of the file analyzed.
     pub chosen: usize,
+    /// Why the chosen window is not the latest one, when it is not (JSON: `null` when it
+    /// is the latest).
+    pub why: Option<String>,
 }
 
 /// What [`group_ranks`] gives: each rank and the file of its chosen window (rank order),
@@ -398,8 +401,14 @@ pub fn group_ranks(files: &[PathBuf], window: Window) -> Result<Grouping, Analys
             }
         };
         members.sort_by_key(|&i| (probes[i].first_ts_ns.unwrap_or(i64::MAX), i));
+        let mut why = None;
         let pick = match window {
-            Window::Latest => members.len() - 1,
+            Window::Latest => {
+                let paths: Vec<&Path> = members.iter().map(|&i| files[i].as_path()).collect();
+                let (pick, reason) = latest_active_window(&paths);
+                why = reason;
+                pick
+            }
             Window::Nth(n) if (1..=members.len()).contains(&n) => n - 1,
             Window::Nth(n) => {
                 return Err(AnalysisError::NoSuchWindow {
@@ -415,11 +424,100 @@ pub fn group_ranks(files: &[PathBuf], window: Window) -> Result<Grouping, Analys
             grouped_by,
             files: members.iter().map(|&i| files[i].clone()).collect(),
             chosen: pick,
+            why,
         });
     }
     chosen.sort_by_key(|(rank, _)| *rank);
     windows.sort_by_key(|w| w.rank);
     Ok((chosen, windows))
+}
+
+/// Of one rank's windows in time order, the one [`Window::Latest`] takes, and why when
+/// it is not the last file: the latest window that holds a complete `ProfilerStep` and
+/// device activity. A `torch.profiler.schedule` that ends mid-cycle (six steps with
+/// `wait=1, warmup=1, active=2`) writes a last, nearly empty window (its step
+/// annotations and a synchronize) that would report no device activity for a run that
+/// kept the device busy. Without such a window: the latest with a step, else the latest.
+/// Only a rank with several windows is scanned, from the latest back, each file up to
+/// the first step and device row.
+fn latest_active_window(paths: &[&Path]) -> (usize, Option<String>) {
+    let last = paths.len() - 1;
+    if last == 0 {
+        return (0, None);
+    }
+    let mut probes: Vec<(usize, ActivityProbe)> = Vec::new();
+    for (i, path) in paths.iter().enumerate().rev() {
+        let mut probe = ActivityProbe::default();
+        // Damage is the loader's to report when the window is read.
+        let _ = TraceReader::open(path).lenient(true).read(&mut probe);
+        let active = probe.step && probe.device;
+        probes.push((i, probe));
+        if active {
+            break;
+        }
+    }
+    let pick = probes
+        .iter()
+        .find(|(_, p)| p.step && p.device)
+        .or_else(|| probes.iter().find(|(_, p)| p.step))
+        .map_or(last, |(i, _)| *i);
+    if pick == last {
+        return (last, None);
+    }
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    };
+    let passed: Vec<String> = probes
+        .iter()
+        .filter(|(i, _)| *i > pick)
+        .map(|(i, p)| {
+            let lacks = match (p.step, p.device) {
+                (false, false) => "no ProfilerStep and no device activity",
+                (false, true) => "no ProfilerStep",
+                _ => "no device activity",
+            };
+            format!("{} has {lacks}", name(paths[*i]))
+        })
+        .collect();
+    (
+        pick,
+        Some(format!(
+            "the latest window with a complete ProfilerStep and device activity; {} (a \
+             profiler schedule that ended mid-cycle writes such a window)",
+            passed.join(", ")
+        )),
+    )
+}
+
+/// Whether a window holds a complete `ProfilerStep#N` and any device work.
+#[derive(Default)]
+struct ActivityProbe {
+    step: bool,
+    device: bool,
+}
+
+impl TraceSink for ActivityProbe {
+    fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        if event.phase != Phase::Complete {
+            return ControlFlow::Continue(());
+        }
+        let category = event.category.as_ref().map(|c| c.normalized());
+        let category = category.as_ref().map_or("", |c| c.as_str());
+        if crate::classify::is_device_work_category(category) {
+            self.device = true;
+        } else if !self.step {
+            self.step = event
+                .name
+                .as_ref()
+                .is_some_and(|n| crate::frame::step_number(n, true).is_some());
+        }
+        if self.step && self.device {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
 }
 
 #[cfg(test)]

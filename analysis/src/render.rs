@@ -361,7 +361,9 @@ fn render_tail(out: &mut String, report: &Report) {
     let mut t = Table::new(&[
         "rank",
         "step",
+        "window",
         "dur us",
+        "host window us",
         "compute us",
         "exposed comm us",
         "memory us",
@@ -374,7 +376,9 @@ fn render_tail(out: &mut String, report: &Report) {
         t.row(vec![
             s.rank.to_string(),
             s.step.to_string(),
+            format!("{:?}", s.window).to_lowercase(),
             num(s.dur_us),
+            opt(s.host_dur_us),
             num(s.computation_us),
             num(s.communication_us),
             num(s.memory_us),
@@ -385,7 +389,11 @@ fn render_tail(out: &mut String, report: &Report) {
         ]);
     }
     if !report.steps.is_empty() {
-        section(out, "Steps", &t);
+        section(
+            out,
+            "Steps (split over each step's device window, else its host window)",
+            &t,
+        );
     }
     let c = &report.collectives;
     if !c.instances.is_empty() {
@@ -729,7 +737,7 @@ pub fn render_operators(
     for o in ops.iter().take(top) {
         let mut cells = vec![shorten(&o.name, 60)];
         if table.by_shape {
-            cells.push(shorten(&o.input_dims, 40));
+            cells.push(shorten(&shapes_text(&o.input_dims), 48));
         }
         cells.extend([
             o.calls.to_string(),
@@ -750,6 +758,29 @@ pub fn render_operators(
         ops.len()
     );
     section(out, &title, &t);
+}
+
+/// An operator's `Input Dims` on one line: each input's shape, ` x ` between them
+/// (`[8944, 1024] x [1024, 2816]`; a non-tensor input is `[]`, a tensor list its
+/// shapes in brackets). Traces write the list pretty-printed over many lines; text
+/// that is not a JSON list is shown with its whitespace collapsed.
+pub fn shapes_text(input_dims: &str) -> String {
+    fn one(value: &serde_json::Value) -> String {
+        match value {
+            serde_json::Value::Array(items) => {
+                let inner: Vec<String> = items.iter().map(one).collect();
+                format!("[{}]", inner.join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+    match serde_json::from_str::<serde_json::Value>(input_dims) {
+        Ok(serde_json::Value::Array(inputs)) => {
+            let shapes: Vec<String> = inputs.iter().map(one).collect();
+            shapes.join(" x ")
+        }
+        _ => input_dims.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
 }
 
 /// `text` cut to `max` characters, with `…` when cut.
@@ -881,11 +912,18 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("\noperator      input dims        calls  "),
+            out.contains("\noperator      input dims       calls  "),
             "{out}"
         );
         assert!(
-            out.contains("\naten::mm      [[2, 3], [3, 4]]      8  "),
+            out.contains("\naten::mm      [2, 3] x [3, 4]      8  "),
+            "shapes on one line: {out}"
+        );
+        table.operators[3].input_dims = "[\n  [\n    2,\n    3\n  ],\n  []\n]".into();
+        let mut out = String::new();
+        render_operators(&mut out, &table, 10);
+        assert!(
+            out.contains("\naten::mm      [2, 3] x []      8  "),
             "{out}"
         );
 

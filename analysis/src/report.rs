@@ -546,7 +546,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         let unfiltered = unfiltered.as_ref().unwrap_or(&filtered);
         let both = options.step.is_none() && filter.is_none();
         let (views, steps, collectives) = std::thread::scope(|scope| {
-            let steps = scope.spawn(|| rank_steps(unfiltered));
+            let steps = scope.spawn(|| rank_steps(unfiltered, options.step));
             let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, context)));
             let collectives = scope.spawn(|| collective_parts(unfiltered));
             let view = view(&filtered, wanted, context);
@@ -951,8 +951,12 @@ fn window_notes(windows: &[RankWindows]) -> Vec<String> {
                     .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
             };
             let names: Vec<String> = w.files.iter().map(name).collect();
+            let why = w
+                .why
+                .as_ref()
+                .map_or_else(String::new, |why| format!(": {why}"));
             format!(
-                "rank {}: {} profiling windows ({}; {}); analyzed window {} of {}, {} \
+                "rank {}: {} profiling windows ({}; {}); analyzed window {} of {}, {}{why} \
                  (--window N picks another)",
                 w.rank,
                 w.files.len(),

@@ -1,11 +1,32 @@
 //! Serves Prometheus metrics over HTTP: `GET /metrics` (and `HEAD`) answers the latest
 //! exposition text, other paths 404, other methods 405.
 //!
-//! The HTTP side is [`tiny_http`]: its acceptor hands each connection to a pool of
-//! threads that grows while all are busy, and only complete requests reach the answering
-//! threads, so a client that connects and sends nothing (or trickles bytes) holds one
-//! connection thread and delays nobody else's scrape. The answering threads only copy
-//! the current text, which the writer replaces as a whole ([`Exposition::set`]).
+//! The HTTP side is hyper's HTTP/1 server on a single-threaded tokio runtime: one
+//! thread (`metrics-http`) serves every connection, whatever the clients do. Its
+//! limits, each an answer to a client that holds on or sends too much:
+//!
+//! - a request head (request line and headers) of at most [`MAX_HEAD_BYTES`] and
+//!   [`MAX_HEADERS`] headers (hyper answers 431 past either, and closes);
+//! - [`HEAD_DEADLINE`] to send the head and [`REQUEST_DEADLINE`] for the whole
+//!   connection, answer included (one request per connection: no keep-alive), after
+//!   which it is closed: a client trickling bytes holds a connection that long, and
+//!   no thread;
+//! - at most [`MAX_CONNECTIONS`] open: a new connection beyond that closes the oldest
+//!   one still sending its request, so idle connections cannot lock a scraper out;
+//! - an `accept` error (EMFILE) pauses accepting for 10 ms, doubling up to 1 s while
+//!   the errors go on, rather than spinning.
+//!
+//! Answering copies nothing: the text is shared ([`Exposition::set`] replaces it as a
+//! whole).
+//!
+//! # Who can read it
+//!
+//! The metrics name the host, the pids, the workload and the operators of every
+//! process publishing on the host, which the processes' own endpoint sockets show only
+//! to their owner. [`reach`] decides where the server may listen: loopback unless the
+//! user names a non-loopback IP address or allows it ([`Exposure::Public`],
+//! `neuronprof monitor --listen-public`), and [`reach::audience`] says who can read
+//! the address in the end (on loopback, every local user).
 //!
 //! Key types: [`Exposition`] (the text, shared between whoever renders it and the
 //! server) and [`MetricsServer`] (the listening server; dropping it stops it).
@@ -26,9 +47,17 @@
 
 #![warn(missing_docs)]
 
-use std::net::{SocketAddr, ToSocketAddrs};
+pub mod reach;
+mod serve;
+
+use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+pub use reach::Exposure;
 
 /// The content type of Prometheus' text exposition format, version 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -36,26 +65,38 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
 
-/// Threads answering complete requests (reading them is tiny_http's pool's work).
-const ANSWERING_THREADS: usize = 2;
-/// How long dropping a server waits for its port to refuse connections.
-const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// The longest request head (request line and headers) read, bytes (hyper's smallest
+/// buffer; a scraper's request is a few hundred bytes).
+pub const MAX_HEAD_BYTES: usize = 8192;
+/// The most headers a request may carry.
+pub const MAX_HEADERS: usize = 32;
+/// The most connections open at once.
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long a client has to send its request head.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(2);
+/// How long a connection may stay open, from its accept to the end of its answer.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The exposition text being served; clones share it.
 #[derive(Debug, Clone, Default)]
 pub struct Exposition {
-    text: Arc<RwLock<Arc<str>>>,
+    text: Arc<RwLock<Bytes>>,
 }
 
 impl Exposition {
     /// Replaces the text every later scrape gets.
     pub fn set(&self, text: String) {
-        *self.text.write().unwrap_or_else(|p| p.into_inner()) = text.into();
+        *self.text.write().unwrap_or_else(|p| p.into_inner()) = Bytes::from(text);
     }
 
     /// The current text.
-    pub fn get(&self) -> Arc<str> {
-        Arc::clone(&self.text.read().unwrap_or_else(|p| p.into_inner()))
+    pub fn get(&self) -> String {
+        String::from_utf8_lossy(&self.bytes()).into_owned()
+    }
+
+    /// The current text's bytes, shared (a scrape copies nothing).
+    fn bytes(&self) -> Bytes {
+        self.text.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -76,55 +117,57 @@ impl std::fmt::Display for BindError {
 
 impl std::error::Error for BindError {}
 
-/// A listening metrics server; dropping it stops it.
+/// A listening metrics server; dropping it stops it (and closes its connections).
+#[derive(Debug)]
 pub struct MetricsServer {
-    /// `None` once dropped.
-    server: Option<Arc<tiny_http::Server>>,
     local_addr: SocketAddr,
-    answering: Vec<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for MetricsServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsServer")
-            .field("local_addr", &self.local_addr)
-            .field("answering_threads", &self.answering.len())
-            .finish_non_exhaustive()
-    }
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl MetricsServer {
-    /// Listens on `addr` (port 0 picks a free port) and serves `exposition`.
+    /// Listens on `addr` (port 0 picks a free port) and serves `exposition`; a host
+    /// name must resolve to loopback addresses ([`reach::resolve`] with
+    /// [`Exposure::Loopback`]).
     pub fn bind(addr: &str, exposition: Exposition) -> Result<Self, BindError> {
+        Self::bind_with(addr, Exposure::Loopback, exposition)
+    }
+
+    /// Listens on `addr` as [`reach::resolve`] allows it under `exposure`.
+    pub fn bind_with(
+        addr: &str,
+        exposure: Exposure,
+        exposition: Exposition,
+    ) -> Result<Self, BindError> {
         let error = |reason: String| BindError {
             addr: addr.to_owned(),
             reason,
         };
-        // Resolve first, so a bad address is reported as such rather than as a bind error.
-        let resolved: Vec<SocketAddr> = addr
-            .to_socket_addrs()
-            .map_err(|e| error(e.to_string()))?
-            .collect();
-        let server = tiny_http::Server::http(&resolved[..]).map_err(|e| error(e.to_string()))?;
-        let local_addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| error("not an IP listener".to_owned()))?;
-        let server = Arc::new(server);
-        let mut answering = Vec::with_capacity(ANSWERING_THREADS);
-        for index in 0..ANSWERING_THREADS {
-            let server = Arc::clone(&server);
-            let exposition = exposition.clone();
-            let thread = std::thread::Builder::new()
-                .name(format!("metrics-http-{index}"))
-                .spawn(move || answer_requests(&server, &exposition))
-                .map_err(|e| error(format!("cannot start a server thread: {e}")))?;
-            answering.push(thread);
-        }
+        let resolved = reach::resolve(addr, exposure)?;
+        let listener =
+            std::net::TcpListener::bind(&resolved[..]).map_err(|e| error(e.to_string()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| error(e.to_string()))?;
+        let local_addr = listener.local_addr().map_err(|e| error(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| error(format!("cannot start the server's runtime: {e}")))?;
+        let listener = {
+            let _context = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).map_err(|e| error(e.to_string()))?
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("metrics-http".to_owned())
+            .spawn(move || runtime.block_on(serve::serve(listener, exposition, stopped)))
+            .map_err(|e| error(format!("cannot start the server thread: {e}")))?;
         Ok(MetricsServer {
-            server: Some(server),
             local_addr,
-            answering,
+            stop: Some(stop),
+            thread: Some(thread),
         })
     }
 
@@ -136,87 +179,13 @@ impl MetricsServer {
 
 impl Drop for MetricsServer {
     fn drop(&mut self) {
-        let Some(server) = self.server.take() else {
-            return;
-        };
-        // Each `unblock` wakes one thread blocked in `recv`, which then returns.
-        for _ in &self.answering {
-            server.unblock();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
-        for thread in self.answering.drain(..) {
+        // The thread drops the listener and its runtime (every connection) before it
+        // ends: once joined, the port refuses connections.
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        // The last reference: tiny_http's drop tells its accept thread to stop, and that
-        // thread closes the listener afterwards, on its own. Wait (a bounded time) until
-        // the port refuses connections, so that a dropped server is not listening (and
-        // its port can be bound again) when drop returns; a CI run saw it still accept
-        // right after the drop.
-        drop(server);
-        let deadline = std::time::Instant::now() + CLOSE_WAIT;
-        while std::time::Instant::now() < deadline
-            && std::net::TcpStream::connect_timeout(
-                &self.local_addr,
-                std::time::Duration::from_millis(100),
-            )
-            .is_ok()
-        {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
     }
-}
-
-/// Answers complete requests until the server is unblocked.
-fn answer_requests(server: &tiny_http::Server, exposition: &Exposition) {
-    while let Ok(request) = server.recv() {
-        // A client that went away mid-answer is its own problem, not the server's.
-        let response = answer(request.method(), request.url(), exposition);
-        let _ = request.respond(response);
-    }
-}
-
-/// The response to one request: the metrics, 404 or 405.
-fn answer(
-    method: &tiny_http::Method,
-    url: &str,
-    exposition: &Exposition,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    use tiny_http::{Method, Response};
-    let path = url.split(['?', '#']).next().unwrap_or("");
-    let (status, content_type, body, allow) = match (method, path) {
-        (Method::Get | Method::Head, METRICS_PATH) => (
-            200,
-            CONTENT_TYPE,
-            exposition.get().as_bytes().to_vec(),
-            false,
-        ),
-        (Method::Get | Method::Head, _) => (
-            404,
-            "text/plain; charset=utf-8",
-            format!("not found: metrics are at {METRICS_PATH}\n").into_bytes(),
-            false,
-        ),
-        _ => (
-            405,
-            "text/plain; charset=utf-8",
-            b"only GET and HEAD are served\n".to_vec(),
-            true,
-        ),
-    };
-    // tiny_http leaves the body out of answers to HEAD and keeps its Content-Length. It
-    // would send a body of 32 KiB or more chunked; the body is already whole in memory,
-    // so it always goes with its length (a fleet's exposition is larger than that).
-    let mut response = Response::from_data(body)
-        .with_chunked_threshold(usize::MAX)
-        .with_status_code(status)
-        .with_header(header("Content-Type", content_type));
-    if allow {
-        response.add_header(header("Allow", "GET, HEAD"));
-    }
-    response
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    // Both are ASCII literals of this file, which `from_bytes` accepts.
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .unwrap_or_else(|()| unreachable!("{name}: {value} is a valid header"))
 }

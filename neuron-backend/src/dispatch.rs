@@ -215,7 +215,7 @@ pub(crate) fn allocate(
     shape: &[usize],
     dtype: DType,
 ) -> Result<Tensor, BackendError> {
-    let bytes = shape.iter().product::<usize>() as u64 * dtype.size_bytes();
+    let bytes = crate::tensor::checked_bytes("allocate", shape, dtype)?;
     let (addr, _) = device.allocator().allocate(bytes, device.category())?;
     Ok(Tensor {
         shape: shape.into(),
@@ -279,12 +279,11 @@ fn dispatch_on_device(
             stream: device.current_stream().to_string(),
         });
     }
-    let bytes: u64 = call.inputs.iter().map(|t| t.size_bytes()).sum::<u64>()
-        + call
-            .outputs
-            .iter()
-            .map(|(shape, dtype)| shape.iter().product::<usize>() as u64 * dtype.size_bytes())
-            .sum::<u64>();
+    let mut bytes: u64 = call.inputs.iter().map(|t| t.size_bytes()).sum::<u64>();
+    for (shape, dtype) in &call.outputs {
+        let output_bytes = crate::tensor::checked_bytes(call.op, shape, *dtype)?;
+        bytes = bytes.saturating_add(output_bytes);
+    }
     let corr_id = runtime_hooks::next_corr_id();
     let ids = op_ids(call.op, call.inputs);
     let seq_nr = next_seq_nr();

@@ -35,8 +35,13 @@
 //!   process's part of a neuron-monitor document (the monitor adds `system_data` and
 //!   `instance_info`), or `{"error": "<what was wrong with the request>"}`.
 //! - A connection closed without a byte (a client's liveness probe) gets no answer and
-//!   does not count as a client. The server answers one connection at a time, with a
-//!   2 s limit on reading the request and writing the answer.
+//!   does not count as a client. A request is at most 4096 bytes. Clients are served
+//!   concurrently (one thread polls them all): each connection has 2 s from its accept
+//!   to the end of its answer, after which it is closed (a partial request first gets
+//!   an error document saying so); at most 64 are open at once, and a new one beyond
+//!   that closes the oldest one still sending its request. After an `accept` error
+//!   (EMFILE) the server stops accepting for 10 ms, doubling up to 1 s while errors
+//!   repeat.
 //!
 //! # One entry per rank
 //!
@@ -130,6 +135,7 @@
 //! # Ok::<(), neuron_backend::BackendError>(())
 //! ```
 
+mod clients;
 mod counters;
 mod cpu;
 mod endpoint;

@@ -20,6 +20,11 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
+/// The most logical cores a profile may describe; each is a device with its own
+/// timeline. The largest system in `shared/reference/hardware.md` is a 144-chip Trn3
+/// UltraServer: 1,152 logical cores at LNC=1.
+const MAX_LOGICAL_CORES: u64 = 1 << 16;
+
 /// Every figure of one device kind, as the timing model and the allocator use them.
 ///
 /// Per-core figures are for one *physical* NeuronCore; a logical core (`neuron:i`) has
@@ -385,8 +390,35 @@ impl DeviceProfile {
                 self.tensor_throttle_rate
             ));
         }
-        if self.lnc > 255 || self.dma_engines * self.dma_queues_per_engine > 256 {
-            return Err("at most 255 physical cores per logical core and 256 DMA queues".into());
+        // Products and sums of the figures are taken in u64: in u32 they wrap in a
+        // release build, and a wrapped product passes a limit (65536 × 65536 DMA
+        // queues is 0). Each bounds what the emulator allocates per core or queue.
+        let dma_queues = u64::from(self.dma_engines) * u64::from(self.dma_queues_per_engine);
+        if self.lnc > 255 || dma_queues > 256 {
+            return Err(format!(
+                "at most 255 physical cores per logical core and 256 DMA queues \
+                 (dma_engines × dma_queues_per_engine), got lnc {} and {dma_queues} queues",
+                self.lnc
+            ));
+        }
+        let logical_cores =
+            u64::from(self.chips) * u64::from(self.physical_cores_per_chip / self.lnc);
+        if logical_cores > MAX_LOGICAL_CORES {
+            return Err(format!(
+                "at most {MAX_LOGICAL_CORES} logical cores (chips × physical_cores_per_chip / \
+                 lnc), got {logical_cores}"
+            ));
+        }
+        let cc_cores = u64::from(self.cc_cores_per_core) * u64::from(self.lnc);
+        let queues = u64::from(self.compute_queues)
+            + u64::from(self.collective_queues)
+            + u64::from(self.tensor_op_queues);
+        if cc_cores > 256 || queues > 256 {
+            return Err(format!(
+                "at most 256 CC-cores per logical core (cc_cores_per_core × lnc) and 256 \
+                 queues (compute_queues + collective_queues + tensor_op_queues), got \
+                 {cc_cores} and {queues}"
+            ));
         }
         Ok(())
     }

@@ -15,6 +15,43 @@ pub(crate) use data::{Data, Values};
 
 use crate::{BackendError, DType, Device};
 
+/// Elements of a tensor of `shape`, or an error for `op` when the product of its
+/// non-zero dimensions does not fit a `usize` (even if a zero makes the count 0).
+///
+/// Every tensor is made through this check (host tensors, kernel outputs, views), so
+/// any product of a tensor's own dimensions fits; a product that wrapped (as
+/// `iter().product()` does in a release build: 2³² × 2³² is 0) would pass the size
+/// checks that guard the `unsafe` kernels.
+pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize, BackendError> {
+    let nonzero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| too_large(op, shape))?;
+    Ok(if shape.contains(&0) { 0 } else { nonzero })
+}
+
+/// Bytes of a tensor of `shape` and `dtype`, or an error for `op` past `u64`.
+pub(crate) fn checked_bytes(
+    op: &'static str,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<u64, BackendError> {
+    let numel = checked_numel(op, shape)?;
+    u64::try_from(numel)
+        .ok()
+        .and_then(|n| n.checked_mul(dtype.size_bytes()))
+        .ok_or_else(|| too_large(op, shape))
+}
+
+fn too_large(op: &'static str, shape: &[usize]) -> BackendError {
+    BackendError::ShapeMismatch {
+        op,
+        shapes: vec![shape.to_vec()],
+        reason: format!("the dimensions of {shape:?} multiply past 64 bits (elements or bytes)"),
+    }
+}
+
 /// A tensor handle.
 #[derive(Debug, Clone)]
 pub struct Tensor {
@@ -103,7 +140,7 @@ impl Tensor {
         data: Data,
         op: &'static str,
     ) -> Result<Tensor, BackendError> {
-        let numel: usize = shape.iter().product();
+        let numel = checked_numel(op, shape)?;
         if data.len() != numel {
             return Err(BackendError::ShapeMismatch {
                 op,

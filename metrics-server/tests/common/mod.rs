@@ -55,3 +55,23 @@ pub fn request(addr: SocketAddr, method: &str, path: &str) -> Answer {
         body: body.to_owned(),
     }
 }
+
+/// A field of `/proc/self/status` (`Threads`, `VmRSS`), its first number.
+fn status_field(name: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|value| value.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+}
+
+/// Threads of this process.
+pub fn threads() -> u64 {
+    status_field("Threads")
+}
+
+/// Resident set size of this process, bytes.
+pub fn rss_bytes() -> u64 {
+    status_field("VmRSS") * 1024
+}

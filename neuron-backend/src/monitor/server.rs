@@ -1,17 +1,16 @@
-//! The endpoint's thread: accepts clients, answers each with one report, and samples
-//! the publishers while clients are attached.
+//! The endpoint's thread: answers each client with one report (the connections are
+//! `clients`' work), and samples the publishers while clients are attached.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::os::fd::AsRawFd as _;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use runtime_hooks::clock::monotonic_ns;
 use serde::Deserialize;
 
+use super::clients::{Clients, Incoming, MAX_REQUEST_BYTES};
 use super::cpu;
 use super::endpoint::{self, EndpointError};
 use super::registry::{self, Entry, EntryKind, HISTORY_SAMPLES, SAMPLE_INTERVAL_NS};
@@ -20,10 +19,6 @@ use crate::DeviceProfile;
 
 /// After this long without a client the sampler stops (and forgets its history).
 const CLIENT_IDLE_NS: u64 = 60_000_000_000;
-/// The longest request line accepted.
-const MAX_REQUEST_BYTES: u64 = 4096;
-/// A client that sends nothing (or reads nothing) for this long is dropped.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The longest period a report can cover, s.
 pub const MAX_PERIOD_S: f64 = (SAMPLE_INTERVAL_NS as f64 * HISTORY_SAMPLES as f64) / 1e9;
@@ -106,6 +101,7 @@ fn client_active(now_ns: u64) -> bool {
 }
 
 fn serve(listener: UnixListener) {
+    let mut clients = Clients::new(listener);
     let mut next_sample_ns = 0u64;
     let mut sampling = false;
     loop {
@@ -124,37 +120,35 @@ fn serve(listener: UnixListener) {
             }
             next_sample_ns = now_ns + SAMPLE_INTERVAL_NS;
         }
-        let timeout_ms = if active {
-            (next_sample_ns.saturating_sub(monotonic_ns()) / 1_000_000).max(1) as i32
-        } else {
-            -1
-        };
-        let mut fds = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `fds` is one valid pollfd for the listener, which outlives the call.
-        unsafe { libc::poll(&mut fds, 1, timeout_ms) };
-        loop {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let _ = answer(stream, || {
-                        if !client_active(monotonic_ns()) {
-                            // The first request after a quiet spell: start the history.
-                            for entry in registry::entries() {
-                                entry.push_sample(entry.sample());
-                            }
-                            next_sample_ns = monotonic_ns() + SAMPLE_INTERVAL_NS;
-                            sampling = true;
-                        }
-                        LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
-                    });
+        let wake_at = active.then(|| {
+            Instant::now() + Duration::from_nanos(next_sample_ns.saturating_sub(monotonic_ns()))
+        });
+        clients.turn(wake_at, &mut |incoming| {
+            if !client_active(monotonic_ns()) {
+                // The first request after a quiet spell: start the history.
+                for entry in registry::entries() {
+                    entry.push_sample(entry.sample());
                 }
-                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => break,
+                next_sample_ns = monotonic_ns() + SAMPLE_INTERVAL_NS;
+                sampling = true;
             }
-        }
+            LAST_CLIENT_NS.store(monotonic_ns(), Ordering::Relaxed);
+            answer(incoming)
+        });
+    }
+}
+
+/// The answer to one request: a report, or an error document saying what is wrong.
+fn answer(incoming: Incoming<'_>) -> String {
+    match incoming {
+        Incoming::Line(line) => match parse_request(line) {
+            Ok(period_s) => report_json(period_s),
+            Err(message) => error_document(&message),
+        },
+        Incoming::TooLong => error_document(&format!(
+            "bad request: longer than {MAX_REQUEST_BYTES} bytes without a newline"
+        )),
+        Incoming::Unreadable(why) => error_document(&format!("bad request: {why}")),
     }
 }
 
@@ -186,35 +180,6 @@ fn parse_request(line: &str) -> Result<f64, String> {
         ));
     }
     Ok(period.min(MAX_PERIOD_S))
-}
-
-/// Answers one connection. A connection closed without a byte (a client's discovery
-/// probe) gets no answer and does not count as a client; `on_request` runs before a
-/// request is answered.
-fn answer(stream: UnixStream, on_request: impl FnOnce()) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let mut line = String::new();
-    let read = BufReader::new((&stream).take(MAX_REQUEST_BYTES)).read_line(&mut line);
-    if matches!(read, Ok(0)) {
-        return Ok(());
-    }
-    on_request();
-    let body = match read {
-        Err(err) => error_document(&format!("bad request: could not read it: {err}")),
-        Ok(_) if !line.ends_with('\n') && line.len() as u64 >= MAX_REQUEST_BYTES => error_document(
-            &format!("bad request: longer than {MAX_REQUEST_BYTES} bytes without a newline"),
-        ),
-        Ok(_) => match parse_request(&line) {
-            Ok(period_s) => report_json(period_s),
-            Err(message) => error_document(&message),
-        },
-    };
-    let mut writer = &stream;
-    writer.write_all(body.as_bytes())?;
-    writer.write_all(b"\n")?;
-    writer.flush()
 }
 
 fn error_document(message: &str) -> String {

@@ -1,7 +1,7 @@
 //! Creating device tensors: fill, zeros, ones, seeded random normals.
 
 use crate::dispatch::{self, Lowering, OpCall};
-use crate::tensor::Values;
+use crate::tensor::{checked_numel, Values};
 use crate::timing::lower::{RowPlan, Stage};
 use crate::timing::Engine;
 use crate::{BackendError, DType, Device, Tensor};
@@ -33,7 +33,7 @@ pub(crate) fn random_normal(seed: u64, index: u64) -> f64 {
 impl Device {
     /// A tensor of `shape` filled with `value` (`aten::fill_`, VectorE memset).
     pub fn full(&self, shape: &[usize], value: f64, dtype: DType) -> Result<Tensor, BackendError> {
-        let numel: usize = shape.iter().product();
+        let numel = checked_numel("aten::fill_", shape)?;
         let stage = Stage::new(Engine::Vector, 1, runtime_hooks::name!("memset"));
         let plan = RowPlan::flat(numel as u64, vec![stage], dtype == DType::BF16)
             .store(dtype.size_bytes());
@@ -64,7 +64,7 @@ impl Device {
                 expected: "f32 or bf16".into(),
             });
         }
-        let numel: usize = shape.iter().product();
+        let numel = checked_numel("aten::randn", shape)?;
         let stage = Stage {
             flops_per_elem: 0,
             ..Stage::new(Engine::GpSimd, 1, runtime_hooks::name!("random_normal"))

@@ -210,9 +210,9 @@ pub(crate) fn elementwise(
     numerics: impl FnOnce(&[Values]) -> Vec<Values>,
 ) -> Result<Tensor, BackendError> {
     let device = common_device(op, inputs)?;
-    let numel: usize = out_shape.iter().product();
+    let numel = crate::tensor::checked_numel(op, out_shape)?;
     let sixteen_bit = out_dtype == DType::BF16;
-    let flops = numel as u64 * stages.iter().map(|s| s.flops_per_elem).sum::<u64>();
+    let flops = (numel as u64).saturating_mul(stages.iter().map(|s| s.flops_per_elem).sum::<u64>());
     let mut plan = RowPlan::flat(numel as u64, stages, sixteen_bit);
     for input in inputs {
         if input.numel() == numel {
@@ -249,7 +249,7 @@ impl Tensor {
         let dtype = float_dtype(name, &inputs)?;
         let shape = broadcast_shape(&self.shape, &other.shape)
             .ok_or_else(|| shape_error(name, &inputs, "shapes do not broadcast"))?;
-        let numel: usize = shape.iter().product();
+        let numel = crate::tensor::checked_numel(name, &shape)?;
         let broadcast_bytes = inputs
             .iter()
             .filter(|t| t.numel() != numel)

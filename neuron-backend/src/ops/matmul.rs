@@ -3,7 +3,7 @@
 
 use super::shape_error;
 use crate::dispatch::{self, common_device, Lowering, OpCall};
-use crate::tensor::Values;
+use crate::tensor::{checked_numel, Values};
 use crate::timing::cost::Precision;
 use crate::timing::lower::MatmulPlan;
 use crate::{BackendError, DType, Tensor};
@@ -18,8 +18,13 @@ pub(crate) fn sgemm(
     n: usize,
     b_transposed: bool,
 ) {
+    // Checked products: a wrapped one would pass this check and let the kernel read
+    // and write past the slices (the callers check their shapes first; this is the
+    // last line).
+    let holds =
+        |len: usize, rows: usize, cols: usize| rows.checked_mul(cols).is_some_and(|n| len >= n);
     assert!(
-        a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
+        holds(a.len(), m, k) && holds(b.len(), k, n) && holds(c.len(), m, n),
         "sgemm operand sizes"
     );
     let (rsb, csb) = if b_transposed {
@@ -49,6 +54,15 @@ pub(crate) fn sgemm(
             1,
         );
     }
+}
+
+/// The product of `factors` as FLOPs, saturating: shapes whose work passes `u64` (an
+/// empty operand beside huge dimensions) count as `u64::MAX` rather than wrap.
+fn flops(factors: &[usize]) -> u64 {
+    factors
+        .iter()
+        .try_fold(1u64, |n, &f| n.checked_mul(u64::try_from(f).ok()?))
+        .unwrap_or(u64::MAX)
 }
 
 /// The input dtype (both operands) and the output dtype of a matmul: f32 → f32,
@@ -101,6 +115,9 @@ impl Tensor {
         let batch: usize = a[..a.len() - 2].iter().product();
         let mut out_shape = a[..a.len() - 2].to_vec();
         out_shape.extend([m, n]);
+        // The output's element count (every product the numerics take is at most this
+        // or an operand's, whose counts were checked when they were made).
+        checked_numel(OP, &out_shape)?;
         let plan = MatmulPlan {
             batch: batch as u64,
             m: m as u64,
@@ -118,7 +135,7 @@ impl Tensor {
             kernel: "matmul",
             inputs: &inputs,
             outputs: vec![(out_shape, out_dtype)],
-            flops: 2 * (batch * m * k * n) as u64,
+            flops: flops(&[2, batch, m, k, n]),
             lowering: Lowering::Matmul(plan),
         };
         let out = dispatch::dispatch(&device, call, move |v| {
@@ -172,6 +189,7 @@ impl Tensor {
         let m: usize = x[..x.len() - 1].iter().product();
         let mut out_shape = x[..x.len() - 1].to_vec();
         out_shape.push(n);
+        checked_numel(OP, &out_shape)?;
         let plan = MatmulPlan {
             batch: 1,
             m: m as u64,
@@ -190,7 +208,7 @@ impl Tensor {
             kernel: "linear",
             inputs: &inputs,
             outputs: vec![(out_shape, out_dtype)],
-            flops: (2 * m * k * n + if has_bias { m * n } else { 0 }) as u64,
+            flops: flops(&[2, m, k, n]).saturating_add(if has_bias { flops(&[m, n]) } else { 0 }),
             lowering: Lowering::Matmul(plan),
         };
         let out = dispatch::dispatch(&device, call, move |v| {

@@ -14,11 +14,11 @@ impl Tensor {
         const OP: &str = "aten::view";
         self.check_live(OP)?;
         let numel = self.numel();
-        let known: usize = shape
+        let known = shape
             .iter()
             .filter(|&&d| d >= 0)
-            .map(|&d| d as usize)
-            .product();
+            .try_fold(1usize, |n, &d| n.checked_mul(d as usize))
+            .ok_or_else(|| shape_error(OP, &[self], format!("cannot view as {shape:?}")))?;
         let inferred = shape.iter().filter(|&&d| d < 0).count();
         let bad = || shape_error(OP, &[self], format!("cannot view as {shape:?}"));
         if inferred > 1 || shape.iter().any(|&d| d < -1) {
@@ -34,7 +34,8 @@ impl Tensor {
                 }
             })
             .collect();
-        if resolved.iter().product::<usize>() != numel {
+        // Checked: a product that wraps could equal `numel` (0 for an empty tensor).
+        if crate::tensor::checked_numel(OP, &resolved)? != numel {
             return Err(bad());
         }
         Ok(host_op(OP, &[self], || {

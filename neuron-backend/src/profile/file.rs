@@ -107,6 +107,27 @@ mod tests {
     }
 
     #[test]
+    fn figures_whose_product_or_sum_wraps_a_u32_are_refused() {
+        // Each of these wrapped to a small number in u32 arithmetic and passed the
+        // limit in a release build (a debug build panicked instead).
+        for (overrides, says) in [
+            (
+                r#"{"dma_engines": 65536, "dma_queues_per_engine": 65536}"#,
+                "4294967296 queues",
+            ),
+            (r#"{"chips": 2147483648}"#, "got 8589934592"),
+            (r#"{"cc_cores_per_core": 2147483648}"#, "got 4294967296 and"),
+            (
+                r#"{"compute_queues": 4294967295, "collective_queues": 3}"#,
+                "and 4294967300",
+            ),
+        ] {
+            let err = DeviceProfile::from_json(overrides).unwrap_err().to_string();
+            assert!(err.contains(says), "{overrides}: {err}");
+        }
+    }
+
+    #[test]
     fn errors_name_the_field_and_source() {
         let err = DeviceProfile::from_json(r#"{"dma_latency": 5}"#).unwrap_err();
         assert!(err.to_string().contains("dma_latency"), "{err}");

@@ -29,7 +29,12 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("neuron-explorer", &["trace-format"]),
     (
         "analysis",
-        &["trace-format", "neuron-explorer", "monitor-schema", "perf-model"],
+        &[
+            "trace-format",
+            "neuron-explorer",
+            "monitor-schema",
+            "perf-model",
+        ],
     ),
     ("exporters", &["trace-format", "analysis"]),
     // Serves exposition text over HTTP; knows nothing of what the text says.

@@ -1,10 +1,7 @@
-//! On a trace of our own emulator (`../shared/traces/tracelens/neuron_demo_4rank/`, a
-//! 4-rank GPT run of `neuronprof demo`), the performance model's FLOPs of every GEMM row
+//! On a trace of our own emulator (`tests/data/gpt-2ranks-4steps/`, the `gpt` workload on
+//! two trn2 ranks at LNC=2, `tests/data/README.md`), the performance model's FLOPs of every GEMM row
 //! equal the FLOPs the emulator itself wrote on the kernels (their `flops` args), and the
 //! device is the trace's trn2 logical core with the peaks the trace states.
-
-#[path = "../../tests/support/skip.rs"]
-mod skip;
 
 use std::path::PathBuf;
 
@@ -14,20 +11,8 @@ use perf_model::Category;
 
 #[test]
 fn gemm_flops_of_the_model_equal_the_emulators_kernel_flops() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/traces/tracelens/neuron_demo_4rank");
-    let Some(path) = std::fs::read_dir(&dir).ok().and_then(|entries| {
-        entries
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.to_string_lossy().contains("rank0."))
-    }) else {
-        skip::skipped(
-            "gemm_flops_of_the_model_equal_the_emulators_kernel_flops",
-            "../shared/traces/tracelens/neuron_demo_4rank is absent",
-        );
-        return;
-    };
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/gpt-2ranks-4steps/rank0.pt.trace.json.gz");
     let traces = load_paths(&[&path], &LoadOptions::default()).expect("trace loads");
     let table = roofline_table(&traces.ranks[0], &RooflineOptions::default()).expect("roofline");
     assert_eq!(

@@ -28,8 +28,13 @@ use analysis::analyses::roofline::{roofline_table, RankRoofline, RooflineOptions
 use analysis::{load_paths, LoadOptions};
 use perf_model::Category;
 
+/// The vendored copy of the shared collection's `tracelens/` (`tests/data/README.md`), or
+/// `NEURONPROF_SHARED_TRACES/tracelens`.
 fn tracelens_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces/tracelens");
+    let dir = std::env::var_os("NEURONPROF_SHARED_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces"))
+        .join("tracelens");
     dir.is_dir().then_some(dir)
 }
 

@@ -35,14 +35,14 @@ pub fn shared_trace_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The shared collection of real traces kept beside the repository (`../shared/traces`
-/// from the workspace, or `NEURONPROF_SHARED_TRACES`), for the traces too large to
-/// vendor (`tracelens/`: Hugging Face models on MI300X and H100 with TraceLens's
-/// reports). `None` (the caller records a skip) when it is not there.
+/// The folder holding `tracelens/` (Hugging Face models on MI300X and H100 with TraceLens's
+/// reports): `NEURONPROF_SHARED_TRACES` when set, else the repository's vendored copy
+/// (`tests/data/traces/tracelens`, `tests/data/README.md`), which a plain clone has.
+/// `None` (the caller records a skip) only when a named folder lacks it.
 #[allow(dead_code)] // not every test crate reads the shared collection
 pub fn shared_traces_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("NEURONPROF_SHARED_TRACES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"));
+        .unwrap_or_else(traces_dir);
     dir.join("tracelens").is_dir().then_some(dir)
 }

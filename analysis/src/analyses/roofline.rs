@@ -144,6 +144,9 @@ pub struct RooflineOp {
     pub nested_calls: u64,
     /// Σ kernel time of the calls, µs.
     pub kernel_time_us: f64,
+    /// Of it, the calls not nested in another modeled call, µs: what a share of the
+    /// rank's kernel time may add up (a nested call's kernels are its parent's too).
+    pub unnested_kernel_time_us: f64,
     /// Kernel time per call (the union of its kernels), µs.
     pub kernel_time_per_call_us: Spread,
     /// GFLOP per call.
@@ -447,6 +450,7 @@ pub fn roofline_table(
             count: us.len() as u64,
             nested_calls: us.len() as u64 - top_calls,
             kernel_time_us: total_us,
+            unnested_kernel_time_us: top_us,
             kernel_time_per_call_us: time,
             gflops: cost.flops / 1e9,
             data_moved_bytes: cost.bytes,

@@ -30,7 +30,8 @@ pub(crate) fn far_from_roofline(report: &Report) -> Vec<Finding> {
             .iter()
             .filter(|op| op.roofline_pct.is_some_and(|p| p < FAR_PCT))
             .collect();
-        let far_us: f64 = far.iter().map(|op| op.kernel_time_us).sum();
+        // Nested calls' kernels are their parent's too: count each kernel once.
+        let far_us: f64 = far.iter().map(|op| op.unnested_kernel_time_us).sum();
         let share = far_us / table.kernel_time_us;
         if share < FAR_SHARE {
             continue;

@@ -3,12 +3,15 @@
 use std::fmt::Write as _;
 
 use crate::analyses::kernel_breakdown::KernelStats;
-use crate::analyses::utilization::{DeviceUtilization, EngineSource};
+
 use crate::classify::Mode;
 use crate::report::Report;
 use crate::stats::Describe;
 
+mod collectives;
+mod compile;
 mod roofline;
+mod utilization;
 pub use roofline::{render_roofline, TOP_ROOFLINE_OPS};
 
 /// A table of text cells; numbers right-aligned, text left-aligned.
@@ -395,68 +398,7 @@ fn render_tail(out: &mut String, report: &Report) {
             &t,
         );
     }
-    let c = &report.collectives;
-    if !c.instances.is_empty() {
-        let mut t = Table::new(&[
-            "group",
-            "op",
-            "ranks",
-            "count",
-            "MB",
-            "transfer us",
-            "wait us",
-            "skew mean/max us",
-            "busbw GB/s min/p50/p90/max",
-            "p50 of peak",
-        ]);
-        for g in &c.groups {
-            t.row(vec![
-                g.process_group.clone(),
-                g.collective.clone(),
-                crate::insights::rank_list(&g.ranks),
-                g.instances.to_string(),
-                format!("{:.2}", g.bytes as f64 / 1e6),
-                num(g.transfer_us),
-                num(g.wait_us),
-                format!("{}/{}", num(g.mean_start_skew_us), num(g.max_start_skew_us)),
-                g.bus_bandwidth_gbps.map_or_else(
-                    || "-".to_owned(),
-                    |b| format!("{:.1}/{:.1}/{:.1}/{:.1}", b[0], b[1], b[2], b[3]),
-                ),
-                opt(g.median_fraction_of_peak.map(|f| 100.0 * f)),
-            ]);
-        }
-        section(out, "Collectives by group", &t);
-        let mut t = Table::new(&[
-            "rank",
-            "collectives",
-            "dur us",
-            "wait us",
-            "transfer us",
-            "arrived last",
-            "arrived first",
-            "cost others us",
-        ]);
-        for r in &c.per_rank {
-            t.row(vec![
-                r.rank.to_string(),
-                r.instances.to_string(),
-                num(r.dur_us),
-                num(r.wait_us),
-                num(r.transfer_us),
-                r.times_waited_for.to_string(),
-                r.times_arrived_first.to_string(),
-                num(r.others_waited_us),
-            ]);
-        }
-        section(out, "Collectives", &t);
-        if let Some(rank) = c.bottleneck_rank {
-            let _ = writeln!(
-                out,
-                "Collective bottleneck: rank {rank} (others waited longest for it)"
-            );
-        }
-    }
+    collectives::render_collectives(out, &report.collectives);
     if let Some(s) = &report.stragglers {
         let _ = writeln!(
             out,
@@ -464,240 +406,8 @@ fn render_tail(out: &mut String, report: &Report) {
             s.stragglers, s.kernel, s.stream
         );
     }
-    render_compile(out, &report.compile);
-    render_utilization(out, &report.utilization);
-}
-
-/// Passes listed per rank in the graph-time table (the rest summed on one line).
-const TOP_PASSES: usize = 10;
-
-/// `torch.compile`: one row per rank, each rank's graph kernel time by pass (the aten
-/// ops each ran), then its graph-break and recompile reasons (Dynamo's counts are since
-/// the process started; the rest is the window's).
-fn render_compile(out: &mut String, ranks: &[crate::analyses::compile::RankCompile]) {
-    if ranks.is_empty() {
-        return;
-    }
-    let mut t = Table::new(&[
-        "rank",
-        "regions",
-        "region calls",
-        "graph kernels",
-        "graph kernel us",
-        "% of device",
-        "compiles (us)",
-        "graph breaks*",
-        "recompiles*",
-        "cache hit/miss*",
-        "eager fallbacks*",
-    ]);
-    for r in ranks {
-        let (regions, calls) = match &r.regions {
-            Some(regions) => (
-                regions.len().to_string(),
-                regions.iter().map(|g| g.calls).sum::<u64>().to_string(),
-            ),
-            None => ("-".to_owned(), "-".to_owned()),
-        };
-        let share =
-            (r.device_kernel_us > 0.0).then(|| 100.0 * r.graph_kernel_us / r.device_kernel_us);
-        let counted = |f: &dyn Fn(&crate::analyses::compile::CompileCounts) -> String| {
-            r.counts.as_ref().map_or_else(|| "-".to_owned(), f)
-        };
-        t.row(vec![
-            r.rank.to_string(),
-            regions,
-            calls,
-            r.graph_kernels.to_string(),
-            num(r.graph_kernel_us),
-            opt(share),
-            format!("{} ({})", r.compile_ranges, num(r.compile_range_us)),
-            counted(&|c| c.graph_break_count().to_string()),
-            counted(&|c| c.recompiles.to_string()),
-            counted(&|c| format!("{}/{}", c.cache_hits, c.cache_misses)),
-            counted(&|c| c.eager_fallback_ops.values().sum::<u64>().to_string()),
-        ]);
-    }
-    section(out, "torch.compile", &t);
-    let _ = writeln!(
-        out,
-        "* Dynamo's and the neuron backend's counts since the process started (the \
-         trace's neuron_compile member); the other columns are the window's"
-    );
-    for r in ranks.iter().filter(|r| !r.passes.is_empty()) {
-        let total: f64 = r.passes.iter().map(|p| p.device_us).sum::<f64>() + r.between_passes_us;
-        let mut t = Table::new(&["pass (aten ops)", "calls", "device us", "% of graphs"]);
-        let share = |us: f64| opt((total > 0.0).then(|| 100.0 * us / total));
-        for p in r.passes.iter().take(TOP_PASSES) {
-            t.row(vec![
-                p.pass.clone(),
-                p.calls.to_string(),
-                num(p.device_us),
-                share(p.device_us),
-            ]);
-        }
-        let rest = &r.passes[r.passes.len().min(TOP_PASSES)..];
-        if !rest.is_empty() {
-            let us: f64 = rest.iter().map(|p| p.device_us).sum();
-            t.row(vec![
-                format!("({} other passes)", rest.len()),
-                rest.iter().map(|p| p.calls).sum::<u64>().to_string(),
-                num(us),
-                share(us),
-            ]);
-        }
-        if r.between_passes_us > 0.0 {
-            t.row(vec![
-                "(no pass running)".to_owned(),
-                "-".to_owned(),
-                num(r.between_passes_us),
-                share(r.between_passes_us),
-            ]);
-        }
-        section(
-            out,
-            &format!("rank {}: graph kernel time by pass", r.rank),
-            &t,
-        );
-    }
-    for r in ranks {
-        let Some(c) = &r.counts else { continue };
-        for b in &c.graph_breaks {
-            let _ = writeln!(
-                out,
-                "rank {} graph break x{}: {}",
-                r.rank,
-                b.count,
-                shorten(b.reason.lines().next().unwrap_or(""), 160)
-            );
-        }
-        for re in &c.recompile_reasons {
-            let _ = writeln!(
-                out,
-                "rank {} recompile {} of {}: {}",
-                r.rank,
-                re.compile_id,
-                re.function,
-                shorten(re.reason.lines().next().unwrap_or(""), 160)
-            );
-        }
-        if c.compiles_kept_limit == Some(c.compiles_kept) && c.compiles_kept > 0 {
-            let _ = writeln!(
-                out,
-                "rank {}: recompiles are counted among the last {} compiles, all Dynamo keeps",
-                r.rank, c.compiles_kept
-            );
-        }
-    }
-}
-
-fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {
-    let devices: Vec<_> = devices
-        .iter()
-        .filter(|d| d.engine_source != EngineSource::None || d.dma.is_some() || d.model_flops > 0)
-        .collect();
-    if devices.is_empty() {
-        return;
-    }
-    let mut t = Table::new(&[
-        "rank",
-        "device",
-        "window us",
-        "busy %",
-        "MFU",
-        "HFU",
-        "peak TFLOPS",
-        "TensorE throttled us",
-        "steps host/device-bound",
-    ]);
-    for d in &devices {
-        t.row(vec![
-            d.rank.to_string(),
-            d.device.to_string(),
-            num(d.window_us),
-            num(d.device_busy_pct),
-            crate::insights::pct_text(d.mfu_pct),
-            crate::insights::pct_text(d.hfu_pct),
-            match (&d.peak_dtype, d.peak_tflops) {
-                (Some(dtype), Some(peak)) => format!("{} {dtype}", num(peak)),
-                _ => "-".to_owned(),
-            },
-            opt(d.tensor_throttled_us),
-            format!("{}/{}", d.host_bound_steps, d.device_bound_steps),
-        ]);
-    }
-    section(out, "Neuron utilization", &t);
-    let mut t = Table::new(&[
-        "rank", "device", "core", "engine", "active %", "busy us", "instr", "wait us", "source",
-    ]);
-    for d in &devices {
-        for e in &d.engines {
-            t.row(vec![
-                d.rank.to_string(),
-                d.device.to_string(),
-                e.core.map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                e.engine.clone(),
-                num(e.active_pct),
-                num(e.busy_us),
-                e.instructions.to_string(),
-                num(e.wait_us),
-                match d.engine_source {
-                    EngineSource::Instructions => "instructions",
-                    EngineSource::KernelArgs => "kernel args",
-                    EngineSource::None => "-",
-                }
-                .to_owned(),
-            ]);
-        }
-        for c in &d.cores {
-            t.row(vec![
-                d.rank.to_string(),
-                d.device.to_string(),
-                c.core.to_string(),
-                "any engine".to_owned(),
-                num(c.active_pct),
-                num(c.busy_us),
-                String::new(),
-                String::new(),
-                "instructions".to_owned(),
-            ]);
-        }
-    }
-    section(out, "Engines", &t);
-    let mut t = Table::new(&[
-        "rank",
-        "device",
-        "transfers",
-        "bytes",
-        "queues",
-        "active %",
-        "queue use %",
-        "GB/s",
-        "small",
-        "small time %",
-    ]);
-    for d in &devices {
-        let Some(dma) = &d.dma else { continue };
-        t.row(vec![
-            d.rank.to_string(),
-            d.device.to_string(),
-            dma.transfers.to_string(),
-            bytes(dma.bytes),
-            dma.queues.to_string(),
-            num(dma.active_pct),
-            num(dma.queue_utilization_pct),
-            opt(dma.achieved_gbps),
-            format!("{} < {}", dma.small_transfers, bytes(dma.small_limit_bytes)),
-            num(if dma.transfer_time_us > 0.0 {
-                100.0 * dma.small_time_us / dma.transfer_time_us
-            } else {
-                0.0
-            }),
-        ]);
-    }
-    if !t.is_empty() {
-        section(out, "DMA", &t);
-    }
+    compile::render_compile(out, &report.compile);
+    utilization::render_utilization(out, &report.utilization);
 }
 
 /// Operators shown per rank in the text report (the JSON has them all).

@@ -9,6 +9,7 @@
 //! `idle_launch_delay_outliers`): work that starts late behind other queued work on a
 //! busy device is the healthy, device-bound case.
 
+pub mod collectives;
 mod compile;
 mod device_bound;
 pub mod roofline;
@@ -31,6 +32,9 @@ pub enum FindingKind {
     CommunicationNotOverlapped,
     /// One rank kept the others waiting in collectives.
     CollectiveBottleneck,
+    /// A group's collectives move their bytes well below the link's nominal bandwidth,
+    /// and transfer (not waiting) is where their time goes.
+    SlowCollectives,
     /// Reserved memory close to the device's capacity.
     MemoryNearCapacity,
     /// Many launches whose device work started long after the launch call.
@@ -164,6 +168,9 @@ pub struct Thresholds {
     pub overlap_pct: f64,
     /// Share of collective time the others spent waiting for one rank (0.1).
     pub bottleneck_wait_fraction: f64,
+    /// Median bus bandwidth / the link's nominal figure below which a group's transfers
+    /// are slow (0.5).
+    pub slow_link_fraction: f64,
     /// Peak reserved / capacity (0.9).
     pub memory_capacity_fraction: f64,
     /// Share of launches with a delay over the cutoff (0.1).
@@ -189,6 +196,7 @@ impl Default for Thresholds {
             communication_share: 0.1,
             overlap_pct: 50.0,
             bottleneck_wait_fraction: 0.1,
+            slow_link_fraction: 0.5,
             memory_capacity_fraction: 0.9,
             launch_delay_fraction: 0.1,
             small_transfer_fraction: 0.5,
@@ -283,32 +291,8 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
         }
     }
     out.extend(device_bound::device_bound_steps(report, t));
-    let c = &report.collectives;
-    let total: f64 = c.per_rank.iter().map(|r| r.wait_us + r.transfer_us).sum();
-    if let Some(rank) = c.bottleneck_rank {
-        let waited = c
-            .per_rank
-            .iter()
-            .find(|r| r.rank == rank)
-            .map_or(0.0, |r| r.others_waited_us);
-        let fraction = if total > 0.0 { waited / total } else { 0.0 };
-        if fraction >= t.bottleneck_wait_fraction {
-            out.push(Finding::new(
-                fraction,
-                FindingKind::CollectiveBottleneck,
-                Some(rank),
-                format!(
-                    "rank {rank} arrived last: others waited {waited:.0} us for it ({:.0}% of collective time)",
-                    fraction * 100.0
-                ),
-                fraction,
-                t.bottleneck_wait_fraction,
-                "fraction",
-                None,
-                "arrived last in collectives".to_owned(),
-            ));
-        }
-    }
+    out.extend(collectives::late_rank(report, t));
+    out.extend(collectives::slow_collectives(report, t));
     for rank in &report.per_rank {
         for d in &rank.memory.devices {
             let Some(capacity) = d.capacity_bytes.filter(|&c| c > 0) else {

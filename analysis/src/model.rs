@@ -628,6 +628,12 @@ pub struct RankTrace {
     pub min_host_ts_rel_ns: Option<i64>,
     /// `distributedInfo.backend`.
     pub backend: Option<String>,
+    /// The `host_name` PyTorch's profiler writes at the top level (the machine the rank
+    /// ran on), when present.
+    pub host_name: Option<String>,
+    /// The emulator's `neuron_topology` member: where the rank's logical core sits and
+    /// the link figures of its machine ([`crate::analyses::collectives::NeuronPlace`]).
+    pub neuron_place: Option<crate::analyses::collectives::NeuronPlace>,
     /// The top-level `neuron_compile` member's raw JSON (the PyTorch extension's compile
     /// counts, [`crate::analyses::compile`]), when present.
     pub compile_meta: Option<String>,

@@ -61,9 +61,13 @@ pub struct ReportOptions {
     pub num_candidates: usize,
     /// Thresholds for the insights.
     pub thresholds: crate::insights::Thresholds,
-    /// Peak bus bandwidth of the interconnect, GB/s, for the collectives' fraction of
-    /// peak (`None`: not reported).
+    /// Nominal bus bandwidth of the interconnect, GB/s, for every group's fraction of
+    /// it (`--peak-bus-gbps`; `None`: each group's link as its ranks' traces describe it,
+    /// [`collectives::Placement`]).
     pub peak_bus_gbps: Option<f64>,
+    /// Ranks per node (`--ranks-per-node`): rank `r` runs on node `r / N`; `None`: the
+    /// nodes the traces name.
+    pub ranks_per_node: Option<u32>,
     /// Restrict every analysis to one `ProfilerStep#N` (HTA's last-step filter is then
     /// off, so any step can be chosen); `None`: HTA's selection.
     pub step: Option<i64>,
@@ -93,6 +97,7 @@ impl Default for ReportOptions {
             launch_delay_cutoff_us: 100.0,
             num_candidates: 2,
             peak_bus_gbps: None,
+            ranks_per_node: None,
             thresholds: crate::insights::Thresholds::default(),
             step: None,
             ranks: None,
@@ -135,6 +140,12 @@ impl ReportOptions {
     /// Sets [`ReportOptions::ranks`].
     pub fn with_ranks(mut self, ranks: Option<Vec<i64>>) -> Self {
         self.ranks = ranks;
+        self
+    }
+
+    /// Sets [`ReportOptions::ranks_per_node`].
+    pub fn with_ranks_per_node(mut self, ranks_per_node: Option<u32>) -> Self {
+        self.ranks_per_node = ranks_per_node;
         self
     }
 
@@ -454,6 +465,8 @@ struct RankSummary {
     views: Views,
     steps: Vec<StepSplit>,
     collectives: Vec<collectives::Part>,
+    /// Where the rank ran (its node and links), for the collective report.
+    place: collectives::RankPlace,
     utilization: Vec<DeviceUtilization>,
     compile: Option<RankCompile>,
     /// Why its `neuron_compile` member could not be read (reported for every rank).
@@ -596,6 +609,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
             views,
             steps,
             collectives,
+            place: collectives::RankPlace::of(trace),
             utilization,
             compile,
             compile_error,
@@ -786,6 +800,14 @@ fn combine(
         }
     };
     let ranks: Vec<i64> = summaries.keys().copied().collect();
+    let placement = collectives::Placement {
+        ranks: summaries
+            .iter()
+            .map(|(&rank, s)| (rank, s.place.clone()))
+            .collect(),
+        ranks_per_node: options.ranks_per_node,
+        peak_bus_gbps: options.peak_bus_gbps,
+    };
     let mut temporal = Vec::with_capacity(summaries.len());
     let mut overlap = Vec::with_capacity(summaries.len());
     let mut kernels = Vec::with_capacity(summaries.len());
@@ -881,7 +903,7 @@ fn combine(
         per_rank,
         stragglers,
         steps: if host_only { Vec::new() } else { steps },
-        collectives: matched.finish(options.peak_bus_gbps),
+        collectives: matched.finish(&placement),
         utilization,
         compile,
         errors,

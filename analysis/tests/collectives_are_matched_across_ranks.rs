@@ -5,6 +5,11 @@ use analysis::analyses::collectives::collectives;
 use analysis::{load_paths, Frames, LoadOptions, Mode};
 
 fn trace(rank: i64, base_ns: i64, kernels: &[(i64, f64, f64)]) -> String {
+    trace_on(rank, base_ns, kernels, "")
+}
+
+/// `trace` with more top-level members (`extra` ends with a comma).
+fn trace_on(rank: i64, base_ns: i64, kernels: &[(i64, f64, f64)], extra: &str) -> String {
     let events: Vec<String> = kernels
         .iter()
         .map(|(seq, ts, dur)| {
@@ -17,7 +22,7 @@ fn trace(rank: i64, base_ns: i64, kernels: &[(i64, f64, f64)]) -> String {
         })
         .collect();
     format!(
-        r#"{{"distributedInfo": {{"backend": "neuron", "rank": {rank}, "world_size": 2}},
+        r#"{{{extra} "distributedInfo": {{"backend": "neuron", "rank": {rank}, "world_size": 2}},
  "baseTimeNanoseconds": {base_ns}, "traceEvents": [{}]}}"#,
         events.join(",\n")
     )
@@ -79,4 +84,105 @@ fn waits_transfers_and_bottleneck() {
         2,
         "no ProfilerStep: one (rank, -1) entry each"
     );
+}
+
+/// The link a group is judged against comes from the traces: H100s on one host
+/// (`host_name`, `deviceProperties`) are judged against NVLink 4's 450 GB/s a direction;
+/// on two hosts there is no nominal figure (no network card in a trace) until
+/// `--ranks-per-node` puts them on one node or `--peak-bus-gbps` names one.
+#[test]
+fn the_link_of_a_group_follows_its_hosts_and_devices() {
+    let dir = std::env::temp_dir().join(format!("analysis-coll-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = 1_700_000_000_000_000_000i64;
+    let h100 = r#""deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132, "totalGlobalMem": 85520809984}],"#;
+    let analyze = |hosts: [&str; 2], options: analysis::ReportOptions| {
+        let paths: Vec<_> = (0..2)
+            .map(|rank| {
+                let path = dir.join(format!("rank{rank}.json"));
+                let extra = format!(r#"{h100} "host_name": "{}","#, hosts[rank as usize]);
+                let kernels = [(1, 10.0 + rank as f64, 20.0 - rank as f64)];
+                std::fs::write(&path, trace_on(rank, base, &kernels, &extra)).unwrap();
+                path
+            })
+            .collect();
+        let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+        analysis::analyze(&traces, &options).collectives
+    };
+    let one = analyze(["node-a", "node-a"], Default::default());
+    let g = &one.groups[0];
+    assert_eq!((g.link.nodes, g.link.inter_node), (Some(1), Some(false)));
+    assert_eq!(
+        (g.link.link.as_str(), g.link.peak_bus_gbps),
+        ("NVLink 4", Some(450.0))
+    );
+    // 4 MB in the 19 us transfer, all-reduce of 2 ranks: busbw = algbw × 2(n−1)/n.
+    let busbw = 4_000_000.0 / 19_000.0;
+    let fraction = one.instances[0].fraction_of_peak.unwrap();
+    assert!((fraction - busbw / 450.0).abs() < 1e-12, "{fraction}");
+    assert!((g.median_fraction_of_peak.unwrap() - busbw / 450.0).abs() < 1e-12);
+
+    let two = analyze(["node-a", "node-b"], Default::default());
+    let g = &two.groups[0];
+    assert_eq!((g.link.nodes, g.link.inter_node), (Some(2), Some(true)));
+    assert_eq!(g.link.peak_bus_gbps, None, "{g:?}");
+    assert!(g.link.link.starts_with("inter-node"), "{}", g.link.link);
+    assert_eq!(two.instances[0].fraction_of_peak, None);
+
+    let per_node = analysis::ReportOptions::default().with_ranks_per_node(Some(2));
+    let g = &analyze(["node-a", "node-b"], per_node).groups[0];
+    assert_eq!((g.link.nodes, g.link.peak_bus_gbps), (Some(1), Some(450.0)));
+    let named = analysis::ReportOptions::default().with_peak_bus_gbps(Some(25.0));
+    let g = &analyze(["node-a", "node-b"], named).groups[0];
+    assert_eq!(
+        (g.link.link.as_str(), g.link.peak_bus_gbps),
+        ("--peak-bus-gbps", Some(25.0))
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// "Communication is slow" only where transfer is slow against the link, "rank R is late"
+/// only where waiting dominates: two H100s on one host moving 4 MB in 1 ms (4 GB/s of
+/// NVLink's 450) at the same instant get the first and not the second; the same with
+/// rank 1 starting 5 ms late gets the second and not the first.
+#[test]
+fn slow_transfers_and_late_ranks_are_told_apart() {
+    let dir = std::env::temp_dir().join(format!("analysis-coll-slow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = 1_700_000_000_000_000_000i64;
+    let extra = r#""deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132}], "host_name": "a","#;
+    let findings = |late_us: f64| {
+        let paths: Vec<_> = (0..2)
+            .map(|rank| {
+                let path = dir.join(format!("rank{rank}.json"));
+                let (ts, dur) = if rank == 1 {
+                    (10.0 + late_us, 1000.0)
+                } else {
+                    (10.0, 1000.0 + late_us)
+                };
+                std::fs::write(&path, trace_on(rank, base, &[(1, ts, dur)], extra)).unwrap();
+                path
+            })
+            .collect();
+        let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+        let report = analysis::analyze(&traces, &Default::default());
+        report
+            .insights
+            .iter()
+            .map(|f| (f.kind, f.summary.clone()))
+            .collect::<Vec<_>>()
+    };
+    use analysis::insights::FindingKind::{CollectiveBottleneck, SlowCollectives};
+    let slow = findings(0.0);
+    let kinds: Vec<_> = slow.iter().map(|f| f.0).collect();
+    assert!(kinds.contains(&SlowCollectives), "{slow:?}");
+    assert!(!kinds.contains(&CollectiveBottleneck), "{slow:?}");
+    let text = &slow.iter().find(|f| f.0 == SlowCollectives).unwrap().1;
+    assert!(text.contains("NVLink 4's 450 GB/s"), "{text}");
+
+    let late = findings(5000.0);
+    let kinds: Vec<_> = late.iter().map(|f| f.0).collect();
+    assert!(kinds.contains(&CollectiveBottleneck), "{late:?}");
+    assert!(!kinds.contains(&SlowCollectives), "{late:?}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -52,6 +52,10 @@ pub struct AnalyzeRequest {
     /// Which of a rank's profiling windows (files) to analyze (`--window N`; default
     /// the latest).
     pub window: Window,
+    /// `--ranks-per-node N` for the collective report.
+    pub ranks_per_node: Option<u32>,
+    /// `--peak-bus-gbps`: the nominal bus bandwidth every group is judged against.
+    pub peak_bus_gbps: Option<f64>,
 }
 
 /// Reads the traces and runs every analysis, a few ranks in memory at a time
@@ -81,7 +85,9 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
         .with_numpy_sort(request.numpy_sort)
         .with_ranks(request.rank.map(|r| vec![r]))
         .with_step(request.step)
-        .with_operators_by_shape(request.operators_by_shape);
+        .with_operators_by_shape(request.operators_by_shape)
+        .with_ranks_per_node(request.ranks_per_node)
+        .with_peak_bus_gbps(request.peak_bus_gbps);
     let options = match &request.peak_dtype {
         Some(dtype) => options.with_peak_dtype(dtype),
         None => options,

@@ -71,7 +71,10 @@ pub enum Converted {
     /// CSV: rows per table.
     Tables(TableStats, &'static str),
     /// Parquet: the dataset written, and rows per analysis table.
-    Dataset(Box<DatasetOutcome>, [u64; 6]),
+    Dataset(
+        Box<DatasetOutcome>,
+        [u64; exporters::tables::ANALYSIS_TABLE_COUNT],
+    ),
     /// Neuron Explorer: one profile folder per input.
     Profiles(Vec<neuron_explorer::WriteReport>),
 }
@@ -315,7 +318,7 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
 fn render_dataset(
     outcome: &ExportOutcome,
     dataset: &DatasetOutcome,
-    analysis_rows: &[u64; 6],
+    analysis_rows: &[u64; exporters::tables::ANALYSIS_TABLE_COUNT],
     out: &mut impl Write,
 ) -> io::Result<()> {
     let ranks = exporters::tables::dataset::ranks_in(&outcome.out);

@@ -78,6 +78,14 @@ enum Command {
         /// cycle) [default: the latest].
         #[arg(long, value_name = "N")]
         window: Option<usize>,
+        /// Ranks per node for the collective report: rank r runs on node r / N [default:
+        /// the nodes the traces name: `host_name`, or the emulator's instance].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        ranks_per_node: Option<u32>,
+        /// Nominal bus bandwidth, GB/s (10^9 B/s), every collective group is judged
+        /// against [default: each group's link, as its ranks' traces describe it].
+        #[arg(long, value_name = "GBPS", value_parser = positive_gbps)]
+        peak_bus_gbps: Option<f64>,
     },
     /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
     /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
@@ -420,8 +428,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             peak_dtype,
             by_shape,
             window,
+            ranks_per_node,
+            peak_bus_gbps,
         } => {
             let request = neuronprof::analyze::AnalyzeRequest {
+                ranks_per_node,
+                peak_bus_gbps,
                 paths,
                 rank,
                 step,
@@ -626,4 +638,13 @@ fn run_and_print(request: &neuronprof::run::RunRequest) -> anyhow::Result<ExitCo
     let mut out = std::io::stdout().lock();
     neuronprof::run::render_outcome(&outcome, &mut out).context("writing summary")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--peak-bus-gbps`: a positive, finite number of GB/s.
+fn positive_gbps(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} GB/s: a bandwidth must be a positive number")),
+        Err(e) => Err(format!("`{text}` is not a number of GB/s: {e}")),
+    }
 }

@@ -424,6 +424,21 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     options.config.devices = (0..config.ranks)
         .map(|i| device_info(&config.profile, i as u16))
         .collect();
+    // Each rank's place and its machine's links, so the collective report judges a
+    // group's bandwidth against the link the emulator moved its bytes over.
+    let topology = config
+        .topology
+        .clone()
+        .unwrap_or_else(|| neuron_backend::dist::Topology::for_profile(&config.profile));
+    options.config.rank_metadata = (0..config.ranks)
+        .map(|rank| {
+            (
+                rank as u32,
+                analysis::analyses::collectives::NEURON_TOPOLOGY_KEY.to_owned(),
+                topology.trace_place(rank),
+            )
+        })
+        .collect();
 
     let rank_of = |thread: u32| {
         rank_of_thread(thread).map(|t| RankOf {

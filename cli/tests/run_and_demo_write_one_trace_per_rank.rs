@@ -101,6 +101,33 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
     if !cfg!(debug_assertions) {
         assert_eq!(analysis["collectives"]["bottleneck_rank"], 2);
     }
+    // Each group is judged against the link the emulator moved its bytes over: the
+    // traces' `neuron_topology` read by the emulator's own rule (`Topology::link`), and no
+    // collective beats it.
+    let topology =
+        neuron_backend::dist::Topology::for_profile(&neuron_backend::DeviceProfile::trn2());
+    let groups = analysis["collectives"]["groups"].as_array().unwrap();
+    assert!(!groups.is_empty());
+    for g in groups {
+        let ranks: Vec<usize> = g["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap() as usize)
+            .collect();
+        let (bytes_per_ns, _) = topology.link(&ranks);
+        assert_eq!(g["peak_bus_gbps"].as_f64(), Some(bytes_per_ns), "{g}");
+        assert_eq!(
+            g["link"], "intra-chip",
+            "4 ranks of LNC=2 share one trn2 chip: {g}"
+        );
+        assert_eq!(
+            (g["nodes"].as_u64(), g["inter_node"].as_bool()),
+            (Some(1), Some(false))
+        );
+        let max_busbw = g["bus_bandwidth_gbps"][3].as_f64().unwrap();
+        assert!(max_busbw > 0.0 && max_busbw <= bytes_per_ns, "{g}");
+    }
     demo_ends_with_the_critical_path_and_what_if(&text, &runs[0], &cwd);
 }
 

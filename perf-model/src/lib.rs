@@ -49,6 +49,7 @@ mod args;
 mod cost;
 mod device;
 mod dtype;
+mod links;
 mod ops;
 mod roofline;
 
@@ -56,5 +57,6 @@ pub use args::{numel, Arg, ArgsError, OpArgs, Shape};
 pub use cost::{Category, ComputeSpec, Model, OpCost, Unit};
 pub use device::{DeviceSpec, Peak, BUILTIN as BUILTIN_DEVICES};
 pub use dtype::DType;
+pub use links::{scale_up_link, ScaleUpLink};
 pub use ops::{base_name, category_of, is_wrapper, model};
 pub use roofline::{roofline, Bound, Roofline};

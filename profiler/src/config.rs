@@ -244,6 +244,9 @@ pub struct ProfilerConfig {
     pub devices: Vec<DeviceInfo>,
     /// Rank and process groups, for `distributedInfo`.
     pub distributed: Option<DistributedConfig>,
+    /// Top-level members written into one rank's trace only (the caller's facts about
+    /// the rank, such as the emulator's `neuron_topology`): `(rank, key, value)`.
+    pub rank_metadata: Vec<(u32, String, serde_json::Value)>,
 }
 
 impl Default for ProfilerConfig {
@@ -257,6 +260,7 @@ impl Default for ProfilerConfig {
             device_detail: DeviceDetail::default(),
             devices: Vec::new(),
             distributed: None,
+            rank_metadata: Vec::new(),
         }
     }
 }

@@ -133,6 +133,13 @@ pub(crate) fn metadata(
             meta.set_raw("distributedInfo", raw.into_owned());
         }
     }
+    if let Some(d) = &config.distributed {
+        for (_, key, value) in config.rank_metadata.iter().filter(|(r, _, _)| *r == d.rank) {
+            if let Ok(raw) = RawJson::from_serialize(value) {
+                meta.set_raw(key, raw);
+            }
+        }
+    }
     meta.set_str("neuron_device_detail", config.device_detail.as_str());
     meta.set_i64(
         DROPPED_RECORDS_KEY,

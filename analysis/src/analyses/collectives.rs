@@ -38,8 +38,10 @@ use crate::frame::{Frame, Frames};
 use crate::model::CollectiveArgs;
 
 mod groups;
+mod placement;
 
 pub use groups::{CollectiveGroup, SizeBin};
+pub use placement::{GroupLink, NeuronPlace, Placement, RankPlace, NEURON_TOPOLOGY_KEY};
 
 /// One rank's part in one collective instance.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -95,7 +97,8 @@ pub struct CollectiveInstance {
     pub algbw_gbps: Option<f64>,
     /// Achieved bus bandwidth (NCCL's factor per operation), GB/s.
     pub bus_bandwidth_gbps: Option<f64>,
-    /// `bus_bandwidth_gbps / peak_bus_gbps`.
+    /// `bus_bandwidth_gbps` / the nominal bus bandwidth of the link its ranks cross
+    /// ([`GroupLink::peak_bus_gbps`]).
     pub fraction_of_peak: Option<f64>,
     /// Each rank's part, by rank.
     pub ranks: Vec<CollectiveRank>,
@@ -151,12 +154,19 @@ pub(crate) type Part = (Key, RankCopy);
 pub(crate) type RankCopy = (i64, i64, i64, i64, CollectiveArgs);
 
 /// Matches collectives across ranks (use frames in [`crate::Mode::Default`], built
-/// without the last-step filter, for exact times).
+/// without the last-step filter, for exact times). Each group is judged against the link
+/// its ranks' traces describe, or against `peak_bus_gbps` when given ([`Placement`]).
 pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectives {
-    collectives_from(
-        frames.ranks.iter().flat_map(collective_parts),
+    let placement = Placement {
+        ranks: frames
+            .ranks
+            .iter()
+            .map(|f| (f.rank(), RankPlace::of(f.trace)))
+            .collect(),
+        ranks_per_node: None,
         peak_bus_gbps,
-    )
+    };
+    collectives_from(frames.ranks.iter().flat_map(collective_parts), &placement)
 }
 
 /// One rank's copies of collectives (what [`collectives`] needs of a rank), in the
@@ -201,11 +211,11 @@ pub(crate) fn collective_parts(frame: &Frame<'_>) -> Vec<Part> {
 /// [`collectives`] from every rank's [`collective_parts`], ranks in order.
 pub(crate) fn collectives_from(
     parts: impl IntoIterator<Item = Part>,
-    peak_bus_gbps: Option<f64>,
+    placement: &Placement,
 ) -> Collectives {
     let mut matcher = Matcher::default();
     matcher.add(parts);
-    matcher.finish(peak_bus_gbps)
+    matcher.finish(placement)
 }
 
 /// One rank's copy of a matched collective: rank, start and end (ns), iteration.
@@ -254,7 +264,8 @@ impl Matcher {
     }
 
     /// The analysis of the collectives added.
-    pub(crate) fn finish(self, peak_bus_gbps: Option<f64>) -> Collectives {
+    pub(crate) fn finish(self, placement: &Placement) -> Collectives {
+        let mut links: BTreeMap<Vec<i64>, GroupLink> = BTreeMap::new();
         let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
         for ((process_group, seq, _, _), instance) in self.matched {
             let Instance {
@@ -299,6 +310,11 @@ impl Matcher {
                 .filter(|_| transfer_ns > 0)
                 .map(|b| b as f64 / transfer_ns as f64);
             let bus_bandwidth_gbps = algbw_gbps.map(|a| a * bus_factor(&args.collective, group));
+            let rank_list: Vec<i64> = copies.iter().map(|p| p.0).collect();
+            let peak_bus_gbps = links
+                .entry(rank_list)
+                .or_insert_with_key(|ranks| placement.link(ranks))
+                .peak_bus_gbps;
             instances.push((
                 first,
                 CollectiveInstance {
@@ -325,14 +341,11 @@ impl Matcher {
             ));
         }
         instances.sort_by_key(|(first, _)| *first);
-        totals(
-            instances.into_iter().map(|(_, i)| i).collect(),
-            peak_bus_gbps,
-        )
+        totals(instances.into_iter().map(|(_, i)| i).collect(), placement)
     }
 }
 
-fn totals(instances: Vec<CollectiveInstance>, peak_bus_gbps: Option<f64>) -> Collectives {
+fn totals(instances: Vec<CollectiveInstance>, placement: &Placement) -> Collectives {
     let mut per_rank: BTreeMap<i64, CollectiveTotals> = BTreeMap::new();
     let mut per_step: BTreeMap<(i64, i64), CollectiveTotals> = BTreeMap::new();
     for inst in &instances {
@@ -371,7 +384,7 @@ fn totals(instances: Vec<CollectiveInstance>, peak_bus_gbps: Option<f64>) -> Col
         .max_by(|a, b| a.others_waited_us.total_cmp(&b.others_waited_us))
         .map(|t| t.rank);
     Collectives {
-        groups: groups::groups(&instances, peak_bus_gbps),
+        groups: groups::groups(&instances, placement),
         instances,
         per_rank: per_rank.into_values().collect(),
         per_step: per_step.into_values().collect(),

@@ -348,6 +348,8 @@ mod tests {
             min_host_ts_rel_ns: Some(0),
             backend: None,
             compile_meta: None,
+            host_name: None,
+            neuron_place: None,
             base_ns: 0,
             damage: Vec::new(),
             device_memory_bytes: Vec::new(),

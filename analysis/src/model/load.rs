@@ -531,6 +531,21 @@ fn load_one(
     }
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
+    trace.host_name = meta
+        .get("host_name")
+        .and_then(|raw| raw.deserialize::<String>().ok())
+        .filter(|name| !name.is_empty());
+    let topology_key = crate::analyses::collectives::NEURON_TOPOLOGY_KEY;
+    trace.neuron_place = match meta.get(topology_key).map(|raw| raw.deserialize()) {
+        Some(Ok(place)) => Some(place),
+        Some(Err(e)) => {
+            trace.damage.push(format!(
+                "the `{topology_key}` member is not a topology ({e}); its collectives are judged against no link"
+            ));
+            None
+        }
+        None => None,
+    };
     trace.compile_meta = meta
         .get(crate::analyses::compile::TRACE_KEY)
         .map(|raw| raw.as_str().to_owned());
@@ -683,6 +698,8 @@ impl RankSink {
                 min_host_ts_rel_ns: None,
                 backend: None,
                 compile_meta: None,
+                host_name: None,
+                neuron_place: None,
                 base_ns: 0,
                 damage: Vec::new(),
                 device_memory_bytes: Vec::new(),

@@ -12,6 +12,8 @@ pub(super) fn render_collectives(out: &mut String, c: &Collectives) {
         return;
     }
     {
+        // The bandwidth columns are NCCL's: algbw = bytes / transfer, busbw = algbw × the
+        // operation's factor; "nominal" is the link's one-direction figure.
         let mut t = Table::new(&[
             "group",
             "op",
@@ -22,7 +24,9 @@ pub(super) fn render_collectives(out: &mut String, c: &Collectives) {
             "wait us",
             "skew mean/max us",
             "busbw GB/s min/p50/p90/max",
-            "p50 of peak",
+            "nodes",
+            "link (nominal GB/s)",
+            "p50 of nominal %",
         ]);
         for g in &c.groups {
             t.row(vec![
@@ -38,6 +42,15 @@ pub(super) fn render_collectives(out: &mut String, c: &Collectives) {
                     || "-".to_owned(),
                     |b| format!("{:.1}/{:.1}/{:.1}/{:.1}", b[0], b[1], b[2], b[3]),
                 ),
+                match (g.link.nodes, g.link.inter_node) {
+                    (Some(n), Some(true)) => format!("{n} (spans nodes)"),
+                    (Some(n), _) => n.to_string(),
+                    (None, _) => "?".to_owned(),
+                },
+                match g.link.peak_bus_gbps {
+                    Some(peak) => format!("{} ({})", g.link.link, num(peak)),
+                    None => g.link.link.clone(),
+                },
                 opt(g.median_fraction_of_peak.map(|f| 100.0 * f)),
             ]);
         }

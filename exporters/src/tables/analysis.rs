@@ -14,6 +14,8 @@
 //! | `analysis_kernels` | kernel name (or `others`, compat mode) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `count` i64, `sum_us, max_us, min_us, stddev_us, mean_us, p50_us, p99_us` f64 (the percentiles empty in compat mode) |
 //! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective, dtype` text, `group_size, bytes` i64, `arrival_skew_us, end_skew_us` f64, `waited_for_rank, arrived_last, arrived_first` i64 (the last two empty on a tie), `transfer_us` (the shortest duration across ranks), `mean_wait_us, algbw_gbps, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals, durations and waits as a JSON array) |
+//! | `analysis_collective_groups` | process group and operation (`collectives.groups`) | `process_group, collective` text, `ranks` text (JSON), `instances, bytes` i64, `size_histogram` text (JSON `[{up_to_bytes, instances}]`), `transfer_us, wait_us, mean_start_skew_us, max_start_skew_us` f64, `busbw_min_gbps, busbw_p50_gbps, busbw_p90_gbps, busbw_max_gbps` f64 (`bus_bandwidth_gbps` split), `median_fraction_of_peak` f64, `nodes` i64, `inter_node` i64 (1 spans nodes, 0 not, empty unknown), `link` text, `peak_bus_gbps` f64 (the link's nominal bus bandwidth) |
+//! | `analysis_collective_ranks` | rank (`collectives.per_rank`) | `rank, instances` i64, `dur_us, wait_us, transfer_us` f64, `times_waited_for, times_arrived_first` i64 (instances it alone arrived last, first), `others_waited_us` f64 (the others' wait in the instances it arrived last) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
 
@@ -46,18 +48,23 @@ const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
 }
 use Kind::{Float as F, Int as I, Text as T};
 
+/// How many analysis tables there are.
+pub const ANALYSIS_TABLE_COUNT: usize = 8;
+
 /// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
-pub const ANALYSIS_TABLES: [&str; 6] = [
+pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
     "analysis_temporal",
     "analysis_kernels",
     "analysis_steps",
     "analysis_collectives",
+    "analysis_collective_groups",
+    "analysis_collective_ranks",
     "analysis_utilization",
     "analysis_insights",
 ];
 
 /// The columns of each analysis table (same order as [`ANALYSIS_TABLES`]).
-pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
+pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
     &[
         c("rank", I),
         c("idle_time_us", F),
@@ -114,6 +121,37 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
         c("ranks", T),
     ],
     &[
+        c("process_group", T),
+        c("collective", T),
+        c("ranks", T),
+        c("instances", I),
+        c("bytes", I),
+        c("size_histogram", T),
+        c("transfer_us", F),
+        c("wait_us", F),
+        c("mean_start_skew_us", F),
+        c("max_start_skew_us", F),
+        c("busbw_min_gbps", F),
+        c("busbw_p50_gbps", F),
+        c("busbw_p90_gbps", F),
+        c("busbw_max_gbps", F),
+        c("median_fraction_of_peak", F),
+        c("nodes", I),
+        c("inter_node", I),
+        c("link", T),
+        c("peak_bus_gbps", F),
+    ],
+    &[
+        c("rank", I),
+        c("instances", I),
+        c("dur_us", F),
+        c("wait_us", F),
+        c("transfer_us", F),
+        c("times_waited_for", I),
+        c("times_arrived_first", I),
+        c("others_waited_us", F),
+    ],
+    &[
         c("rank", I),
         c("device", I),
         c("window_start_us", F),
@@ -155,13 +193,34 @@ fn objects<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
 
 /// The rows of every analysis table (same order as [`ANALYSIS_TABLES`]), cells in
 /// [`ANALYSIS_SCHEMAS`] order.
-pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
+pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] {
     let mut insights = objects(&report.insights);
     for finding in &mut insights {
         if let Some(object) = finding.as_object_mut() {
             let range = object.remove("time_range_us").unwrap_or(Value::Null);
             object.insert("start_us".into(), range.get(0).cloned().unwrap_or_default());
             object.insert("end_us".into(), range.get(1).cloned().unwrap_or_default());
+        }
+    }
+    let mut groups = objects(&report.collectives.groups);
+    for group in &mut groups {
+        if let Some(object) = group.as_object_mut() {
+            let busbw = object.remove("bus_bandwidth_gbps").unwrap_or(Value::Null);
+            for (i, name) in [
+                "busbw_min_gbps",
+                "busbw_p50_gbps",
+                "busbw_p90_gbps",
+                "busbw_max_gbps",
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                object.insert(name.into(), busbw.get(i).cloned().unwrap_or_default());
+            }
+            if let Some(Value::Bool(spans)) = object.get("inter_node") {
+                let spans = i64::from(*spans);
+                object.insert("inter_node".into(), spans.into());
+            }
         }
     }
     let sources = [
@@ -173,10 +232,12 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
         objects(&report.kernel_breakdown.kernels),
         objects(&report.steps),
         objects(&report.collectives.instances),
+        groups,
+        objects(&report.collectives.per_rank),
         objects(&report.utilization),
         insights,
     ];
-    let mut out: [Vec<Vec<Cell>>; 6] = Default::default();
+    let mut out: [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] = Default::default();
     for ((rows, objects), schema) in out.iter_mut().zip(sources).zip(ANALYSIS_SCHEMAS) {
         *rows = objects
             .iter()

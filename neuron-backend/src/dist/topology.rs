@@ -187,6 +187,24 @@ impl Topology {
         rank % self.ranks_per_instance().max(1)
     }
 
+    /// Where global rank `rank` sits and this topology's link figures, as the trace's
+    /// `neuron_topology` member states them for analyses (`analysis`'s `NeuronPlace`):
+    /// `{"topology", "chip", "instance", "pod", "intra_chip_gbps", "chip_link_gbps",
+    /// "pod_gbps", "efa_gbps"}`, bandwidths per chip in GB/s (bytes per ns). An analysis
+    /// finds a group's link from its ranks' members by the rule of [`Topology::link`].
+    pub fn trace_place(&self, rank: usize) -> serde_json::Value {
+        serde_json::json!({
+            "topology": self.name,
+            "chip": self.chip_of(rank),
+            "instance": self.instance_of(rank),
+            "pod": self.pod_of(rank),
+            "intra_chip_gbps": self.intra_chip_bytes_per_ns,
+            "chip_link_gbps": self.chip_link_bytes_per_ns,
+            "pod_gbps": self.pod_bytes_per_ns_per_chip,
+            "efa_gbps": self.efa_bytes_per_ns_per_chip,
+        })
+    }
+
     /// Per-rank bandwidth (bytes per ns) and per-step latency (ns) of a group of
     /// `ranks`: those of the slowest level the group spans.
     pub fn link(&self, ranks: &[usize]) -> (f64, u64) {

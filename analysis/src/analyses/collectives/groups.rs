@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::CollectiveInstance;
+use super::{CollectiveInstance, GroupLink, Placement};
 use crate::stats::quantile_sorted;
 
 /// Instances of one size class: messages up to `up_to_bytes` (a power of two) and above
@@ -47,12 +47,15 @@ pub struct CollectiveGroup {
     pub bus_bandwidth_gbps: Option<[f64; 4]>,
     /// Median bus bandwidth / the link's nominal bus bandwidth, when that is known.
     pub median_fraction_of_peak: Option<f64>,
+    /// The nodes its ranks run on and the link it is judged against.
+    #[serde(flatten)]
+    pub link: GroupLink,
 }
 
 /// The groups of `instances`, by (process group, operation).
 pub(crate) fn groups(
     instances: &[CollectiveInstance],
-    peak_bus_gbps: Option<f64>,
+    placement: &Placement,
 ) -> Vec<CollectiveGroup> {
     let mut by_key: BTreeMap<(&str, &str), Vec<&CollectiveInstance>> = BTreeMap::new();
     for inst in instances {
@@ -93,6 +96,7 @@ pub(crate) fn groups(
                 ]
             });
             let n = members.len() as f64;
+            let link = placement.link(&ranks);
             CollectiveGroup {
                 process_group: process_group.to_owned(),
                 collective: collective.to_owned(),
@@ -117,9 +121,10 @@ pub(crate) fn groups(
                     .map(|i| i.arrival_skew_us)
                     .fold(0.0, f64::max),
                 median_fraction_of_peak: bus_bandwidth_gbps
-                    .zip(peak_bus_gbps.filter(|&p| p > 0.0))
+                    .zip(link.peak_bus_gbps.filter(|&p| p > 0.0))
                     .map(|(b, p)| b[1] / p),
                 bus_bandwidth_gbps,
+                link,
             }
         })
         .collect()

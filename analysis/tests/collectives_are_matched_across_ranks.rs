@@ -1,6 +1,9 @@
 //! Two ranks with different `baseTimeNanoseconds`: collectives matched by (group, Seq),
 //! waiting versus transfer time, who was waited for, bus bandwidth and the bottleneck.
 
+#[path = "support/traces.rs"]
+mod traces;
+
 use analysis::analyses::collectives::collectives;
 use analysis::{load_paths, Frames, LoadOptions, Mode};
 
@@ -185,4 +188,99 @@ fn slow_transfers_and_late_ranks_are_told_apart() {
     assert!(kinds.contains(&CollectiveBottleneck), "{late:?}");
     assert!(!kinds.contains(&SlowCollectives), "{late:?}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// PyTorch 2.15's gloo pair (CPU collectives: each is a `gloo:all_reduce` annotation on
+/// a gloo worker thread): the instances, transfers, waits and bandwidths computed here
+/// from the raw rows (the n-th annotation of each size on each rank is one instance;
+/// transfer = the shorter of the two, wait = the rest; an all-reduce of 2 ranks has
+/// busbw = algbw) equal the report's, and the rank that started last is named.
+#[test]
+fn gloo_collectives_of_the_torch_pair_equal_a_computation_from_the_raw_rows() {
+    use std::collections::BTreeMap;
+    let dir = traces::traces_dir().join("torch-2.15");
+    let paths: Vec<_> = (0..2)
+        .map(|r| dir.join(format!("gloo_2rank-rank{r}.pt.trace.json.gz")))
+        .collect();
+    // (size, n-th) -> per rank (start ns absolute, dur ns)
+    let mut by_hand: BTreeMap<(i64, usize), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut first_base: Option<i64> = None;
+    for path in &paths {
+        let text = {
+            use std::io::Read;
+            let mut s = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+                .read_to_string(&mut s)
+                .unwrap();
+            s
+        };
+        let trace: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Relative to the first file's base (absolute µs since 1970 lose sub-µs in f64).
+        let base_ns = trace["baseTimeNanoseconds"].as_i64().unwrap_or(0);
+        let first_base = *first_base.get_or_insert(base_ns);
+        let base_us = (base_ns - first_base) as f64 / 1e3;
+        let mut rows: Vec<(f64, f64, i64)> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "user_annotation" && e["name"] == "gloo:all_reduce")
+            .map(|e| {
+                let n = e["args"]["Input Dims"][0][0].as_i64().unwrap();
+                (
+                    e["ts"].as_f64().unwrap() + base_us,
+                    e["dur"].as_f64().unwrap(),
+                    n,
+                )
+            })
+            .collect();
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut nth: BTreeMap<i64, usize> = BTreeMap::new();
+        for (ts, dur, n) in rows {
+            let k = nth.entry(n).or_default();
+            by_hand.entry((n, *k)).or_default().push((ts, dur));
+            *k += 1;
+        }
+    }
+    assert_eq!(by_hand.len(), 6, "3 all-reduces of each of 2 sizes");
+    let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&traces, &Default::default());
+    let c = &report.collectives;
+    assert_eq!(c.instances.len(), 6);
+    let mut last_counts = [0u64; 2];
+    for inst in &c.instances {
+        assert_eq!(
+            (inst.collective.as_str(), inst.dtype.as_str()),
+            ("allreduce", "Float")
+        );
+        let n = inst.in_nelems;
+        let start = inst
+            .ranks
+            .iter()
+            .map(|r| r.arrival_us)
+            .fold(f64::MAX, f64::min);
+        assert_eq!(start, 0.0);
+        // The instance is the by-hand pair of its size whose durations it has.
+        let pair = by_hand
+            .iter()
+            .filter(|((size, _), _)| *size == n)
+            .map(|(_, v)| v)
+            .find(|v| (0..2).all(|r| (v[r].1 - inst.ranks[r].dur_us).abs() < 1e-3))
+            .unwrap_or_else(|| panic!("no raw pair for {inst:?}"));
+        let transfer = pair[0].1.min(pair[1].1);
+        assert!((inst.transfer_us - transfer).abs() < 1e-3, "{inst:?}");
+        for r in 0..2 {
+            assert!((inst.ranks[r].wait_us - (pair[r].1 - transfer)).abs() < 1e-3);
+        }
+        let skew = (pair[0].0 - pair[1].0).abs();
+        assert!((inst.arrival_skew_us - skew).abs() < 1e-3, "{inst:?}");
+        let bytes = 4.0 * n as f64;
+        assert_eq!(inst.bytes, Some(4 * n));
+        let busbw = bytes / (transfer * 1e3); // GB/s; factor 2(n-1)/n = 1 for 2 ranks
+        assert!((inst.bus_bandwidth_gbps.unwrap() - busbw).abs() < 1e-6 * busbw);
+        let last = if pair[0].0 > pair[1].0 { 0 } else { 1 };
+        assert_eq!(inst.arrived_last, Some(last as i64));
+        last_counts[last] += 1;
+    }
+    let named: Vec<u64> = c.per_rank.iter().map(|r| r.times_waited_for).collect();
+    assert_eq!(named, last_counts);
 }

@@ -173,19 +173,34 @@ pub fn collectives(frames: &Frames<'_>, peak_bus_gbps: Option<f64>) -> Collectiv
 /// order of their start.
 pub(crate) fn collective_parts(frame: &Frame<'_>) -> Vec<Part> {
     let to_ns = |ticks: i64| ticks * frame.tick_ns + frame.trace.base_ns;
-    let mut rows: Vec<_> = frame
-        .device_rows()
-        .filter_map(|r| frame.model_row(r).collective.as_deref().map(|c| (r, c)))
-        .collect();
+    let with_args = |r| frame.model_row(r).collective.as_deref().map(|c| (r, c));
+    let mut rows: Vec<_> = frame.device_rows().filter_map(with_args).collect();
+    // No device collective: the host's (gloo's annotations), matched by operation, size
+    // and order since they name no group or sequence number.
+    let on_host = rows.is_empty();
+    if on_host {
+        rows = frame.rows.iter().filter_map(with_args).collect();
+    }
     rows.sort_by_key(|(r, _)| r.start_ticks);
     let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut parts = Vec::with_capacity(rows.len());
     for (row, args) in rows {
+        let kind = if on_host {
+            format!("{} of {}", args.collective, args.in_nelems)
+        } else {
+            args.collective.clone()
+        };
         let nth = occurrence
-            .entry((args.process_group.clone(), args.collective.clone()))
+            .entry((args.process_group.clone(), kind))
             .or_default();
         let key = match args.seq {
             Some(seq) => (args.process_group.clone(), Some(seq), String::new(), 0),
+            None if on_host => (
+                args.process_group.clone(),
+                None,
+                format!("{} of {} elements", args.collective, args.in_nelems),
+                *nth,
+            ),
             None => (
                 args.process_group.clone(),
                 None,

@@ -21,6 +21,7 @@ use super::{
 use crate::classify::Mode;
 use crate::error::AnalysisError;
 
+mod host_collective;
 mod pick;
 mod window;
 
@@ -836,7 +837,9 @@ impl RankSink {
             || correlation != -1
             || is_sync
             || index == 0
-            || name.starts_with("ProfilerStep");
+            || name.starts_with("ProfilerStep")
+            // A gloo collective: its work's span, the collective's only row.
+            || (category == "user_annotation" && name.starts_with("gloo:"));
         if let Some(host) = &mut self.host_ops {
             if c.device_work && args.external_id >= 0 {
                 *host
@@ -933,7 +936,16 @@ impl RankSink {
         }
         // Collectives are numbered over the whole file, also where a window drops some.
         let collective = if keep && (in_window || stream != -1) {
-            args.collective().map(|mut args| {
+            let gloo = || {
+                let types = c.shape_args.as_ref().and_then(|a| a[0].as_ref());
+                host_collective::gloo_collective(
+                    category,
+                    name,
+                    c.input_dims.as_ref().map(|t| t.get(text)),
+                    types.map(|t| t.get(text)),
+                )
+            };
+            args.collective().or_else(gloo).map(|mut args| {
                 if stream != -1 {
                     let key = (args.process_group.clone(), args.collective.clone());
                     let n = self.collective_occurrences.entry(key).or_default();

@@ -30,7 +30,12 @@ pub(super) fn render_collectives(out: &mut String, c: &Collectives) {
         ]);
         for g in &c.groups {
             t.row(vec![
-                g.process_group.clone(),
+                // gloo's collectives name no group.
+                if g.process_group.is_empty() {
+                    "(unnamed)".to_owned()
+                } else {
+                    g.process_group.clone()
+                },
                 g.collective.clone(),
                 crate::insights::rank_list(&g.ranks),
                 g.instances.to_string(),

@@ -235,6 +235,14 @@ pub struct CollectiveArgs {
     /// process group and collective name, in file order (set by the load, counted over
     /// every row of the file also when a windowed load drops some); 0 on a launch.
     pub occurrence: u64,
+    /// `In split size`: elements this rank sends to each rank of the group, in group
+    /// order (all-to-all(v); empty: not recorded, or an even split).
+    pub in_splits: Vec<i64>,
+    /// `Out split size`: elements it receives from each rank of the group.
+    pub out_splits: Vec<i64>,
+    /// `Process Group Ranks`: the group's global ranks in group order (empty: not
+    /// recorded).
+    pub group_ranks: Vec<i64>,
 }
 
 /// One `[memory]` instant: an allocation (`bytes` > 0) or a free (`bytes` < 0), with the

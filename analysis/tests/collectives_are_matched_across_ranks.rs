@@ -268,8 +268,8 @@ fn gloo_collectives_of_the_torch_pair_equal_a_computation_from_the_raw_rows() {
             .unwrap_or_else(|| panic!("no raw pair for {inst:?}"));
         let transfer = pair[0].1.min(pair[1].1);
         assert!((inst.transfer_us - transfer).abs() < 1e-3, "{inst:?}");
-        for r in 0..2 {
-            assert!((inst.ranks[r].wait_us - (pair[r].1 - transfer)).abs() < 1e-3);
+        for (part, raw) in inst.ranks.iter().zip(pair) {
+            assert!((part.wait_us - (raw.1 - transfer)).abs() < 1e-3);
         }
         let skew = (pair[0].0 - pair[1].0).abs();
         assert!((inst.arrival_skew_us - skew).abs() < 1e-3, "{inst:?}");
@@ -283,4 +283,68 @@ fn gloo_collectives_of_the_torch_pair_equal_a_computation_from_the_raw_rows() {
     }
     let named: Vec<u64> = c.per_rank.iter().map(|r| r.times_waited_for).collect();
     assert_eq!(named, last_counts);
+}
+
+/// An all-to-all(v) of 3 ranks with uneven `In split size`s: the report's rank × rank
+/// matrix, totals and imbalance equal the splits; the text prints the matrix; a split
+/// size that is not a list of integers is reported as damage naming the event.
+#[test]
+fn all_to_all_splits_make_a_rank_by_rank_matrix() {
+    let dir = std::env::temp_dir().join(format!("analysis-coll-a2a-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let splits = [[0, 100, 200], [300, 0, 0], [50, 50, 50]];
+    let write = |rank: usize, split: &str| {
+        let path = dir.join(format!("rank{rank}.json"));
+        let n: i64 = splits[rank].iter().sum();
+        let text = format!(
+            r#"{{"distributedInfo": {{"backend": "nccl", "rank": {rank}, "world_size": 3}},
+ "traceEvents": [{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv", "pid": 0, "tid": 7,
+ "ts": {}, "dur": 50, "args": {{"device": 0, "stream": 7, "correlation": 1,
+ "Collective name": "all_to_allv", "Process Group Name": "0", "Process Group Ranks": "[0, 1, 2]",
+ "Seq": 1, "In msg nelems": {n}, "Out msg nelems": {n}, "Group size": 3, "dtype": "Float",
+ "In split size": "{split}", "Out split size": "[]"}}}}]}}"#,
+            10 + rank
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let paths: Vec<_> = (0..3)
+        .map(|r| write(r, &format!("{:?}", splits[r])))
+        .collect();
+    let traces = load_paths(&paths, &LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&traces, &Default::default());
+    let a = &report.collectives.all_to_all;
+    assert_eq!(a.len(), 1, "{a:?}");
+    let a = &a[0];
+    assert_eq!(
+        (a.ranks.as_slice(), a.instances, a.recorded_splits),
+        (&[0, 1, 2][..], 1, true)
+    );
+    let by_hand: Vec<Vec<i64>> = splits
+        .iter()
+        .map(|r| r.iter().map(|e| e * 4).collect())
+        .collect();
+    assert_eq!(a.bytes, by_hand);
+    assert_eq!(a.send_bytes, [1200, 1200, 600]);
+    assert_eq!(a.recv_bytes, [1400, 600, 1000]);
+    assert!((a.send_imbalance.unwrap() - 1200.0 / 1000.0).abs() < 1e-12);
+    let text = analysis::render::render_report(&report);
+    assert!(
+        text.contains("All-to-all, group 0 all_to_allv (1 instances)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("imbalance (largest / mean): sent 1.20, received 1.40"),
+        "{text}"
+    );
+
+    let bad = write(1, "[300, x]");
+    let traces = load_paths(&[&paths[0], &bad, &paths[2]], &LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&traces, &Default::default());
+    let errors = report.errors.join("\n");
+    assert!(
+        errors.contains("`In split size` is not a list of integers: [300, x]"),
+        "{errors}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -79,6 +79,12 @@ fn analysis_tables_match_the_report() {
         report.collectives.instances.len(),
         report.collectives.groups.len(),
         report.collectives.per_rank.len(),
+        report
+            .collectives
+            .all_to_all
+            .iter()
+            .map(|a| a.ranks.len() * a.ranks.len())
+            .sum(),
         report.utilization.len(),
         report.insights.len(),
     ];

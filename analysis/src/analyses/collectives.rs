@@ -37,9 +37,11 @@ use serde::Serialize;
 use crate::frame::{Frame, Frames};
 use crate::model::CollectiveArgs;
 
+mod all_to_all;
 mod groups;
 mod placement;
 
+pub use all_to_all::AllToAll;
 pub use groups::{CollectiveGroup, SizeBin};
 pub use placement::{GroupLink, NeuronPlace, Placement, RankPlace, NEURON_TOPOLOGY_KEY};
 
@@ -129,7 +131,7 @@ pub struct CollectiveTotals {
 }
 
 /// The collective analysis. JSON: `{"instances": […], "groups": […], "per_rank": […],
-/// "per_step": […], "bottleneck_rank": rank | null}`.
+/// "per_step": […], "bottleneck_rank": rank | null, "all_to_all": […]}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Collectives {
     /// Every instance, in order of first arrival.
@@ -142,6 +144,8 @@ pub struct Collectives {
     pub per_step: Vec<CollectiveTotals>,
     /// The rank that cost the others the most waiting, if anyone waited.
     pub bottleneck_rank: Option<i64>,
+    /// All-to-all(v) traffic per process group: the rank × rank matrix of bytes.
+    pub all_to_all: Vec<AllToAll>,
 }
 
 type Key = (String, Option<i64>, String, u64);
@@ -241,6 +245,8 @@ type Copy = (i64, i64, i64, i64);
 struct Instance {
     args: (i64, CollectiveArgs),
     copies: Vec<Copy>,
+    /// For an all-to-all(v): each rank's split sizes and message elements.
+    splits: Vec<all_to_all::RankSplits>,
 }
 
 /// Collectives matched across ranks as the ranks' [`collective_parts`] come, in any
@@ -256,14 +262,17 @@ impl Matcher {
     /// Adds one rank's parts (all of them at once: a rank's copies of one instance keep
     /// their order).
     pub(crate) fn add(&mut self, parts: impl IntoIterator<Item = Part>) {
-        for (key, (rank, start, end, step, args)) in parts {
+        for (key, (rank, start, end, step, mut args)) in parts {
             let copy = (rank, start, end, step);
+            let splits = all_to_all::is_all_to_all(&args.collective)
+                .then(|| (rank, std::mem::take(&mut args.in_splits), args.in_nelems));
             match self.matched.get_mut(&key) {
                 Some(instance) => {
                     if rank < instance.args.0 {
                         instance.args = (rank, args);
                     }
                     instance.copies.push(copy);
+                    instance.splits.extend(splits);
                 }
                 None => {
                     self.matched.insert(
@@ -271,6 +280,7 @@ impl Matcher {
                         Instance {
                             args: (rank, args),
                             copies: vec![copy],
+                            splits: splits.into_iter().collect(),
                         },
                     );
                 }
@@ -282,11 +292,23 @@ impl Matcher {
     pub(crate) fn finish(self, placement: &Placement) -> Collectives {
         let mut links: BTreeMap<Vec<i64>, GroupLink> = BTreeMap::new();
         let mut instances: Vec<(i64, CollectiveInstance)> = Vec::new();
+        let mut matrices = all_to_all::Matrices::default();
         for ((process_group, seq, _, _), instance) in self.matched {
             let Instance {
                 args: (_, args),
                 mut copies,
+                mut splits,
             } = instance;
+            if !splits.is_empty() {
+                splits.sort_by_key(|s| s.0);
+                matrices.add(
+                    (&process_group, &args.collective),
+                    &args.group_ranks,
+                    args.group_size,
+                    dtype_bytes(&args.dtype),
+                    &splits,
+                );
+            }
             // Stable: one rank's copies of an instance stay in the order it gave them.
             copies.sort_by_key(|p| p.0);
             let first = copies.iter().map(|p| p.1).min().unwrap_or(0);
@@ -356,7 +378,9 @@ impl Matcher {
             ));
         }
         instances.sort_by_key(|(first, _)| *first);
-        totals(instances.into_iter().map(|(_, i)| i).collect(), placement)
+        let mut report = totals(instances.into_iter().map(|(_, i)| i).collect(), placement);
+        report.all_to_all = matrices.finish();
+        report
     }
 }
 
@@ -404,6 +428,7 @@ fn totals(instances: Vec<CollectiveInstance>, placement: &Placement) -> Collecti
         per_rank: per_rank.into_values().collect(),
         per_step: per_step.into_values().collect(),
         bottleneck_rank,
+        all_to_all: Vec::new(),
     }
 }
 

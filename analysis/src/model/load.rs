@@ -516,12 +516,14 @@ fn load_one(
     }
     trace.counts.events = report.events_delivered;
     trace.counts.events_skipped = report.events_skipped;
-    trace.damage = report
+    // The reader's damage first, then what the events' arguments held (added as read).
+    let read_damage: Vec<String> = report
         .skipped_examples
         .iter()
         .chain(report.damage.as_ref())
         .map(ToString::to_string)
         .collect();
+    trace.damage.splice(0..0, read_damage);
     let meta = &report.meta;
     // A Neuron Explorer profile: what its lenient read skipped (table, column, row group).
     if let Some(findings) = meta.get(neuron_explorer::FINDINGS_KEY) {
@@ -945,7 +947,15 @@ impl RankSink {
                     types.map(|t| t.get(text)),
                 )
             };
-            args.collective().or_else(gloo).map(|mut args| {
+            let args = match args.collective() {
+                Some(Ok(args)) => Some(args),
+                Some(Err(why)) => {
+                    trace.damage.push(format!("event {index} ({name}): {why}"));
+                    None
+                }
+                None => gloo(),
+            };
+            args.map(|mut args| {
                 if stream != -1 {
                     let key = (args.process_group.clone(), args.collective.clone());
                     let n = self.collective_occurrences.entry(key).or_default();

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{num, opt, section, Table};
-use crate::analyses::collectives::Collectives;
+use crate::analyses::collectives::{AllToAll, Collectives};
 
 /// "Collectives by group", the per-rank table and the bottleneck line (nothing when the
 /// window has no matched collective).
@@ -90,4 +90,68 @@ pub(super) fn render_collectives(out: &mut String, c: &Collectives) {
             );
         }
     }
+    for a in &c.all_to_all {
+        render_all_to_all(out, a);
+    }
+}
+
+/// Ranks up to which the all-to-all matrix is printed (the JSON and the export have it
+/// whole).
+const MATRIX_RANKS: usize = 16;
+
+/// One group's all-to-all: the rank × rank matrix of MB sent, each rank's totals, the
+/// imbalance.
+fn render_all_to_all(out: &mut String, a: &AllToAll) {
+    let mb = |b: i64| format!("{:.2}", b as f64 / 1e6);
+    let group = if a.process_group.is_empty() {
+        "(unnamed)"
+    } else {
+        &a.process_group
+    };
+    let title = format!(
+        "All-to-all, group {group} {} ({} instances{}{}): MB sent, row to column",
+        a.collective,
+        a.instances,
+        if a.recorded_splits {
+            ""
+        } else {
+            "; no split sizes recorded: even splits"
+        },
+        if a.unplaced_instances > 0 {
+            format!(
+                "; {} left out: ranks or dtype unknown",
+                a.unplaced_instances
+            )
+        } else {
+            String::new()
+        },
+    );
+    if a.ranks.len() <= MATRIX_RANKS {
+        let mut header = vec!["from \\ to".to_owned()];
+        header.extend(a.ranks.iter().map(|r| r.to_string()));
+        header.push("sent".to_owned());
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header);
+        for (i, row) in a.bytes.iter().enumerate() {
+            let mut cells = vec![a.ranks[i].to_string()];
+            cells.extend(row.iter().map(|&b| mb(b)));
+            cells.push(mb(a.send_bytes[i]));
+            t.row(cells);
+        }
+        let mut cells = vec!["received".to_owned()];
+        cells.extend(a.recv_bytes.iter().map(|&b| mb(b)));
+        cells.push(String::new());
+        t.row(cells);
+        section(out, &title, &t);
+    } else {
+        let _ = writeln!(out, "\n{title}: {} ranks (matrix in --json)", a.ranks.len());
+    }
+    let _ = writeln!(
+        out,
+        "all-to-all imbalance (largest / mean): sent {}, received {}",
+        a.send_imbalance
+            .map_or("-".to_owned(), |v| format!("{v:.2}")),
+        a.recv_imbalance
+            .map_or("-".to_owned(), |v| format!("{v:.2}")),
+    );
 }

@@ -16,6 +16,7 @@
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective, dtype` text, `group_size, bytes` i64, `arrival_skew_us, end_skew_us` f64, `waited_for_rank, arrived_last, arrived_first` i64 (the last two empty on a tie), `transfer_us` (the shortest duration across ranks), `mean_wait_us, algbw_gbps, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals, durations and waits as a JSON array) |
 //! | `analysis_collective_groups` | process group and operation (`collectives.groups`) | `process_group, collective` text, `ranks` text (JSON), `instances, bytes` i64, `size_histogram` text (JSON `[{up_to_bytes, instances}]`), `transfer_us, wait_us, mean_start_skew_us, max_start_skew_us` f64, `busbw_min_gbps, busbw_p50_gbps, busbw_p90_gbps, busbw_max_gbps` f64 (`bus_bandwidth_gbps` split), `median_fraction_of_peak` f64, `nodes` i64, `inter_node` i64 (1 spans nodes, 0 not, empty unknown), `link` text, `peak_bus_gbps` f64 (the link's nominal bus bandwidth) |
 //! | `analysis_collective_ranks` | rank (`collectives.per_rank`) | `rank, instances` i64, `dur_us, wait_us, transfer_us` f64, `times_waited_for, times_arrived_first` i64 (instances it alone arrived last, first), `others_waited_us` f64 (the others' wait in the instances it arrived last) |
+//! | `analysis_all_to_all` | (group, collective, sender, receiver) of an all-to-all(v) matrix (`collectives.all_to_all`) | `process_group, collective` text, `src_rank, dst_rank, bytes, instances` i64 (bytes `src_rank` sent `dst_rank` over the group's `instances`) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
 
@@ -49,7 +50,7 @@ const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
 use Kind::{Float as F, Int as I, Text as T};
 
 /// How many analysis tables there are.
-pub const ANALYSIS_TABLE_COUNT: usize = 8;
+pub const ANALYSIS_TABLE_COUNT: usize = 9;
 
 /// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
 pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
@@ -59,6 +60,7 @@ pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
     "analysis_collectives",
     "analysis_collective_groups",
     "analysis_collective_ranks",
+    "analysis_all_to_all",
     "analysis_utilization",
     "analysis_insights",
 ];
@@ -152,6 +154,14 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
         c("others_waited_us", F),
     ],
     &[
+        c("process_group", T),
+        c("collective", T),
+        c("src_rank", I),
+        c("dst_rank", I),
+        c("bytes", I),
+        c("instances", I),
+    ],
+    &[
         c("rank", I),
         c("device", I),
         c("window_start_us", F),
@@ -223,6 +233,21 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
             }
         }
     }
+    let mut all_to_all = Vec::new();
+    for a in &report.collectives.all_to_all {
+        for (i, row) in a.bytes.iter().enumerate() {
+            for (j, bytes) in row.iter().enumerate() {
+                all_to_all.push(serde_json::json!({
+                    "process_group": a.process_group,
+                    "collective": a.collective,
+                    "src_rank": a.ranks[i],
+                    "dst_rank": a.ranks[j],
+                    "bytes": bytes,
+                    "instances": a.instances,
+                }));
+            }
+        }
+    }
     let sources = [
         report
             .temporal_breakdown
@@ -234,6 +259,7 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
         objects(&report.collectives.instances),
         groups,
         objects(&report.collectives.per_rank),
+        all_to_all,
         objects(&report.utilization),
         insights,
     ];

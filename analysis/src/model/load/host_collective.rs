@@ -40,6 +40,9 @@ pub(super) fn gloo_collective(
         dtype,
         group_size: -1,
         occurrence: 0,
+        in_splits: Vec::new(),
+        out_splits: Vec::new(),
+        group_ranks: Vec::new(),
     }))
 }
 

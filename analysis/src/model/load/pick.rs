@@ -236,6 +236,9 @@ pub(super) struct RareArgs {
     pub(super) out_nelems: Option<i64>,
     pub(super) dtype: Option<String>,
     pub(super) group_size: Option<i64>,
+    /// `In split size`, `Out split size` and `Process Group Ranks`, as written (a list
+    /// in a string, `"[0, 1]"`, or a JSON array).
+    pub(super) lists: [Option<String>; 3],
     pub(super) engine_busy: Vec<(String, i64)>,
     /// A compiled graph's kernel (`python/`): `passes` and `pass_spans_ns`.
     pub(super) passes: Option<String>,
@@ -287,6 +290,9 @@ impl PickedArgs {
                     set(&mut picked.rare().out_nelems, || Some(int_coerce(&value())))
                 }
                 "dtype" => set(&mut picked.rare().dtype, text),
+                "In split size" => set(&mut picked.rare().lists[0], || list_text(&lazy)),
+                "Out split size" => set(&mut picked.rare().lists[1], || list_text(&lazy)),
+                "Process Group Ranks" => set(&mut picked.rare().lists[2], || list_text(&lazy)),
                 "passes" => set(&mut picked.rare().passes, text),
                 "pass_spans_ns" => set(&mut picked.rare().pass_spans, text),
                 "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value()))),
@@ -332,10 +338,26 @@ impl PickedArgs {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    pub(super) fn collective(&self) -> Option<Box<CollectiveArgs>> {
+    /// The collective's args, or the text of a list arg that is not a list of integers
+    /// (`In split size`, `Out split size`, `Process Group Ranks`), named.
+    pub(super) fn collective(&self) -> Option<Result<Box<CollectiveArgs>, String>> {
         let rare = self.rare.as_ref()?;
-        Some(Box::new(CollectiveArgs {
-            collective: rare.collective.clone()?,
+        let collective = rare.collective.clone()?;
+        let mut lists: [Vec<i64>; 3] = Default::default();
+        let names = ["In split size", "Out split size", "Process Group Ranks"];
+        for ((list, text), name) in lists.iter_mut().zip(&rare.lists).zip(names) {
+            if let Some(text) = text {
+                match serde_json::from_str::<Vec<i64>>(text) {
+                    Ok(values) => *list = values,
+                    Err(_) => {
+                        return Some(Err(format!("`{name}` is not a list of integers: {text}")))
+                    }
+                }
+            }
+        }
+        let [in_splits, out_splits, group_ranks] = lists;
+        Some(Ok(Box::new(CollectiveArgs {
+            collective,
             process_group: rare.process_group.clone().unwrap_or_default(),
             seq: rare.seq.filter(|&s| s >= 0),
             in_nelems: rare.in_nelems.unwrap_or(-1),
@@ -343,7 +365,10 @@ impl PickedArgs {
             dtype: rare.dtype.clone().unwrap_or_default(),
             group_size: rare.group_size.unwrap_or(-1),
             occurrence: 0,
-        }))
+            in_splits,
+            out_splits,
+            group_ranks,
+        })))
     }
 
     /// A compiled graph kernel's `passes` and `pass_spans_ns`, when it has both.
@@ -355,6 +380,19 @@ impl PickedArgs {
     pub(super) fn engine_busy(&self) -> &[(String, i64)] {
         self.rare.as_ref().map_or(&[], |rare| &rare.engine_busy)
     }
+}
+
+/// A list arg's JSON text: the string's content (`"[0, 1]"` as PyTorch writes it), the
+/// array itself, or any other value's text (which then fails to read as a list).
+fn list_text(lazy: &trace_format::LazyArg<'_>) -> Option<String> {
+    if let Some(array) = lazy.array_text() {
+        return Some(array.to_owned());
+    }
+    let value = lazy.value();
+    Some(match value.as_str() {
+        Some(s) => s.to_owned(),
+        None => format!("{value:?}"),
+    })
 }
 
 /// Sets `slot` from `value` unless an earlier duplicate key already did.

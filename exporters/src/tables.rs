@@ -28,7 +28,9 @@ pub mod dataset;
 pub mod parquet;
 mod rows;
 
-pub use self::analysis::{analysis_rows, AnalysisColumn, Kind, ANALYSIS_SCHEMAS, ANALYSIS_TABLES};
+pub use self::analysis::{
+    analysis_rows, AnalysisColumn, Kind, ANALYSIS_SCHEMAS, ANALYSIS_TABLES, ANALYSIS_TABLE_COUNT,
+};
 pub use self::csv::{csv_field, CsvExporter};
 pub use self::parquet::ParquetExporter;
 pub use self::rows::{read_rows, RankRow};
@@ -249,7 +251,7 @@ pub struct TableStats {
     pub rows: [u64; TABLE_COUNT],
     /// Rows per analysis table (same order as [`ANALYSIS_TABLES`]; zeros unless
     /// `add_analysis` was called).
-    pub analysis_rows: [u64; 6],
+    pub analysis_rows: [u64; ANALYSIS_TABLE_COUNT],
     /// The files written.
     pub files: Vec<std::path::PathBuf>,
 }

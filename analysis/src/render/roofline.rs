@@ -1,10 +1,11 @@
 //! The roofline section of the text report: the top opportunities (rows by the time
 //! reaching the roofline would win), the ops the model does not cover, and the kernel
-//! time per category.
+//! time per category; and `diff`'s per-operator efficiency before and after.
 
 use std::fmt::Write as _;
 
 use super::Table;
+use crate::analyses::roofline::diff::RooflineDiff;
 use crate::analyses::roofline::RankRoofline;
 
 /// Rows shown per rank in the text report (the JSON has them all).
@@ -124,4 +125,54 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         })
         .collect();
     let _ = writeln!(out, "by category: {}", cells.join(", "));
+}
+
+/// Renders `diff`'s `top` rows with the largest change of kernel time: per operator and
+/// unique arguments, calls, kernel time per call and percent of the roofline before and
+/// after.
+pub fn render_roofline_diff(out: &mut String, diff: &RooflineDiff, top: usize) {
+    if diff.changes.is_empty() && diff.only_before.is_empty() && diff.only_after.is_empty() {
+        return;
+    }
+    let device = |d: &Option<String>| d.clone().unwrap_or_else(|| "no device".to_owned());
+    let _ = writeln!(
+        out,
+        "\nRoofline, control ({}) → test ({}): {} op rows in both, {} only in control, {} \
+         only in test",
+        device(&diff.devices.0),
+        device(&diff.devices.1),
+        diff.changes.len(),
+        diff.only_before.len(),
+        diff.only_after.len(),
+    );
+    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
+    let mut t = Table::new(&[
+        "op",
+        "args",
+        "calls",
+        "us/call control",
+        "us/call test",
+        "% roofline control",
+        "% roofline test",
+        "diff ms",
+    ]);
+    for c in diff.changes.iter().take(top) {
+        t.row(vec![
+            c.name.clone(),
+            short(&c.params, 48),
+            if c.count.0 == c.count.1 {
+                c.count.0.to_string()
+            } else {
+                format!("{} → {}", c.count.0, c.count.1)
+            },
+            format!("{:.1}", c.kernel_time_per_call_us.0),
+            format!("{:.1}", c.kernel_time_per_call_us.1),
+            pct(c.roofline_pct.0),
+            pct(c.roofline_pct.1),
+            format!("{:+.3}", c.kernel_time_delta_us / 1e3),
+        ]);
+    }
+    if !t.is_empty() {
+        out.push_str(&t.render());
+    }
 }

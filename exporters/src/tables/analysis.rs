@@ -16,6 +16,7 @@
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective, dtype` text, `group_size, bytes` i64, `arrival_skew_us, end_skew_us` f64, `waited_for_rank, arrived_last, arrived_first` i64 (the last two empty on a tie), `transfer_us` (the shortest duration across ranks), `mean_wait_us, algbw_gbps, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals, durations and waits as a JSON array) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
+//! | `analysis_roofline` | operator and unique arguments per analyzed rank, most time to win first (`per_rank[].roofline.ops`) | `rank` i64, `device, name, category, input_dims, input_types, input_strides, concrete_inputs, params, compute_spec` text, `count, nested_calls` i64, `kernel_time_us, kernel_time_mean_us, gflops, data_moved_bytes, flops_per_byte, tflops_per_sec_mean, tb_per_sec_mean, roofline_time_us, roofline_pct` f64, `bound` text (`compute`/`memory`, empty without a device), `win_us` f64 (`kernel_time_mean_us`, `tflops_per_sec_mean`, `tb_per_sec_mean`: the means of the per-call spreads) |
 
 use serde_json::Value;
 
@@ -46,18 +47,22 @@ const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
 }
 use Kind::{Float as F, Int as I, Text as T};
 
+/// How many analysis tables there are.
+pub const ANALYSIS_TABLE_COUNT: usize = 7;
+
 /// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
-pub const ANALYSIS_TABLES: [&str; 6] = [
+pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
     "analysis_temporal",
     "analysis_kernels",
     "analysis_steps",
     "analysis_collectives",
     "analysis_utilization",
     "analysis_insights",
+    "analysis_roofline",
 ];
 
 /// The columns of each analysis table (same order as [`ANALYSIS_TABLES`]).
-pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
+pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
     &[
         c("rank", I),
         c("idle_time_us", F),
@@ -144,6 +149,31 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
         c("start_us", F),
         c("end_us", F),
     ],
+    &[
+        c("rank", I),
+        c("device", T),
+        c("name", T),
+        c("category", T),
+        c("input_dims", T),
+        c("input_types", T),
+        c("input_strides", T),
+        c("concrete_inputs", T),
+        c("params", T),
+        c("compute_spec", T),
+        c("count", I),
+        c("nested_calls", I),
+        c("kernel_time_us", F),
+        c("kernel_time_mean_us", F),
+        c("gflops", F),
+        c("data_moved_bytes", F),
+        c("flops_per_byte", F),
+        c("tflops_per_sec_mean", F),
+        c("tb_per_sec_mean", F),
+        c("roofline_time_us", F),
+        c("roofline_pct", F),
+        c("bound", T),
+        c("win_us", F),
+    ],
 ];
 
 fn objects<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
@@ -155,7 +185,7 @@ fn objects<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
 
 /// The rows of every analysis table (same order as [`ANALYSIS_TABLES`]), cells in
 /// [`ANALYSIS_SCHEMAS`] order.
-pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
+pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] {
     let mut insights = objects(&report.insights);
     for finding in &mut insights {
         if let Some(object) = finding.as_object_mut() {
@@ -175,8 +205,9 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
         objects(&report.collectives.instances),
         objects(&report.utilization),
         insights,
+        roofline_objects(report),
     ];
-    let mut out: [Vec<Vec<Cell>>; 6] = Default::default();
+    let mut out: [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] = Default::default();
     for ((rows, objects), schema) in out.iter_mut().zip(sources).zip(ANALYSIS_SCHEMAS) {
         *rows = objects
             .iter()
@@ -187,6 +218,35 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; 6] {
                     .collect()
             })
             .collect();
+    }
+    out
+}
+
+/// The roofline rows of every analyzed rank, flattened: the rank and device on each row,
+/// and the means of the per-call spreads as `kernel_time_mean_us`, `tflops_per_sec_mean`
+/// and `tb_per_sec_mean`.
+fn roofline_objects(report: &analysis::Report) -> Vec<Value> {
+    let mut out = Vec::new();
+    for table in report.per_rank.iter().filter_map(|r| r.roofline.as_ref()) {
+        for (mut row, op) in objects(&table.ops).into_iter().zip(&table.ops) {
+            if let Some(object) = row.as_object_mut() {
+                object.insert("rank".into(), Value::from(table.rank));
+                object.insert(
+                    "device".into(),
+                    table.device.clone().map_or(Value::Null, Value::from),
+                );
+                object.insert(
+                    "kernel_time_mean_us".into(),
+                    Value::from(op.kernel_time_per_call_us.mean),
+                );
+                object.insert(
+                    "tflops_per_sec_mean".into(),
+                    Value::from(op.tflops_per_sec.mean),
+                );
+                object.insert("tb_per_sec_mean".into(), Value::from(op.tb_per_sec.mean));
+            }
+            out.push(row);
+        }
     }
     out
 }

@@ -16,6 +16,7 @@ use parquet::file::properties::WriterProperties;
 use super::arrow::BatchBuilder;
 use super::{
     analysis_rows, dataset, Cell, Kind, TableStats, Value, ANALYSIS_SCHEMAS, ANALYSIS_TABLES,
+    ANALYSIS_TABLE_COUNT,
 };
 use crate::ExportError;
 
@@ -163,9 +164,9 @@ impl ParquetExporter {
 pub fn write_analysis(
     dir: &Path,
     report: &analysis::Report,
-) -> io::Result<([u64; 6], Vec<PathBuf>)> {
+) -> io::Result<([u64; ANALYSIS_TABLE_COUNT], Vec<PathBuf>)> {
     let tables = analysis_rows(report);
-    let mut counts = [0; 6];
+    let mut counts = [0; ANALYSIS_TABLE_COUNT];
     let mut files = Vec::new();
     for (index, rows) in tables.iter().enumerate() {
         let table_dir = dir.join(ANALYSIS_TABLES[index]);

@@ -39,16 +39,25 @@ fn device_info(device: &Device) -> DeviceInfo {
 /// Runs `body` on logical core 0 of a trn2 (LNC=2; timing only, kernels recorded) under
 /// the profiler with shapes and FLOPs, writes the trace, and returns its roofline table.
 fn roofline_of(test: &str, body: impl FnOnce(&Device)) -> RankRoofline {
+    roofline_with(test, RecordDetail::Kernels, body)
+}
+
+/// [`roofline_of`] recording `detail` (with instructions, kernels state their engines'
+/// busy time).
+fn roofline_with(test: &str, detail: RecordDetail, body: impl FnOnce(&Device)) -> RankRoofline {
     let _turn = PROFILER.lock().unwrap_or_else(|p| p.into_inner());
     let runtime = Runtime::trn2();
     runtime.set_numerics(false);
-    runtime.set_detail(RecordDetail::Kernels);
+    runtime.set_detail(detail);
     let device = runtime.device(0).unwrap();
     let mut prof = Profiler::builder()
         .activities(&[Activity::Cpu, Activity::Neuron])
         .record_shapes(true)
         .with_flops(true)
-        .device_detail(DeviceDetail::Kernels)
+        .device_detail(match detail {
+            RecordDetail::Kernels => DeviceDetail::Kernels,
+            _ => DeviceDetail::Instructions,
+        })
         .device(device_info(&device))
         .start();
     body(&device);
@@ -151,4 +160,49 @@ fn gemm_flops_of_the_model_equal_the_emulators_kernel_flops() {
             assert_eq!(op.peak.as_ref().map(|p| p.1), Some(39.5));
         }
     }
+}
+
+/// With engine instructions recorded: a compute-bound BF16 GEMM should be bound by
+/// TensorE and was; its percent of the roofline is the share of the kernel TensorE spent
+/// in moving passes, at the trace's 79 TFLOP/s per physical core against the passes'
+/// 2.4 GHz × 128 × 128 × 2 (78.64). A large layer norm is memory-bound (DMA should bind)
+/// and VectorE is its busiest engine.
+#[test]
+fn the_emulators_rows_are_split_by_engine_against_the_engine_that_should_bind() {
+    let table = roofline_with("engines", RecordDetail::Instructions, |d| {
+        let a = d.zeros(&[4096, 2048], DType::BF16).unwrap();
+        let b = d.zeros(&[2048, 2048], DType::BF16).unwrap();
+        a.matmul(&b).unwrap();
+        let x = d.zeros(&[64, 128, 1024], DType::F32).unwrap();
+        let (w, b) = (
+            d.ones(&[1024], DType::F32).unwrap(),
+            d.zeros(&[1024], DType::F32).unwrap(),
+        );
+        x.layer_norm(&w, &b, 1e-5).unwrap();
+    });
+    let gemm = row(&table, "aten::matmul");
+    let split = gemm.engines.as_ref().expect("engine busy times");
+    assert_eq!(split.should_bind.as_deref(), Some("TensorE"));
+    assert_eq!(split.busiest, "TensorE");
+    let tensor = &split.engines[0];
+    // TensorE's busy time is moving passes (2048 columns per k-tile and PSUM group)
+    // and stationary loads (128 cycles each).
+    let moving_share = tensor.share_pct * 2048.0 / (2048.0 + 128.0);
+    let expected = moving_share * (2.4 * 128.0 * 128.0 * 2.0 / 1e3) / 79.0;
+    let pct = gemm.roofline_pct.unwrap();
+    eprintln!(
+        "GEMM 4096×2048×2048 bf16: {pct:.2} % of the roofline, TensorE busy {:.2} %, \
+         expected {expected:.2} %",
+        tensor.share_pct
+    );
+    assert!(
+        (pct - expected).abs() <= 2.0,
+        "{pct:.2} % of the roofline, TensorE busy {:.2} % of the kernel: expected {expected:.2} %",
+        tensor.share_pct
+    );
+    let norm = row(&table, "aten::native_layer_norm");
+    let split = norm.engines.as_ref().expect("engine busy times");
+    assert_eq!(norm.bound, Some(perf_model::Bound::Memory));
+    assert_eq!(split.should_bind.as_deref(), Some("DMA"));
+    assert_eq!(split.busiest, "VectorE", "{split:?}");
 }

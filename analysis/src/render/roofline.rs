@@ -100,6 +100,7 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
     if !t.is_empty() {
         out.push_str(&t.render());
     }
+    render_engines(out, table, top);
     if !table.uncovered.is_empty() {
         let mut t = Table::new(&["not covered", "calls", "kernel ms", "why"]);
         for u in table.uncovered.iter().take(top) {
@@ -175,4 +176,40 @@ pub fn render_roofline_diff(out: &mut String, diff: &RooflineDiff, top: usize) {
     if !t.is_empty() {
         out.push_str(&t.render());
     }
+}
+
+/// The engine split of the top rows, when the trace states engine busy times.
+fn render_engines(out: &mut String, table: &RankRoofline, top: usize) {
+    let rows: Vec<_> = table
+        .ops
+        .iter()
+        .filter(|op| op.nested_calls < op.count)
+        .take(top)
+        .filter_map(|op| op.engines.as_ref().map(|e| (op, e)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let mut t = Table::new(&[
+        "op",
+        "args",
+        "should bind",
+        "busiest",
+        "engine busy, % of kernel time",
+    ]);
+    for (op, split) in rows {
+        let shares: Vec<String> = split
+            .engines
+            .iter()
+            .map(|e| format!("{} {:.0}%", e.engine, e.share_pct))
+            .collect();
+        t.row(vec![
+            op.name.clone(),
+            short(&op.params, 48),
+            split.should_bind.clone().unwrap_or_else(|| "-".to_owned()),
+            split.busiest.clone(),
+            shares.join(", "),
+        ]);
+    }
+    out.push_str(&t.render());
 }

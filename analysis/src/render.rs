@@ -12,7 +12,7 @@ mod collectives;
 mod compile;
 mod roofline;
 mod utilization;
-pub use roofline::{render_roofline, TOP_ROOFLINE_OPS};
+pub use roofline::{render_roofline, render_roofline_diff, TOP_ROOFLINE_OPS};
 
 /// A table of text cells; numbers right-aligned, text left-aligned.
 #[derive(Clone, Debug, Default)]

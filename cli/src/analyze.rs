@@ -8,10 +8,13 @@
 //! offset and event index. `--lenient` analyses what could be read and lists the damage
 //! in the report's notes (`errors` in JSON).
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use analysis::analyses::roofline::diff::{roofline_diff, RooflineDiff};
+use analysis::analyses::roofline::{roofline_table, RooflineOptions};
 use analysis::analyses::trace_diff::{
     compare_traces, ops_summary, DeviceFilter, DiffOptions, TraceDiff,
 };
@@ -21,6 +24,7 @@ use analysis::{
     analyze_plan, plan_inputs, HtaVersion, LoadOptions, LoadProgress, Mode, Report, ReportOptions,
 };
 use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::paths::report_skipped;
 
@@ -56,6 +60,28 @@ pub struct AnalyzeRequest {
     pub ranks_per_node: Option<u32>,
     /// `--peak-bus-gbps`: the nominal bus bandwidth every group is judged against.
     pub peak_bus_gbps: Option<f64>,
+    /// The device of the roofline table (`--device-spec NAME|FILE`); `None`: from the
+    /// traces' `deviceProperties`.
+    pub device_spec: Option<String>,
+}
+
+/// The device `--device-spec` names: a built-in name (`mi300x`, `h100-sxm`, `trn2`, …:
+/// [`perf_model::BUILTIN_DEVICES`]) or a JSON file ([`perf_model::DeviceSpec::from_json`]).
+pub fn device_spec(spec: &str) -> anyhow::Result<perf_model::DeviceSpec> {
+    if let Some(device) = perf_model::DeviceSpec::builtin(spec) {
+        return Ok(device);
+    }
+    let path = std::path::Path::new(spec);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading device file {}", path.display()))?;
+        return perf_model::DeviceSpec::from_json(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
+    anyhow::bail!(
+        "--device-spec {spec}: neither a built-in device ({}) nor a file",
+        perf_model::BUILTIN_DEVICES.join(", ")
+    )
 }
 
 /// Reads the traces and runs every analysis, a few ranks in memory at a time
@@ -87,7 +113,14 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
         .with_step(request.step)
         .with_operators_by_shape(request.operators_by_shape)
         .with_ranks_per_node(request.ranks_per_node)
-        .with_peak_bus_gbps(request.peak_bus_gbps);
+        .with_peak_bus_gbps(request.peak_bus_gbps)
+        .with_device_spec(
+            request
+                .device_spec
+                .as_deref()
+                .map(device_spec)
+                .transpose()?,
+        );
     let options = match &request.peak_dtype {
         Some(dtype) => options.with_peak_dtype(dtype),
         None => options,
@@ -99,29 +132,101 @@ pub fn run_analyze(request: &AnalyzeRequest) -> anyhow::Result<Report> {
     report.context("analyzing traces")
 }
 
+/// What `neuronprof diff` reports: the rows by name (HTA's `compare_traces`) and the
+/// per-operator efficiency before and after.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    /// By operator and kernel name, over the first `ProfilerStep` (`rows`).
+    #[serde(flatten)]
+    pub names: TraceDiff,
+    /// Per operator and unique arguments, kernel time per call and percent of the
+    /// roofline in control and test, over each trace's whole window
+    /// ([`analysis::analyses::roofline::diff`]); `null` when a side has no roofline
+    /// table (`roofline_note` says why).
+    pub roofline: Option<RooflineDiff>,
+    /// Why there is no roofline comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roofline_note: Option<String>,
+}
+
+/// What `neuronprof diff` compares.
+#[derive(Debug, Clone, Default)]
+pub struct DiffRequest {
+    /// The control trace or directory.
+    pub control: PathBuf,
+    /// The test trace or directory.
+    pub test: PathBuf,
+    /// The rank to compare (default: the first of each).
+    pub rank: Option<i64>,
+    /// Host rows, device rows or both.
+    pub rows: DeviceFilter,
+    /// HTA's rounding.
+    pub hta_compat: bool,
+    /// The device of both roofline tables (`--device-spec`); `None`: each trace's
+    /// `deviceProperties`.
+    pub device_spec: Option<String>,
+}
+
 /// Compares the first rank (or `rank`) of two traces or trace directories, by operator
-/// and kernel name, over their first `ProfilerStep` (HTA's `compare_traces`).
-pub fn run_diff(
-    control: &PathBuf,
-    test: &PathBuf,
-    rank: Option<i64>,
-    rows: DeviceFilter,
-    hta_compat: bool,
-) -> anyhow::Result<TraceDiff> {
-    let mode = if hta_compat {
+/// and kernel name, over their first `ProfilerStep` (HTA's `compare_traces`), and per
+/// operator and unique arguments by efficiency (the roofline tables of both).
+pub fn run_diff(request: &DiffRequest) -> anyhow::Result<DiffReport> {
+    let mode = if request.hta_compat {
         Mode::HtaCompat
     } else {
         Mode::Default
     };
+    let device = request
+        .device_spec
+        .as_deref()
+        .map(device_spec)
+        .transpose()?;
+    let roofline_options = RooflineOptions::default().with_device(device);
     let summarize = |path: &PathBuf| -> anyhow::Result<_> {
         let plan = plan_inputs(std::slice::from_ref(path), Window::Latest)?;
         report_skipped(&plan.skipped);
         let set = plan.load(&LoadOptions::default())?;
-        let mut options = DiffOptions::default().mode(mode).device(rows);
-        options.rank = rank;
-        ops_summary(&set, &options).with_context(|| format!("summarising {}", path.display()))
+        let mut options = DiffOptions::default().mode(mode).device(request.rows);
+        options.rank = request.rank;
+        let summary = ops_summary(&set, &options)
+            .with_context(|| format!("summarising {}", path.display()))?;
+        let trace = match request.rank {
+            Some(rank) => set.ranks.iter().find(|t| t.rank == rank),
+            None => set.ranks.iter().min_by_key(|t| t.rank),
+        };
+        let roofline = trace
+            .ok_or_else(|| format!("{}: no such rank", path.display()))
+            .and_then(|trace| {
+                roofline_table(trace, &roofline_options)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            });
+        Ok((summary, roofline))
     };
-    Ok(compare_traces(&summarize(control)?, &summarize(test)?))
+    let (control, control_roofline) = summarize(&request.control)?;
+    let (test, test_roofline) = summarize(&request.test)?;
+    let (roofline, roofline_note) = match (control_roofline, test_roofline) {
+        (Ok(before), Ok(after)) => (Some(roofline_diff(&before, &after)), None),
+        (Err(why), _) | (_, Err(why)) => (None, Some(why)),
+    };
+    Ok(DiffReport {
+        names: compare_traces(&control, &test),
+        roofline,
+        roofline_note,
+    })
+}
+
+/// The text of a [`DiffReport`]: the `top` rows by name with the largest change of
+/// duration, then the `top` operator rows with the largest change of kernel time.
+pub fn render_diff(report: &DiffReport, top: usize) -> String {
+    let mut out = analysis::render::render_diff(&report.names, top);
+    match (&report.roofline, &report.roofline_note) {
+        (Some(diff), _) => analysis::render::render_roofline_diff(&mut out, diff, top),
+        (None, Some(note)) => {
+            let _ = writeln!(out, "\nRoofline: not compared ({note})");
+        }
+        (None, None) => {}
+    }
+    out
 }
 
 /// A one-line progress display on standard error while rank traces are read: percent of

@@ -61,6 +61,9 @@ pub struct ExportRequest {
     pub lenient: bool,
     /// Show progress on standard error (parquet, when it is a terminal).
     pub progress: bool,
+    /// The device of the `analysis_roofline` table (`--device-spec NAME|FILE`); `None`:
+    /// from the traces' `deviceProperties`.
+    pub device_spec: Option<String>,
 }
 
 /// Counts of what was written, per format.
@@ -124,7 +127,7 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
         ExportFormat::Csv => {
             let exporter = CsvExporter::create(&request.out)
                 .with_context(|| format!("creating tables in {}", request.out.display()))?;
-            let stats = export_tables(exporter, &files, &request.out, &mut input_bytes)?;
+            let stats = export_tables(exporter, &files, request, &mut input_bytes)?;
             Converted::Tables(stats, "csv")
         }
         ExportFormat::Parquet => {
@@ -151,7 +154,7 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
             };
             let outcome = write_dataset(&files, &request.out, &options, &progress)
                 .with_context(|| format!("writing the dataset {}", request.out.display()))?;
-            let report = analyze(&files, request.lenient)?;
+            let report = analyze(&files, request.lenient, request.device_spec.as_deref())?;
             let (analysis_rows, _) =
                 exporters::tables::parquet::write_analysis(&request.out, &report).with_context(
                     || format!("writing analysis tables in {}", request.out.display()),
@@ -237,16 +240,17 @@ table_export!(CsvExporter);
 fn export_tables(
     mut exporter: impl TableExport,
     files: &[PathBuf],
-    out: &Path,
+    request: &ExportRequest,
     input_bytes: &mut u64,
 ) -> anyhow::Result<TableStats> {
+    let out = &request.out;
     for file in files {
         *input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
         exporter
             .add_path(file)
             .with_context(|| format!("converting {}", file.display()))?;
     }
-    let report = analyze(files, false)?;
+    let report = analyze(files, false, request.device_spec.as_deref())?;
     exporter
         .add_analysis(&report)
         .with_context(|| format!("writing analysis tables in {}", out.display()))?;
@@ -257,12 +261,18 @@ fn export_tables(
 
 /// Every analysis of the traces (HTA defaults), for the analysis tables: read a few
 /// ranks at a time ([`analysis::analyze_paths`]), so memory does not grow with the ranks.
-fn analyze(files: &[PathBuf], lenient: bool) -> anyhow::Result<analysis::Report> {
+/// The roofline table's device is the one `device_spec` names (`--device-spec`).
+fn analyze(
+    files: &[PathBuf],
+    lenient: bool,
+    device_spec: Option<&str>,
+) -> anyhow::Result<analysis::Report> {
     let ranked: Vec<(Option<i64>, &Path)> = files.iter().map(|f| (None, f.as_path())).collect();
+    let device = device_spec.map(crate::analyze::device_spec).transpose()?;
     analysis::analyze_paths(
         &ranked,
         &analysis::LoadOptions::default().with_lenient(lenient),
-        &analysis::ReportOptions::default(),
+        &analysis::ReportOptions::default().with_device_spec(device),
     )
     .context("analyzing the traces for the analysis tables")
 }

@@ -86,6 +86,13 @@ enum Command {
         /// against [default: each group's link, as its ranks' traces describe it].
         #[arg(long, value_name = "GBPS", value_parser = positive_gbps)]
         peak_bus_gbps: Option<f64>,
+        /// The device of the roofline table: a built-in name (h100-sxm, h100-pcie, h200,
+        /// b200, a100-sxm-80gb, a100-sxm-40gb, a100-pcie-80gb, a100-pcie-40gb, mi300x,
+        /// mi325x, mi355x, trn2, trn2-lnc1, trn3, trn3-lnc1) or a JSON file {"name",
+        /// "memory_tb_per_s", "peak_tflops": {"matrix_bf16": …}} [default: from the
+        /// traces' deviceProperties].
+        #[arg(long, value_name = "NAME|FILE")]
+        device_spec: Option<String>,
     },
     /// Run a built-in workload (mlp, gpt, gpt-infer) on emulated Trainium ranks under the
     /// profiler: one Kineto trace per rank, then a summary and the analysis' insights.
@@ -162,7 +169,7 @@ enum Command {
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
     /// on extra tracks, printed, instead of dropped) or tables (events, kernels,
     /// collectives, memory, steps, ranks, operators, flows, and the analysis' results:
-    /// temporal breakdown, kernels, steps, collectives, utilization, insights) as CSV
+    /// temporal breakdown, kernels, steps, collectives, utilization, insights, roofline) as CSV
     /// files in a directory or a Hive-partitioned Parquet dataset (TABLE/rank=R/
     /// part-K.parquet; ranks converted in parallel; re-running adds the ranks it lacks),
     /// or Neuron Explorer profile folders (OUT/profiles/global/NAME@latest/, one per
@@ -186,6 +193,10 @@ enum Command {
         /// converted up to the damage and listed.
         #[arg(long)]
         lenient: bool,
+        /// The device of the analysis_roofline table (csv, parquet), as `analyze
+        /// --device-spec` [default: from the traces' deviceProperties].
+        #[arg(long, value_name = "NAME|FILE")]
+        device_spec: Option<String>,
     },
     /// SQL over traces (any Kineto trace) or over a dataset of `export --format
     /// parquet`: tables events, kernels, collectives, memory, steps, ranks, operators,
@@ -303,7 +314,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compare two traces (or two directories of rank traces) by operator and kernel name.
+    /// Compare two traces (or two directories of rank traces) by operator and kernel name,
+    /// and each operator with its arguments by efficiency (percent of its roofline).
     Diff {
         /// The control trace or directory.
         control: PathBuf,
@@ -319,9 +331,14 @@ enum Command {
         /// HTA's rounding (durations in integer microseconds).
         #[arg(long)]
         hta_compat: bool,
-        /// Rows to print, largest change in duration first.
+        /// Rows to print, largest change in duration first (and operator rows of the
+        /// roofline, largest change of kernel time first).
         #[arg(long, default_value_t = 20)]
         top: usize,
+        /// The device of both roofline tables, as `analyze --device-spec` [default: each
+        /// trace's deviceProperties].
+        #[arg(long, value_name = "NAME|FILE")]
+        device_spec: Option<String>,
         /// Print every row as JSON.
         #[arg(long)]
         json: bool,
@@ -430,6 +447,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             window,
             ranks_per_node,
             peak_bus_gbps,
+            device_spec,
         } => {
             let request = neuronprof::analyze::AnalyzeRequest {
                 ranks_per_node,
@@ -448,6 +466,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     analysis::inputs::Window::Latest,
                     analysis::inputs::Window::Nth,
                 ),
+                device_spec,
             };
             let report = neuronprof::analyze::run_analyze(&request)?;
             print_report(json, &report, |report, out| {
@@ -547,6 +566,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             format,
             out,
             lenient,
+            device_spec,
         } => {
             let request = neuronprof::export::ExportRequest {
                 paths,
@@ -554,6 +574,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out,
                 lenient,
                 progress: true,
+                device_spec,
             };
             let outcome = neuronprof::export::run_export(&request)?;
             let mut stdout = std::io::stdout().lock();
@@ -600,6 +621,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             rows,
             hta_compat,
             top,
+            device_spec,
             json,
         } => {
             let rows = match rows.as_str() {
@@ -607,9 +629,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "device" => DeviceFilter::Gpu,
                 _ => DeviceFilter::All,
             };
-            let diff = neuronprof::analyze::run_diff(&control, &test, rank, rows, hta_compat)?;
+            let diff = neuronprof::analyze::run_diff(&neuronprof::analyze::DiffRequest {
+                control,
+                test,
+                rank,
+                rows,
+                hta_compat,
+                device_spec,
+            })?;
             print_report(json, &diff, |diff, out| {
-                out.write_all(analysis::render::render_diff(diff, top).as_bytes())
+                out.write_all(neuronprof::analyze::render_diff(diff, top).as_bytes())
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -489,6 +489,7 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
             out: out.clone(),
             lenient: false,
             progress: false,
+            device_spec: None,
         })
         .context("writing the Perfetto trace")?;
         Some(out)

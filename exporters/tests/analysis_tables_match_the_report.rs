@@ -87,6 +87,12 @@ fn analysis_tables_match_the_report() {
             .sum(),
         report.utilization.len(),
         report.insights.len(),
+        report
+            .per_rank
+            .iter()
+            .filter_map(|r| r.roofline.as_ref())
+            .map(|t| t.ops.len())
+            .sum(),
     ];
     assert_eq!(expected[0], 2, "temporal breakdown of both ranks");
     assert!(expected[1] > 0 && expected[2] > 0, "{expected:?}");

@@ -60,8 +60,12 @@ fn every_operator_record_names_its_input_dims_and_dtypes() {
         ("aten::view", r#"[[2, 4]]|["c10::BFloat16"]"#),
         ("aten::randn", "[]|[]"),
         ("aten::_to_copy", r#"[[3]]|["long int"]"#),
-        // The dispatcher's input order (indices stream, the table is gathered from).
-        ("aten::embedding", r#"[[3], [10, 4]]|["long int", "float"]"#),
+        // aten's argument order (weight, indices, padding_idx, scale_grad_by_freq,
+        // sparse), as PyTorch records it, not the gather kernel's (indices first).
+        (
+            "aten::embedding",
+            r#"[[10, 4], [3], [], [], []]|["float", "long int", "Scalar", "Scalar", "Scalar"]"#,
+        ),
         ("aten::_to_copy", r#"[[3, 4]]|["float"]"#),
         ("aten::gelu", r#"[[4, 2]]|["c10::BFloat16"]"#),
         (

@@ -33,6 +33,9 @@
 //!   user could win, kernel time × (1 − fraction of roofline) = Σ kernel time − calls ×
 //!   roofline time. Rows are ranked by that time. Each row lists its kernels by name with
 //!   their own count and times.
+//! - **Engines** (neuron traces whose kernels state `<engine> busy (ns)`): each row's
+//!   kernel time split by engine, the engine its roofline says should bind and the
+//!   busiest one ([`engines`]).
 //! - **The device**: `--device-spec NAME|FILE` ([`RooflineOptions::device`]), else the
 //!   trace's `deviceProperties` (name, SM count, memory; a neuron device's profile and
 //!   LNC, with the peaks the trace states), else none: then the table has no roofline
@@ -45,6 +48,7 @@
 
 mod attribute;
 pub mod diff;
+pub mod engines;
 
 use perf_model::{Bound, Category, DeviceSpec, Model, OpArgs, OpCost};
 use serde::Serialize;
@@ -174,6 +178,9 @@ pub struct RooflineOp {
     /// Σ kernel time − calls × roofline time over the calls not nested in another
     /// modeled call, µs: what reaching the roofline would win.
     pub win_us: f64,
+    /// On neuron traces with engine busy times: the split by engine, the engine that
+    /// should bind and the busiest ([`engines`]); `null` otherwise.
+    pub engines: Option<engines::EngineSplit>,
     /// Its kernels, by name, most time first.
     pub kernels: Vec<KernelStats>,
 }
@@ -431,6 +438,15 @@ pub fn roofline_table(
         let roofline_us = line.as_ref().map(|l| l.time_s * 1e6);
         let win_us = roofline_us.map_or(0.0, |r| (top_us - r * top_calls as f64).max(0.0));
         let kernels = kernel_stats(trace, group.calls.iter().flat_map(|c| c.1.iter().copied()));
+        let engines = engines::engine_split(
+            trace,
+            group.calls.iter().flat_map(|c| c.1.iter().copied()),
+            us.len(),
+            total_us,
+            line.as_ref()
+                .filter(|l| l.peak.is_some() || l.bound == Bound::Memory)
+                .map(|l| (l.bound, cost.compute.unit)),
+        );
         let device_flops = group
             .calls
             .iter()
@@ -467,6 +483,7 @@ pub fn roofline_table(
                 .map(|p| (p.spec, p.flops_per_sec / 1e12)),
             device_flops_per_call: device_flops,
             win_us,
+            engines,
             kernels,
         });
     }

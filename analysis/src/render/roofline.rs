@@ -1,10 +1,11 @@
 //! The roofline section of the text report: the top opportunities (rows by the time
 //! reaching the roofline would win), the ops the model does not cover, and the kernel
-//! time per category.
+//! time per category; and `diff`'s per-operator efficiency before and after.
 
 use std::fmt::Write as _;
 
 use super::Table;
+use crate::analyses::roofline::diff::RooflineDiff;
 use crate::analyses::roofline::RankRoofline;
 
 /// Rows shown per rank in the text report (the JSON has them all).
@@ -99,6 +100,7 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
     if !t.is_empty() {
         out.push_str(&t.render());
     }
+    render_engines(out, table, top);
     if !table.uncovered.is_empty() {
         let mut t = Table::new(&["not covered", "calls", "kernel ms", "why"]);
         for u in table.uncovered.iter().take(top) {
@@ -124,4 +126,90 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         })
         .collect();
     let _ = writeln!(out, "by category: {}", cells.join(", "));
+}
+
+/// Renders `diff`'s `top` rows with the largest change of kernel time: per operator and
+/// unique arguments, calls, kernel time per call and percent of the roofline before and
+/// after.
+pub fn render_roofline_diff(out: &mut String, diff: &RooflineDiff, top: usize) {
+    if diff.changes.is_empty() && diff.only_before.is_empty() && diff.only_after.is_empty() {
+        return;
+    }
+    let device = |d: &Option<String>| d.clone().unwrap_or_else(|| "no device".to_owned());
+    let _ = writeln!(
+        out,
+        "\nRoofline, control ({}) → test ({}): {} op rows in both, {} only in control, {} \
+         only in test",
+        device(&diff.devices.0),
+        device(&diff.devices.1),
+        diff.changes.len(),
+        diff.only_before.len(),
+        diff.only_after.len(),
+    );
+    let pct = |p: Option<f64>| p.map_or("-".to_owned(), |p| format!("{p:.1}%"));
+    let mut t = Table::new(&[
+        "op",
+        "args",
+        "calls",
+        "us/call control",
+        "us/call test",
+        "% roofline control",
+        "% roofline test",
+        "diff ms",
+    ]);
+    for c in diff.changes.iter().take(top) {
+        t.row(vec![
+            c.name.clone(),
+            short(&c.params, 48),
+            if c.count.0 == c.count.1 {
+                c.count.0.to_string()
+            } else {
+                format!("{} → {}", c.count.0, c.count.1)
+            },
+            format!("{:.1}", c.kernel_time_per_call_us.0),
+            format!("{:.1}", c.kernel_time_per_call_us.1),
+            pct(c.roofline_pct.0),
+            pct(c.roofline_pct.1),
+            format!("{:+.3}", c.kernel_time_delta_us / 1e3),
+        ]);
+    }
+    if !t.is_empty() {
+        out.push_str(&t.render());
+    }
+}
+
+/// The engine split of the top rows, when the trace states engine busy times.
+fn render_engines(out: &mut String, table: &RankRoofline, top: usize) {
+    let rows: Vec<_> = table
+        .ops
+        .iter()
+        .filter(|op| op.nested_calls < op.count)
+        .take(top)
+        .filter_map(|op| op.engines.as_ref().map(|e| (op, e)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let mut t = Table::new(&[
+        "op",
+        "args",
+        "should bind",
+        "busiest",
+        "engine busy, % of kernel time",
+    ]);
+    for (op, split) in rows {
+        let shares: Vec<String> = split
+            .engines
+            .iter()
+            .map(|e| format!("{} {:.0}%", e.engine, e.share_pct))
+            .collect();
+        t.row(vec![
+            op.name.clone(),
+            short(&op.params, 48),
+            split.should_bind.clone().unwrap_or_else(|| "-".to_owned()),
+            split.busiest.clone(),
+            shares.join(", "),
+        ]);
+    }
+    out.push_str(&t.render());
 }

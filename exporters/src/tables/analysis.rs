@@ -19,6 +19,7 @@
 //! | `analysis_all_to_all` | (group, collective, sender, receiver) of an all-to-all(v) matrix (`collectives.all_to_all`) | `process_group, collective` text, `src_rank, dst_rank, bytes, instances` i64 (bytes `src_rank` sent `dst_rank` over the group's `instances`) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
+//! | `analysis_roofline` | operator and unique arguments per analyzed rank, most time to win first (`per_rank[].roofline.ops`) | `rank` i64, `device, name, category, input_dims, input_types, input_strides, concrete_inputs, params, compute_spec` text, `count, nested_calls` i64, `kernel_time_us, kernel_time_mean_us, gflops, data_moved_bytes, flops_per_byte, tflops_per_sec_mean, tb_per_sec_mean, roofline_time_us, roofline_pct` f64, `bound` text (`compute`/`memory`, empty without a device), `win_us` f64 (`kernel_time_mean_us`, `tflops_per_sec_mean`, `tb_per_sec_mean`: the means of the per-call spreads) |
 
 use serde_json::Value;
 
@@ -50,7 +51,7 @@ const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
 use Kind::{Float as F, Int as I, Text as T};
 
 /// How many analysis tables there are.
-pub const ANALYSIS_TABLE_COUNT: usize = 9;
+pub const ANALYSIS_TABLE_COUNT: usize = 10;
 
 /// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
 pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
@@ -63,6 +64,7 @@ pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
     "analysis_all_to_all",
     "analysis_utilization",
     "analysis_insights",
+    "analysis_roofline",
 ];
 
 /// The columns of each analysis table (same order as [`ANALYSIS_TABLES`]).
@@ -192,6 +194,31 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
         c("start_us", F),
         c("end_us", F),
     ],
+    &[
+        c("rank", I),
+        c("device", T),
+        c("name", T),
+        c("category", T),
+        c("input_dims", T),
+        c("input_types", T),
+        c("input_strides", T),
+        c("concrete_inputs", T),
+        c("params", T),
+        c("compute_spec", T),
+        c("count", I),
+        c("nested_calls", I),
+        c("kernel_time_us", F),
+        c("kernel_time_mean_us", F),
+        c("gflops", F),
+        c("data_moved_bytes", F),
+        c("flops_per_byte", F),
+        c("tflops_per_sec_mean", F),
+        c("tb_per_sec_mean", F),
+        c("roofline_time_us", F),
+        c("roofline_pct", F),
+        c("bound", T),
+        c("win_us", F),
+    ],
 ];
 
 fn objects<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
@@ -262,6 +289,7 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
         all_to_all,
         objects(&report.utilization),
         insights,
+        roofline_objects(report),
     ];
     let mut out: [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] = Default::default();
     for ((rows, objects), schema) in out.iter_mut().zip(sources).zip(ANALYSIS_SCHEMAS) {
@@ -274,6 +302,35 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
                     .collect()
             })
             .collect();
+    }
+    out
+}
+
+/// The roofline rows of every analyzed rank, flattened: the rank and device on each row,
+/// and the means of the per-call spreads as `kernel_time_mean_us`, `tflops_per_sec_mean`
+/// and `tb_per_sec_mean`.
+fn roofline_objects(report: &analysis::Report) -> Vec<Value> {
+    let mut out = Vec::new();
+    for table in report.per_rank.iter().filter_map(|r| r.roofline.as_ref()) {
+        for (mut row, op) in objects(&table.ops).into_iter().zip(&table.ops) {
+            if let Some(object) = row.as_object_mut() {
+                object.insert("rank".into(), Value::from(table.rank));
+                object.insert(
+                    "device".into(),
+                    table.device.clone().map_or(Value::Null, Value::from),
+                );
+                object.insert(
+                    "kernel_time_mean_us".into(),
+                    Value::from(op.kernel_time_per_call_us.mean),
+                );
+                object.insert(
+                    "tflops_per_sec_mean".into(),
+                    Value::from(op.tflops_per_sec.mean),
+                );
+                object.insert("tb_per_sec_mean".into(), Value::from(op.tb_per_sec.mean));
+            }
+            out.push(row);
+        }
     }
     out
 }

@@ -51,9 +51,41 @@ pub(crate) fn scalar_args(op: &str) -> usize {
     match op {
         // self * scale + shift
         "aten::affine_scalar" => 2,
-        // the fill value; the dropout probability; the norms' epsilon
-        "aten::fill_" | "aten::native_dropout" | "aten::native_layer_norm" | "aten::rms_norm" => 1,
+        // the fill value; the dropout probability
+        "aten::fill_" | "aten::native_dropout" => 1,
         _ => 0,
+    }
+}
+
+/// One argument of an op as PyTorch's profiler records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recorded {
+    /// The kernel's input at this index: its dims and dtype.
+    Input(usize),
+    /// A number: `[]` / `"Scalar"`.
+    Scalar,
+    /// A list of numbers (a shape): `[]` / `"ScalarList"`.
+    ScalarList,
+}
+
+/// The arguments of ops whose aten signature is not "the kernel's tensor inputs in
+/// order, then [`scalar_args`] scalars": each argument in the aten schema's order, as
+/// PyTorch's profiler writes them (seen in real traces, e.g. the H100 BERT trace in
+/// `tests/data/traces/tracelens/`: `aten::embedding` `[[30522, 512], [1, 141], [], [],
+/// []]`, `["c10::BFloat16", "long int", "Scalar", "Scalar", "Scalar"]`; `aten::native_layer_norm`
+/// `[[1, 141, 512], [], [512], [512], []]`, `[…, "ScalarList", …, "Scalar"]`), so the
+/// roofline's performance model reads them as it reads PyTorch's.
+fn recorded_args(op: &str) -> Option<&'static [Recorded]> {
+    use Recorded::{Input, Scalar, ScalarList};
+    match op {
+        // embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse); the
+        // gather kernel takes the indices first.
+        "aten::embedding" => Some(&[Input(1), Input(0), Scalar, Scalar, Scalar]),
+        // native_layer_norm(input, normalized_shape, weight, bias, eps)
+        "aten::native_layer_norm" => Some(&[Input(0), ScalarList, Input(1), Input(2), Scalar]),
+        // rms_norm(input, normalized_shape, weight, eps)
+        "aten::rms_norm" => Some(&[Input(0), ScalarList, Input(1), Scalar]),
+        _ => None,
     }
 }
 
@@ -94,35 +126,57 @@ pub(crate) fn op_ids(op: &'static str, inputs: &[&Tensor]) -> OpIds {
         .unwrap_or_else(|_| intern())
 }
 
-/// Formats `<Input Dims>|<Input type>` for `op` applied to `inputs`.
+/// Formats `<Input Dims>|<Input type>` for `op` applied to `inputs`: the arguments in
+/// the order and with the non-tensor arguments PyTorch records ([`recorded_args`]),
+/// else the inputs in order and [`scalar_args`] scalars.
 pub(crate) fn format_sig(op: &str, inputs: &[&Tensor]) -> String {
-    let scalars = scalar_args(op);
+    let plain: Vec<Recorded>;
+    let args = match recorded_args(op) {
+        // A layout that names an input the call lacks falls back to the plain one.
+        Some(args)
+            if args
+                .iter()
+                .all(|a| !matches!(a, Recorded::Input(i) if *i >= inputs.len())) =>
+        {
+            args
+        }
+        _ => {
+            plain = (0..inputs.len())
+                .map(Recorded::Input)
+                .chain(std::iter::repeat_n(Recorded::Scalar, scalar_args(op)))
+                .collect();
+            &plain
+        }
+    };
     let mut dims = String::from("[");
     let mut types = String::from("[");
-    let mut first = true;
-    let mut sep = |s: &mut String, t: &mut String| {
-        if !first {
-            s.push_str(", ");
-            t.push_str(", ");
+    for (n, arg) in args.iter().enumerate() {
+        if n > 0 {
+            dims.push_str(", ");
+            types.push_str(", ");
         }
-        first = false;
-    };
-    for input in inputs {
-        sep(&mut dims, &mut types);
-        dims.push('[');
-        for (i, d) in input.shape.iter().enumerate() {
-            if i > 0 {
-                dims.push_str(", ");
+        match *arg {
+            Recorded::Input(i) => {
+                let input = inputs[i];
+                dims.push('[');
+                for (i, d) in input.shape.iter().enumerate() {
+                    if i > 0 {
+                        dims.push_str(", ");
+                    }
+                    let _ = write!(dims, "{d}");
+                }
+                dims.push(']');
+                let _ = write!(types, "\"{}\"", input.dtype.torch_name());
             }
-            let _ = write!(dims, "{d}");
+            Recorded::Scalar => {
+                dims.push_str("[]");
+                types.push_str("\"Scalar\"");
+            }
+            Recorded::ScalarList => {
+                dims.push_str("[]");
+                types.push_str("\"ScalarList\"");
+            }
         }
-        dims.push(']');
-        let _ = write!(types, "\"{}\"", input.dtype.torch_name());
-    }
-    for _ in 0..scalars {
-        sep(&mut dims, &mut types);
-        dims.push_str("[]");
-        types.push_str("\"Scalar\"");
     }
     dims.push(']');
     types.push(']');
@@ -153,6 +207,28 @@ mod tests {
         assert_eq!(
             format_sig("aten::linear", &[&f8]),
             r#"[[1]]|["c10::Float8_e4m3fn"]"#
+        );
+    }
+
+    #[test]
+    fn embedding_and_the_norms_are_recorded_in_atens_argument_order() {
+        let x = Tensor::from_f32(&[2, 5, 8], vec![0.0; 80]).unwrap();
+        let w = Tensor::from_f32(&[8], vec![1.0; 8]).unwrap();
+        let b = Tensor::from_f32(&[8], vec![0.0; 8]).unwrap();
+        assert_eq!(
+            format_sig("aten::native_layer_norm", &[&x, &w, &b]),
+            r#"[[2, 5, 8], [], [8], [8], []]|["float", "ScalarList", "float", "float", "Scalar"]"#
+        );
+        assert_eq!(
+            format_sig("aten::rms_norm", &[&x, &w]),
+            r#"[[2, 5, 8], [], [8], []]|["float", "ScalarList", "float", "Scalar"]"#
+        );
+        // The gather kernel's inputs are (indices, table).
+        let idx = Tensor::from_i64(&[2, 5], vec![0; 10]).unwrap();
+        let table = Tensor::from_f32_as_bf16(&[30, 8], &[0.0; 240]).unwrap();
+        assert_eq!(
+            format_sig("aten::embedding", &[&idx, &table]),
+            r#"[[30, 8], [2, 5], [], [], []]|["c10::BFloat16", "long int", "Scalar", "Scalar", "Scalar"]"#
         );
     }
 

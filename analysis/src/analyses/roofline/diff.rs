@@ -12,6 +12,8 @@ use super::{RankRoofline, RooflineOp};
 pub struct RooflineChange {
     /// Operator name.
     pub name: String,
+    /// `Input Dims` as written.
+    pub input_dims: String,
     /// The model's parameters (`M=… N=… K=…`).
     pub params: String,
     /// Calls before and after.
@@ -62,6 +64,7 @@ pub fn roofline_diff(before: &RankRoofline, after: &RankRoofline) -> RooflineDif
         };
         changes.push(RooflineChange {
             name: b.name.clone(),
+            input_dims: b.input_dims.clone(),
             params: b.params.clone(),
             count: (b.count, a.count),
             kernel_time_per_call_us: (

@@ -326,7 +326,10 @@ fn the_roofline_table_is_exported_and_queried_as_analyze_reports_it() {
     let sql = "SELECT rank, device, name, input_dims, count, kernel_time_us, gflops, \
                data_moved_bytes, tflops_per_sec_mean, roofline_pct, bound, win_us \
                FROM analysis_roofline ORDER BY win_us DESC, kernel_time_us DESC";
-    let out = neuronprof(&["query", sql, "--format", "json"], &[dir.clone()]);
+    let out = neuronprof(
+        &["query", sql, "--format", "json"],
+        std::slice::from_ref(&dir),
+    );
     let rows = json_of(&out);
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), ops.len(), "{rows:?}");

@@ -199,10 +199,17 @@ enum Command {
         /// The window of each document: 1s, 500ms, 0.5 … (at most 30s).
         #[arg(long, default_value = "1s")]
         period: String,
-        /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)
-        /// instead of printing documents.
+        /// Serve Prometheus metrics at http://ADDR/metrics instead of printing
+        /// documents: a port (9464: 127.0.0.1:9464), IP:PORT or NAME:PORT. The metrics
+        /// name the host, pids, workloads and operators: a name must resolve to
+        /// loopback unless --listen-public; a non-loopback IP is served with a warning
+        /// saying who can read it.
         #[arg(long, value_name = "ADDR")]
         prometheus: Option<String>,
+        /// Let --prometheus serve off the loopback: a NAME that resolves to a network
+        /// address, and a bare PORT on every interface (0.0.0.0).
+        #[arg(long, requires = "prometheus")]
+        listen_public: bool,
         /// Stop after this many documents (default: until Ctrl-C).
         #[arg(long)]
         count: Option<u64>,
@@ -563,6 +570,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Monitor {
             period,
             prometheus,
+            listen_public,
             count,
             dir,
         } => {
@@ -571,6 +579,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 dir: dir.unwrap_or_else(analysis::live_client::endpoint_dir),
                 count,
                 prometheus,
+                exposure: if listen_public {
+                    metrics_server::Exposure::Public
+                } else {
+                    metrics_server::Exposure::Loopback
+                },
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -184,13 +184,19 @@ enum Command {
         /// Output format (parquet needs -o).
         #[arg(long, default_value = "table", value_parser = ["table", "csv", "json", "parquet"])]
         format: String,
-        /// Write the result to this file instead of standard output.
+        /// Write the result to this file instead of standard output (replaced only
+        /// once the whole result is written; never one of the inputs).
         #[arg(short, long)]
         out: Option<PathBuf>,
         /// Read past damaged events and truncations; damaged files are listed on
         /// standard error.
         #[arg(long)]
         lenient: bool,
+        /// Run statements that write files, read files other than the given ones or
+        /// change the session (COPY … TO, CREATE EXTERNAL TABLE, INSERT, SET …):
+        /// refused by default.
+        #[arg(long)]
+        allow_write: bool,
     },
     /// Live metrics of every process running the emulated device (each rank
     /// separately), as one neuron-monitor JSON document per period on standard output,
@@ -554,6 +560,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             format,
             out,
             lenient,
+            allow_write,
         } => {
             let request = neuronprof::query::QueryRequest {
                 sql,
@@ -561,6 +568,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 format: query::OutputFormat::parse(&format).context("--format")?,
                 out,
                 lenient,
+                allow_write,
             };
             let outcome = neuronprof::query::run_query(&request)?;
             neuronprof::query::render_damage(&outcome, &mut std::io::stderr().lock())

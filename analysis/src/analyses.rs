@@ -11,6 +11,7 @@ pub mod memory_bw;
 pub mod operators;
 pub mod overlap;
 pub mod queue_length;
+pub mod roofline;
 pub mod steps;
 pub mod stragglers;
 pub mod temporal;

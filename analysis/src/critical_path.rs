@@ -350,6 +350,14 @@ pub enum CriticalPathError {
         /// Why.
         reason: &'static str,
     },
+    /// A what-if rule selects nothing the graph can scale (a typo in a kernel pattern, a
+    /// rank that is not among the inputs): its answer would be an unchanged step.
+    ScaleMatchesNothing {
+        /// The rule as given.
+        rule: String,
+        /// What it was looked for in (the ranks, or how many kernel or operator names).
+        looked_in: String,
+    },
 }
 
 impl std::fmt::Display for CriticalPathError {
@@ -400,6 +408,11 @@ impl std::fmt::Display for CriticalPathError {
                 "rank {rank}: the windowed load's compact form of the correlations is not \
                  exact for this file ({reason}): load it keeping every correlated row, or \
                  the whole trace"
+            ),
+            CriticalPathError::ScaleMatchesNothing { rule, looked_in } => write!(
+                f,
+                "--scale {rule}: matches nothing in the graph ({looked_in}); a rule that \
+                 selects nothing would predict an unchanged step"
             ),
             CriticalPathError::NoTimeline(rank) => write!(
                 f,

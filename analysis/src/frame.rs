@@ -88,6 +88,12 @@ impl<'t> Frame<'t> {
         trace.names.get(trace.rows[row.row as usize].category)
     }
 
+    /// A model row's (start, end) in this frame's ticks (the frame's rounding), whether
+    /// or not the frame kept it.
+    pub(crate) fn ticks_of(&self, row: &Row) -> (i64, i64) {
+        times(self.tick_ns == 1000, row.ts_rel_ns, row.dur_ns)
+    }
+
     /// Ticks to µs.
     pub fn us(&self, ticks: i64) -> f64 {
         ticks as f64 * self.tick_ns as f64 / 1000.0
@@ -329,6 +335,8 @@ struct NameFacts {
     is_device_category: Vec<bool>,
     /// As a category: `cpu_op`.
     is_cpu_op: Vec<bool>,
+    /// As a category: `gpu_user_annotation` (a range's device-side copy).
+    is_device_annotation: Vec<bool>,
 }
 
 impl NameFacts {
@@ -341,6 +349,7 @@ impl NameFacts {
             is_sync: Vec::with_capacity(n),
             is_device_category: Vec::with_capacity(n),
             is_cpu_op: Vec::with_capacity(n),
+            is_device_annotation: Vec::with_capacity(n),
         };
         for text in trace.names.iter() {
             facts.kernel_type.push(match mode {
@@ -356,6 +365,9 @@ impl NameFacts {
                 .is_device_category
                 .push(classify::is_device_work_category(text));
             facts.is_cpu_op.push(text == "cpu_op");
+            facts
+                .is_device_annotation
+                .push(text == crate::analyses::steps::DEVICE_ANNOTATION_CATEGORY);
         }
         facts
     }
@@ -618,6 +630,13 @@ impl<'t> Prepared<'t> {
             .rows
             .iter()
             .zip(spans)
+            // The default mode takes a step's host window only: its device copy
+            // (`gpu_user_annotation`, PyTorch 2.x) lags it and overlaps the next step's
+            // host window. HTA takes both.
+            .filter(|(r, _)| {
+                self.mode == Mode::HtaCompat
+                    || !self.facts.is_device_annotation[r.category as usize]
+            })
             .filter_map(|(r, &(s, e))| {
                 self.facts.step_lenient[r.name as usize].map(|k| (s, e - s, k))
             })

@@ -8,6 +8,10 @@
 //! else there (torch's `key_averages.json`, TensorBoard's event files, subfolders) is
 //! skipped, one [`Skipped`] line each, so a run folder analyzes as it is.
 //!
+//! A Neuron Explorer profile folder (`…@latest`, Parquet tables: the `neuron-explorer`
+//! crate) is a trace too: given as a path, found in a given directory, or found under a
+//! given data path's `profiles/global/`; [`open_trace`] opens either kind.
+//!
 //! [`group_ranks`] decides which files are one rank. A file's rank is its
 //! `distributedInfo.rank`; a file without one belongs to the process that wrote it
 //! (`host_name` and the pid of its first host event). Files of one rank are that rank's
@@ -27,6 +31,8 @@ use serde::Serialize;
 use trace_format::{Event, Ident, Phase, TraceMeta, TraceReader, TraceSink};
 
 use crate::error::AnalysisError;
+
+pub use neuron_explorer::{find_profiles, is_profile_dir};
 
 /// The trace files found, and what was passed over.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -64,7 +70,7 @@ pub fn find_traces<P: AsRef<Path>>(paths: &[P]) -> Result<TraceInputs, AnalysisE
     for path in paths {
         let path = path.as_ref();
         let meta = std::fs::metadata(path).map_err(|e| input_error(path, e.to_string()))?;
-        if !meta.is_dir() {
+        if !meta.is_dir() || neuron_explorer::is_profile_dir(path) {
             out.files.push(path.to_path_buf());
             continue;
         }
@@ -73,6 +79,12 @@ pub fn find_traces<P: AsRef<Path>>(paths: &[P]) -> Result<TraceInputs, AnalysisE
             .map_err(|e| input_error(path, format!("cannot list it: {e}")))?;
         entries.sort();
         let before = out.files.len();
+        // A Neuron Explorer data path: its profiles, then what else the folder holds.
+        let data_path = path.join("profiles").join("global");
+        if data_path.is_dir() {
+            out.files.extend(neuron_explorer::find_profiles(path));
+            entries.retain(|e| e.file_name().is_none_or(|n| n != "profiles"));
+        }
         for entry in entries {
             match classify(&entry) {
                 Ok(()) => out.files.push(entry),
@@ -85,7 +97,8 @@ pub fn find_traces<P: AsRef<Path>>(paths: &[P]) -> Result<TraceInputs, AnalysisE
         if out.files.len() == before {
             return Err(input_error(
                 path,
-                "the directory holds no trace (a .json or .json.gz file with traceEvents)"
+                "the directory holds no trace (a .json or .json.gz file with traceEvents, \
+                 or a Neuron Explorer profile folder)"
                     .to_owned(),
             ));
         }
@@ -96,6 +109,9 @@ pub fn find_traces<P: AsRef<Path>>(paths: &[P]) -> Result<TraceInputs, AnalysisE
 /// `Ok` for a trace file in a directory, else why it is skipped.
 fn classify(entry: &Path) -> Result<(), String> {
     let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if entry.is_dir() && neuron_explorer::is_profile_dir(entry) {
+        return Ok(());
+    }
     if entry.is_dir() {
         return Err("a folder (folders are not searched; give it as a path of its own)".into());
     }
@@ -110,6 +126,20 @@ fn classify(entry: &Path) -> Result<(), String> {
         Ok(false) => Err("JSON without traceEvents at its top level: not a trace".into()),
         Err(e) => Err(format!("cannot be read: {e}")),
     }
+}
+
+/// A reader of the trace at `path`: a Kineto file, or a Neuron Explorer profile folder
+/// read as the same events (`neuron_explorer::open_trace`). Errors opening a profile
+/// (not a profile, an unknown schema version; in strict mode, damage its survey met)
+/// name the path.
+pub fn open_trace(path: &Path, lenient: bool) -> Result<TraceReader<'static>, AnalysisError> {
+    if path.is_dir() {
+        return neuron_explorer::open_trace(path, lenient).map_err(|e| AnalysisError::Input {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        });
+    }
+    Ok(TraceReader::open(path).lenient(lenient))
 }
 
 /// Whether the file (plain or gzip JSON) is an object with a `traceEvents` array at its
@@ -263,6 +293,9 @@ pub struct RankWindows {
     pub files: Vec<PathBuf>,
     /// The index of the file analyzed.
     pub chosen: usize,
+    /// Why the chosen window is not the latest one, when it is not (JSON: `null` when it
+    /// is the latest).
+    pub why: Option<String>,
 }
 
 /// What [`group_ranks`] gives: each rank and the file of its chosen window (rank order),
@@ -321,7 +354,9 @@ pub fn group_ranks(files: &[PathBuf], window: Window) -> Result<Grouping, Analys
             let mut probe = Probe::default();
             // Damage is the loader's to report, with its location; a probe that fails
             // leaves the file a group of its own.
-            let _ = TraceReader::open(path).lenient(true).read(&mut probe);
+            if let Ok(reader) = open_trace(path, true) {
+                let _ = reader.read(&mut probe);
+            }
             probe
         })
         .collect();
@@ -366,8 +401,14 @@ pub fn group_ranks(files: &[PathBuf], window: Window) -> Result<Grouping, Analys
             }
         };
         members.sort_by_key(|&i| (probes[i].first_ts_ns.unwrap_or(i64::MAX), i));
+        let mut why = None;
         let pick = match window {
-            Window::Latest => members.len() - 1,
+            Window::Latest => {
+                let paths: Vec<&Path> = members.iter().map(|&i| files[i].as_path()).collect();
+                let (pick, reason) = latest_active_window(&paths);
+                why = reason;
+                pick
+            }
             Window::Nth(n) if (1..=members.len()).contains(&n) => n - 1,
             Window::Nth(n) => {
                 return Err(AnalysisError::NoSuchWindow {
@@ -383,11 +424,100 @@ pub fn group_ranks(files: &[PathBuf], window: Window) -> Result<Grouping, Analys
             grouped_by,
             files: members.iter().map(|&i| files[i].clone()).collect(),
             chosen: pick,
+            why,
         });
     }
     chosen.sort_by_key(|(rank, _)| *rank);
     windows.sort_by_key(|w| w.rank);
     Ok((chosen, windows))
+}
+
+/// Of one rank's windows in time order, the one [`Window::Latest`] takes, and why when
+/// it is not the last file: the latest window that holds a complete `ProfilerStep` and
+/// device activity. A `torch.profiler.schedule` that ends mid-cycle (six steps with
+/// `wait=1, warmup=1, active=2`) writes a last, nearly empty window (its step
+/// annotations and a synchronize) that would report no device activity for a run that
+/// kept the device busy. Without such a window: the latest with a step, else the latest.
+/// Only a rank with several windows is scanned, from the latest back, each file up to
+/// the first step and device row.
+fn latest_active_window(paths: &[&Path]) -> (usize, Option<String>) {
+    let last = paths.len() - 1;
+    if last == 0 {
+        return (0, None);
+    }
+    let mut probes: Vec<(usize, ActivityProbe)> = Vec::new();
+    for (i, path) in paths.iter().enumerate().rev() {
+        let mut probe = ActivityProbe::default();
+        // Damage is the loader's to report when the window is read.
+        let _ = TraceReader::open(path).lenient(true).read(&mut probe);
+        let active = probe.step && probe.device;
+        probes.push((i, probe));
+        if active {
+            break;
+        }
+    }
+    let pick = probes
+        .iter()
+        .find(|(_, p)| p.step && p.device)
+        .or_else(|| probes.iter().find(|(_, p)| p.step))
+        .map_or(last, |(i, _)| *i);
+    if pick == last {
+        return (last, None);
+    }
+    let name = |p: &Path| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+    };
+    let passed: Vec<String> = probes
+        .iter()
+        .filter(|(i, _)| *i > pick)
+        .map(|(i, p)| {
+            let lacks = match (p.step, p.device) {
+                (false, false) => "no ProfilerStep and no device activity",
+                (false, true) => "no ProfilerStep",
+                _ => "no device activity",
+            };
+            format!("{} has {lacks}", name(paths[*i]))
+        })
+        .collect();
+    (
+        pick,
+        Some(format!(
+            "the latest window with a complete ProfilerStep and device activity; {} (a \
+             profiler schedule that ended mid-cycle writes such a window)",
+            passed.join(", ")
+        )),
+    )
+}
+
+/// Whether a window holds a complete `ProfilerStep#N` and any device work.
+#[derive(Default)]
+struct ActivityProbe {
+    step: bool,
+    device: bool,
+}
+
+impl TraceSink for ActivityProbe {
+    fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
+        if event.phase != Phase::Complete {
+            return ControlFlow::Continue(());
+        }
+        let category = event.category.as_ref().map(|c| c.normalized());
+        let category = category.as_ref().map_or("", |c| c.as_str());
+        if crate::classify::is_device_work_category(category) {
+            self.device = true;
+        } else if !self.step {
+            self.step = event
+                .name
+                .as_ref()
+                .is_some_and(|n| crate::frame::step_number(n, true).is_some());
+        }
+        if self.step && self.device {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 mod compile;
 mod device_bound;
+pub mod roofline;
 
 use serde::Serialize;
 
@@ -46,6 +47,8 @@ pub enum FindingKind {
     Recompiles,
     /// Ops the neuron graph compiler does not know ran eagerly inside compiled graphs.
     EagerFallbacks,
+    /// Much of the kernel time is in ops far below the device's roofline.
+    FarFromRoofline,
 }
 
 /// One finding.
@@ -83,6 +86,10 @@ pub struct Finding {
     /// The step, when the finding is about one.
     #[serde(skip)]
     step: Option<i64>,
+    /// Every (rank, step) a step finding stands for, with the window (µs) it was measured
+    /// over: what [`disagreements`] compares.
+    #[serde(skip)]
+    rank_steps: Vec<RankStep>,
     /// A second number a merged line also gives the median of (name, value in %).
     #[serde(skip)]
     also: Option<(&'static str, f64)>,
@@ -117,12 +124,18 @@ impl Finding {
             time_range_us,
             metric,
             step: None,
+            rank_steps: Vec::new(),
             also: None,
         }
     }
 
     fn with_step(mut self, step: i64) -> Self {
         self.step = Some(step);
+        self.rank_steps = self
+            .rank
+            .map(|rank| (rank, step, self.time_range_us))
+            .into_iter()
+            .collect();
         self
     }
 
@@ -131,6 +144,9 @@ impl Finding {
         self
     }
 }
+
+/// (rank, step, the window in µs it was measured over).
+type RankStep = (i64, i64, Option<(f64, f64)>);
 
 /// Thresholds that turn numbers into findings.
 #[derive(Clone, Debug)]
@@ -247,9 +263,12 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
                     FindingKind::HostBoundStep,
                     Some(s.rank),
                     format!(
-                        "rank {} step {}: device waited {:.0} us ({:.0}%) for the host to launch",
+                        "rank {} step {} ({} of {:.0} us): device waited {:.0} us ({:.0}%) \
+                         for the host to launch",
                         s.rank,
                         s.step,
+                        s.window.label(),
+                        s.dur_us,
                         s.host_bound_idle_us,
                         fraction * 100.0
                     ),
@@ -438,8 +457,52 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
         out.retain(|f| f.kind == FindingKind::MemoryNearCapacity);
     }
     out.extend(compile::compile_findings(report));
+    out.extend(roofline::far_from_roofline(report));
     let mut out = merge_alike(out);
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out
+}
+
+/// Pairs of findings that contradict each other, each as one line naming both (empty
+/// for a report that agrees with itself). Two findings disagree when they are about the
+/// same rank and step and
+/// - one says the device mostly waited for the host and the other that it was
+///   device-bound, or
+/// - they measured that step over different windows (a step's host and device windows
+///   differ, and each finding about a step must say which it uses: one).
+///
+/// Findings of one line merged from several (ranks, steps) are compared by each.
+pub fn disagreements(findings: &[Finding]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        for g in &findings[i + 1..] {
+            for &(rank, step, f_window) in &f.rank_steps {
+                for &(_, _, g_window) in g
+                    .rank_steps
+                    .iter()
+                    .filter(|(r, s, _)| (*r, *s) == (rank, step))
+                {
+                    let opposite = matches!(
+                        (f.kind, g.kind),
+                        (FindingKind::HostBoundStep, FindingKind::DeviceBoundStep)
+                            | (FindingKind::DeviceBoundStep, FindingKind::HostBoundStep)
+                    );
+                    if opposite {
+                        out.push(format!(
+                            "rank {rank} step {step}: host-bound and device-bound: \"{}\" vs \"{}\"",
+                            f.summary, g.summary
+                        ));
+                    } else if f_window != g_window {
+                        out.push(format!(
+                            "rank {rank} step {step}: measured over {f_window:?} and {g_window:?} us: \
+                             \"{}\" vs \"{}\"",
+                            f.summary, g.summary
+                        ));
+                    }
+                }
+            }
+        }
+    }
     out
 }
 
@@ -516,6 +579,7 @@ fn merge_alike(findings: Vec<Finding>) -> Vec<Finding> {
                 time_range_us: None,
                 metric: first.metric.clone(),
                 step: None,
+                rank_steps: group.iter().flat_map(|f| f.rank_steps.clone()).collect(),
                 also: None,
             }
         })
@@ -552,5 +616,54 @@ pub(crate) fn pct_text(value: Option<f64>) -> String {
             let digits = (-v.abs().log10()).ceil() as usize + 1;
             format!("{v:.digits$}%")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step_finding(kind: FindingKind, rank: i64, step: i64, window: (f64, f64)) -> Finding {
+        Finding::new(
+            0.5,
+            kind,
+            Some(rank),
+            format!("{kind:?} rank {rank} step {step}"),
+            0.5,
+            0.3,
+            "fraction",
+            Some(window),
+            format!("{kind:?}"),
+        )
+        .with_step(step)
+    }
+
+    #[test]
+    fn findings_that_contradict_on_one_step_are_caught_even_when_merged() {
+        use FindingKind::{DeviceBoundStep, HostBoundStep};
+        let device = (10.0, 20.0);
+        let host = (0.0, 30.0);
+        assert!(disagreements(&[
+            step_finding(HostBoundStep, 0, 6, device),
+            step_finding(DeviceBoundStep, 0, 7, device),
+            step_finding(DeviceBoundStep, 1, 6, device),
+        ])
+        .is_empty());
+        let both = disagreements(&[
+            step_finding(HostBoundStep, 0, 6, device),
+            step_finding(DeviceBoundStep, 0, 6, device),
+        ]);
+        assert_eq!(both.len(), 1, "{both:?}");
+        assert!(both[0].contains("host-bound and device-bound"), "{both:?}");
+        // Two host-bound findings over different windows of one step, merged into one
+        // line with another step's: still caught.
+        let merged = merge_alike(vec![
+            step_finding(HostBoundStep, 0, 6, host),
+            step_finding(HostBoundStep, 0, 5, host),
+        ]);
+        let windows =
+            disagreements(&[merged[0].clone(), step_finding(HostBoundStep, 0, 6, device)]);
+        assert_eq!(windows.len(), 1, "{windows:?}");
+        assert!(windows[0].contains("measured over"), "{windows:?}");
     }
 }

@@ -53,13 +53,20 @@
 //! Beyond HTA: [`analyses::memory`] (timeline from `[memory]` events),
 //! [`analyses::operators`] (a `key_averages` table), [`analyses::steps`] (each step split
 //! by what the device did, host- or device-bound), [`analyses::collectives`]
-//! (collectives matched across ranks: waiting versus transfer, the bottleneck rank),
+//! (collectives matched across ranks: the transfer — the shortest duration across
+//! ranks — versus each rank's wait, start and end skew, algorithm and bus bandwidth,
+//! per process group and operation with a size histogram and bandwidth percentiles,
+//! who arrived first and last, the bottleneck rank; equal to TraceLens's collective
+//! report),
 //! [`analyses::transfers`] (copies by kind, small transfers, achieved bandwidth),
 //! [`analyses::utilization`] (neuron engines and cores active %, MFU/HFU against
 //! `deviceProperties` peaks, DMA use and small DMAs, TensorE throttling, host- versus
 //! device-bound steps), [`analyses::compile`] (`torch.compile`: Dynamo's compiled
 //! regions, graph kernels, and the graph breaks and recompiles with their reasons from
-//! the trace's `neuron_compile` member), [`insights`].
+//! the trace's `neuron_compile` member), [`analyses::roofline`] (per operator and unique
+//! arguments: FLOPs and bytes from the [`perf_model`] crate, achieved TFLOP/s and TB/s,
+//! the device's roofline and the time reaching it would win; TraceLens's definitions,
+//! checked on its reports), [`insights`].
 //! `trace_diff` and `operators` work from the same single read: the loader keeps each
 //! host operator (`cpu_op`, `user_annotation`) in 40 bytes (start, duration,
 //! `External id`, interned name and `Input Dims`, thread), each other complete event that
@@ -75,7 +82,8 @@
 //! "ranks", "last_step_filtered", "step",
 //! "temporal_breakdown": TemporalBreakdown | null, "comm_comp_overlap",
 //! "kernel_breakdown", "per_rank": [{"rank", "idle_time", "queue_length", "memory_bw",
-//! "launch_stats", "memory", "transfers", "operators": OperatorTable | null}…],
+//! "launch_stats", "memory", "transfers", "operators": OperatorTable | null,
+//! "roofline": RankRoofline | null}…],
 //! "stragglers": Stragglers | null,
 //! "steps": [StepSplit…], "collectives", "utilization": [DeviceUtilization…],
 //! "compile": [RankCompile…], "errors": [string…]}`. Times are µs (`_us`),

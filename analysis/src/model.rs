@@ -311,6 +311,8 @@ pub struct DeviceInfo {
     pub peak_tflops: Vec<(String, f64)>,
     /// `totalGlobalMem`, bytes.
     pub memory_bytes: Option<i64>,
+    /// `numSms`: streaming multiprocessors (NVIDIA) or compute units (AMD).
+    pub num_sms: Option<i64>,
 }
 
 /// What the operator table and the trace diff need beyond [`RankTrace::rows`], gathered in
@@ -338,6 +340,23 @@ pub struct HostOps {
     pub device_ns_by_external_id: std::collections::HashMap<i64, i64>,
     /// Distinct (`pid`, `tid`) of the operators; [`HostOp::thread`] indexes it.
     pub threads: Vec<(IdentKey, IdentKey)>,
+    /// The other `record_shapes` arrays of the operators that have any, in operator
+    /// order: what the performance model ([`crate::analyses::roofline`]) reads.
+    pub shape_args: Vec<OpShapeArgs>,
+}
+
+/// The `Input type`, `Input Strides` and `Concrete Inputs` arrays of one operator, as
+/// written (JSON texts interned in [`HostOps::names`]; the empty string when absent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpShapeArgs {
+    /// Index of the operator in [`HostOps::operators`].
+    pub op: u32,
+    /// `Input type`.
+    pub input_types: NameId,
+    /// `Input Strides`.
+    pub input_strides: NameId,
+    /// `Concrete Inputs`.
+    pub concrete_inputs: NameId,
 }
 
 /// A `pid` or `tid` as written.

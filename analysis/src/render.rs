@@ -3,10 +3,16 @@
 use std::fmt::Write as _;
 
 use crate::analyses::kernel_breakdown::KernelStats;
-use crate::analyses::utilization::{DeviceUtilization, EngineSource};
+
 use crate::classify::Mode;
 use crate::report::Report;
 use crate::stats::Describe;
+
+mod collectives;
+mod compile;
+mod roofline;
+mod utilization;
+pub use roofline::{render_roofline, TOP_ROOFLINE_OPS};
 
 /// A table of text cells; numbers right-aligned, text left-aligned.
 #[derive(Clone, Debug, Default)]
@@ -273,6 +279,9 @@ pub fn render_report(report: &Report) -> String {
         if let Some(table) = &rank.operators {
             render_operators(&mut out, table, TOP_OPERATORS);
         }
+        if let Some(table) = &rank.roofline {
+            render_roofline(&mut out, table, TOP_ROOFLINE_OPS);
+        }
     }
     render_tail(&mut out, report);
     out
@@ -355,7 +364,9 @@ fn render_tail(out: &mut String, report: &Report) {
     let mut t = Table::new(&[
         "rank",
         "step",
+        "window",
         "dur us",
+        "host window us",
         "compute us",
         "exposed comm us",
         "memory us",
@@ -368,7 +379,9 @@ fn render_tail(out: &mut String, report: &Report) {
         t.row(vec![
             s.rank.to_string(),
             s.step.to_string(),
+            format!("{:?}", s.window).to_lowercase(),
             num(s.dur_us),
+            opt(s.host_dur_us),
             num(s.computation_us),
             num(s.communication_us),
             num(s.memory_us),
@@ -379,36 +392,13 @@ fn render_tail(out: &mut String, report: &Report) {
         ]);
     }
     if !report.steps.is_empty() {
-        section(out, "Steps", &t);
+        section(
+            out,
+            "Steps (split over each step's device window, else its host window)",
+            &t,
+        );
     }
-    let c = &report.collectives;
-    if !c.instances.is_empty() {
-        let mut t = Table::new(&[
-            "rank",
-            "collectives",
-            "wait us",
-            "transfer us",
-            "waited for",
-            "cost others us",
-        ]);
-        for r in &c.per_rank {
-            t.row(vec![
-                r.rank.to_string(),
-                r.instances.to_string(),
-                num(r.wait_us),
-                num(r.transfer_us),
-                r.times_waited_for.to_string(),
-                num(r.others_waited_us),
-            ]);
-        }
-        section(out, "Collectives", &t);
-        if let Some(rank) = c.bottleneck_rank {
-            let _ = writeln!(
-                out,
-                "Collective bottleneck: rank {rank} (others waited longest for it)"
-            );
-        }
-    }
+    collectives::render_collectives(out, &report.collectives);
     if let Some(s) = &report.stragglers {
         let _ = writeln!(
             out,
@@ -416,240 +406,8 @@ fn render_tail(out: &mut String, report: &Report) {
             s.stragglers, s.kernel, s.stream
         );
     }
-    render_compile(out, &report.compile);
-    render_utilization(out, &report.utilization);
-}
-
-/// Passes listed per rank in the graph-time table (the rest summed on one line).
-const TOP_PASSES: usize = 10;
-
-/// `torch.compile`: one row per rank, each rank's graph kernel time by pass (the aten
-/// ops each ran), then its graph-break and recompile reasons (Dynamo's counts are since
-/// the process started; the rest is the window's).
-fn render_compile(out: &mut String, ranks: &[crate::analyses::compile::RankCompile]) {
-    if ranks.is_empty() {
-        return;
-    }
-    let mut t = Table::new(&[
-        "rank",
-        "regions",
-        "region calls",
-        "graph kernels",
-        "graph kernel us",
-        "% of device",
-        "compiles (us)",
-        "graph breaks*",
-        "recompiles*",
-        "cache hit/miss*",
-        "eager fallbacks*",
-    ]);
-    for r in ranks {
-        let (regions, calls) = match &r.regions {
-            Some(regions) => (
-                regions.len().to_string(),
-                regions.iter().map(|g| g.calls).sum::<u64>().to_string(),
-            ),
-            None => ("-".to_owned(), "-".to_owned()),
-        };
-        let share =
-            (r.device_kernel_us > 0.0).then(|| 100.0 * r.graph_kernel_us / r.device_kernel_us);
-        let counted = |f: &dyn Fn(&crate::analyses::compile::CompileCounts) -> String| {
-            r.counts.as_ref().map_or_else(|| "-".to_owned(), f)
-        };
-        t.row(vec![
-            r.rank.to_string(),
-            regions,
-            calls,
-            r.graph_kernels.to_string(),
-            num(r.graph_kernel_us),
-            opt(share),
-            format!("{} ({})", r.compile_ranges, num(r.compile_range_us)),
-            counted(&|c| c.graph_break_count().to_string()),
-            counted(&|c| c.recompiles.to_string()),
-            counted(&|c| format!("{}/{}", c.cache_hits, c.cache_misses)),
-            counted(&|c| c.eager_fallback_ops.values().sum::<u64>().to_string()),
-        ]);
-    }
-    section(out, "torch.compile", &t);
-    let _ = writeln!(
-        out,
-        "* Dynamo's and the neuron backend's counts since the process started (the \
-         trace's neuron_compile member); the other columns are the window's"
-    );
-    for r in ranks.iter().filter(|r| !r.passes.is_empty()) {
-        let total: f64 = r.passes.iter().map(|p| p.device_us).sum::<f64>() + r.between_passes_us;
-        let mut t = Table::new(&["pass (aten ops)", "calls", "device us", "% of graphs"]);
-        let share = |us: f64| opt((total > 0.0).then(|| 100.0 * us / total));
-        for p in r.passes.iter().take(TOP_PASSES) {
-            t.row(vec![
-                p.pass.clone(),
-                p.calls.to_string(),
-                num(p.device_us),
-                share(p.device_us),
-            ]);
-        }
-        let rest = &r.passes[r.passes.len().min(TOP_PASSES)..];
-        if !rest.is_empty() {
-            let us: f64 = rest.iter().map(|p| p.device_us).sum();
-            t.row(vec![
-                format!("({} other passes)", rest.len()),
-                rest.iter().map(|p| p.calls).sum::<u64>().to_string(),
-                num(us),
-                share(us),
-            ]);
-        }
-        if r.between_passes_us > 0.0 {
-            t.row(vec![
-                "(no pass running)".to_owned(),
-                "-".to_owned(),
-                num(r.between_passes_us),
-                share(r.between_passes_us),
-            ]);
-        }
-        section(
-            out,
-            &format!("rank {}: graph kernel time by pass", r.rank),
-            &t,
-        );
-    }
-    for r in ranks {
-        let Some(c) = &r.counts else { continue };
-        for b in &c.graph_breaks {
-            let _ = writeln!(
-                out,
-                "rank {} graph break x{}: {}",
-                r.rank,
-                b.count,
-                shorten(b.reason.lines().next().unwrap_or(""), 160)
-            );
-        }
-        for re in &c.recompile_reasons {
-            let _ = writeln!(
-                out,
-                "rank {} recompile {} of {}: {}",
-                r.rank,
-                re.compile_id,
-                re.function,
-                shorten(re.reason.lines().next().unwrap_or(""), 160)
-            );
-        }
-        if c.compiles_kept_limit == Some(c.compiles_kept) && c.compiles_kept > 0 {
-            let _ = writeln!(
-                out,
-                "rank {}: recompiles are counted among the last {} compiles, all Dynamo keeps",
-                r.rank, c.compiles_kept
-            );
-        }
-    }
-}
-
-fn render_utilization(out: &mut String, devices: &[DeviceUtilization]) {
-    let devices: Vec<_> = devices
-        .iter()
-        .filter(|d| d.engine_source != EngineSource::None || d.dma.is_some() || d.model_flops > 0)
-        .collect();
-    if devices.is_empty() {
-        return;
-    }
-    let mut t = Table::new(&[
-        "rank",
-        "device",
-        "window us",
-        "busy %",
-        "MFU",
-        "HFU",
-        "peak TFLOPS",
-        "TensorE throttled us",
-        "steps host/device-bound",
-    ]);
-    for d in &devices {
-        t.row(vec![
-            d.rank.to_string(),
-            d.device.to_string(),
-            num(d.window_us),
-            num(d.device_busy_pct),
-            crate::insights::pct_text(d.mfu_pct),
-            crate::insights::pct_text(d.hfu_pct),
-            match (&d.peak_dtype, d.peak_tflops) {
-                (Some(dtype), Some(peak)) => format!("{} {dtype}", num(peak)),
-                _ => "-".to_owned(),
-            },
-            opt(d.tensor_throttled_us),
-            format!("{}/{}", d.host_bound_steps, d.device_bound_steps),
-        ]);
-    }
-    section(out, "Neuron utilization", &t);
-    let mut t = Table::new(&[
-        "rank", "device", "core", "engine", "active %", "busy us", "instr", "wait us", "source",
-    ]);
-    for d in &devices {
-        for e in &d.engines {
-            t.row(vec![
-                d.rank.to_string(),
-                d.device.to_string(),
-                e.core.map_or_else(|| "-".to_owned(), |c| c.to_string()),
-                e.engine.clone(),
-                num(e.active_pct),
-                num(e.busy_us),
-                e.instructions.to_string(),
-                num(e.wait_us),
-                match d.engine_source {
-                    EngineSource::Instructions => "instructions",
-                    EngineSource::KernelArgs => "kernel args",
-                    EngineSource::None => "-",
-                }
-                .to_owned(),
-            ]);
-        }
-        for c in &d.cores {
-            t.row(vec![
-                d.rank.to_string(),
-                d.device.to_string(),
-                c.core.to_string(),
-                "any engine".to_owned(),
-                num(c.active_pct),
-                num(c.busy_us),
-                String::new(),
-                String::new(),
-                "instructions".to_owned(),
-            ]);
-        }
-    }
-    section(out, "Engines", &t);
-    let mut t = Table::new(&[
-        "rank",
-        "device",
-        "transfers",
-        "bytes",
-        "queues",
-        "active %",
-        "queue use %",
-        "GB/s",
-        "small",
-        "small time %",
-    ]);
-    for d in &devices {
-        let Some(dma) = &d.dma else { continue };
-        t.row(vec![
-            d.rank.to_string(),
-            d.device.to_string(),
-            dma.transfers.to_string(),
-            bytes(dma.bytes),
-            dma.queues.to_string(),
-            num(dma.active_pct),
-            num(dma.queue_utilization_pct),
-            opt(dma.achieved_gbps),
-            format!("{} < {}", dma.small_transfers, bytes(dma.small_limit_bytes)),
-            num(if dma.transfer_time_us > 0.0 {
-                100.0 * dma.small_time_us / dma.transfer_time_us
-            } else {
-                0.0
-            }),
-        ]);
-    }
-    if !t.is_empty() {
-        section(out, "DMA", &t);
-    }
+    compile::render_compile(out, &report.compile);
+    utilization::render_utilization(out, &report.utilization);
 }
 
 /// Operators shown per rank in the text report (the JSON has them all).
@@ -689,7 +447,7 @@ pub fn render_operators(
     for o in ops.iter().take(top) {
         let mut cells = vec![shorten(&o.name, 60)];
         if table.by_shape {
-            cells.push(shorten(&o.input_dims, 40));
+            cells.push(shorten(&shapes_text(&o.input_dims), 48));
         }
         cells.extend([
             o.calls.to_string(),
@@ -710,6 +468,29 @@ pub fn render_operators(
         ops.len()
     );
     section(out, &title, &t);
+}
+
+/// An operator's `Input Dims` on one line: each input's shape, ` x ` between them
+/// (`[8944, 1024] x [1024, 2816]`; a non-tensor input is `[]`, a tensor list its
+/// shapes in brackets). Traces write the list pretty-printed over many lines; text
+/// that is not a JSON list is shown with its whitespace collapsed.
+pub fn shapes_text(input_dims: &str) -> String {
+    fn one(value: &serde_json::Value) -> String {
+        match value {
+            serde_json::Value::Array(items) => {
+                let inner: Vec<String> = items.iter().map(one).collect();
+                format!("[{}]", inner.join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+    match serde_json::from_str::<serde_json::Value>(input_dims) {
+        Ok(serde_json::Value::Array(inputs)) => {
+            let shapes: Vec<String> = inputs.iter().map(one).collect();
+            shapes.join(" x ")
+        }
+        _ => input_dims.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
 }
 
 /// `text` cut to `max` characters, with `…` when cut.
@@ -841,11 +622,18 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("\noperator      input dims        calls  "),
+            out.contains("\noperator      input dims       calls  "),
             "{out}"
         );
         assert!(
-            out.contains("\naten::mm      [[2, 3], [3, 4]]      8  "),
+            out.contains("\naten::mm      [2, 3] x [3, 4]      8  "),
+            "shapes on one line: {out}"
+        );
+        table.operators[3].input_dims = "[\n  [\n    2,\n    3\n  ],\n  []\n]".into();
+        let mut out = String::new();
+        render_operators(&mut out, &table, 10);
+        assert!(
+            out.contains("\naten::mm      [2, 3] x []      8  "),
             "{out}"
         );
 

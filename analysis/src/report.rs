@@ -75,6 +75,9 @@ pub struct ReportOptions {
     /// Split the operator table by `Input Dims`
     /// (`key_averages(group_by_input_shape=True)`); default off.
     pub operators_by_shape: bool,
+    /// The device of the roofline table (`--device-spec`); `None`: found from the
+    /// trace's `deviceProperties` ([`crate::analyses::roofline`]).
+    pub device_spec: Option<perf_model::DeviceSpec>,
 }
 
 impl Default for ReportOptions {
@@ -95,6 +98,7 @@ impl Default for ReportOptions {
             ranks: None,
             peak_dtype: "bf16".to_owned(),
             operators_by_shape: false,
+            device_spec: None,
         }
     }
 }
@@ -158,6 +162,12 @@ impl ReportOptions {
         self
     }
 
+    /// Sets [`ReportOptions::device_spec`].
+    pub fn with_device_spec(mut self, device: Option<perf_model::DeviceSpec>) -> Self {
+        self.device_spec = device;
+        self
+    }
+
     /// Sets [`ReportOptions::num_kernels`].
     pub fn with_num_kernels(mut self, num_kernels: usize) -> Self {
         self.num_kernels = num_kernels;
@@ -193,6 +203,12 @@ pub struct RankReport {
     /// it cannot be made (the traces were loaded without host operators, or the rank has
     /// no such step), with the reason in [`Report::errors`].
     pub operators: Option<OperatorTable>,
+    /// How far each operator is from the device's roofline (beyond HTA; see
+    /// [`crate::analyses::roofline`]): per operator and unique arguments, kernel time,
+    /// FLOPs, bytes, achieved rates and the roofline, ranked by the time reaching it
+    /// would win; the whole trace. `null` when it cannot be made (no host operators),
+    /// with the reason in [`Report::errors`].
+    pub roofline: Option<crate::analyses::roofline::RankRoofline>,
 }
 
 /// All analyses. JSON schema: this struct serialized with serde (field names as here;
@@ -385,6 +401,7 @@ struct Context<'o> {
     wanted: Option<Vec<i64>>,
     lowest_seen: AtomicI64,
     operator_options: OperatorOptions,
+    roofline_options: crate::analyses::roofline::RooflineOptions,
     utilization_options: UtilizationOptions,
     /// One copy of each kernel name for every rank's kernel table.
     kernel_names: KernelNames,
@@ -400,6 +417,8 @@ impl<'o> Context<'o> {
             operator_options: OperatorOptions::default()
                 .with_by_shape(options.operators_by_shape)
                 .with_step(options.step),
+            roofline_options: crate::analyses::roofline::RooflineOptions::default()
+                .with_device(options.device_spec.clone()),
             utilization_options: UtilizationOptions::default()
                 .with_peak_dtype(&options.peak_dtype)
                 .with_step(options.step),
@@ -440,7 +459,12 @@ struct RankSummary {
     /// Why its `neuron_compile` member could not be read (reported for every rank).
     compile_error: Option<String>,
     /// For a rank of the per-rank analyses: its memory timeline and operator table.
-    from_trace: Option<(MemoryTimeline, Option<OperatorTable>)>,
+    #[allow(clippy::type_complexity)]
+    from_trace: Option<(
+        MemoryTimeline,
+        Option<OperatorTable>,
+        Option<crate::analyses::roofline::RankRoofline>,
+    )>,
     /// Why its operator table could not be made.
     errors: Vec<String>,
 }
@@ -497,6 +521,9 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
                     operator_table_with(trace, &context.operator_options)
                         .map_err(|e| errors.push(e.to_string()))
                         .ok(),
+                    crate::analyses::roofline::roofline_table(trace, &context.roofline_options)
+                        .map_err(|e| errors.push(e.to_string()))
+                        .ok(),
                 )
             });
             let devices = utilization(trace, &context.utilization_options);
@@ -519,7 +546,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         let unfiltered = unfiltered.as_ref().unwrap_or(&filtered);
         let both = options.step.is_none() && filter.is_none();
         let (views, steps, collectives) = std::thread::scope(|scope| {
-            let steps = scope.spawn(|| rank_steps(unfiltered));
+            let steps = scope.spawn(|| rank_steps(unfiltered, options.step));
             let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, context)));
             let collectives = scope.spawn(|| collective_parts(unfiltered));
             let view = view(&filtered, wanted, context);
@@ -807,7 +834,9 @@ fn combine(
         compile.extend(summary.compile);
         errors.extend(summary.compile_error);
         if wanted(summary.rank) {
-            if let (Some(parts), Some((memory, operators))) = (view.per_rank, summary.from_trace) {
+            if let (Some(parts), Some((memory, operators, roofline))) =
+                (view.per_rank, summary.from_trace)
+            {
                 operator_errors.extend(summary.errors);
                 per_rank.push(RankReport {
                     rank: summary.rank,
@@ -818,6 +847,7 @@ fn combine(
                     memory,
                     transfers: parts.transfers,
                     operators,
+                    roofline,
                 });
             }
         }
@@ -921,8 +951,12 @@ fn window_notes(windows: &[RankWindows]) -> Vec<String> {
                     .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
             };
             let names: Vec<String> = w.files.iter().map(name).collect();
+            let why = w
+                .why
+                .as_ref()
+                .map_or_else(String::new, |why| format!(": {why}"));
             format!(
-                "rank {}: {} profiling windows ({}; {}); analyzed window {} of {}, {} \
+                "rank {}: {} profiling windows ({}; {}); analyzed window {} of {}, {}{why} \
                  (--window N picks another)",
                 w.rank,
                 w.files.len(),

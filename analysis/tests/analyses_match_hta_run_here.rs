@@ -90,6 +90,10 @@ fn trace_path(shared: &Path, file: &str) -> PathBuf {
     }
 }
 
+/// Why every test here skips without HTA.
+const NO_HTA: &str = "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a \
+                      python with HolisticTraceAnalysis 0.5";
+
 /// Runs HTA on every case once: the directory holding `<case>.txt` and the argsort
 /// kernel of HTA's numpy, or `None` (skip).
 fn hta_outputs() -> Option<&'static (PathBuf, NumpySort)> {
@@ -97,14 +101,8 @@ fn hta_outputs() -> Option<&'static (PathBuf, NumpySort)> {
     OUTPUTS
         .get_or_init(|| {
             let shared = traces_dir();
-            let Some(python) = hta_python() else {
-                skip::skipped(
-                    "analysis: analyses_match_hta_run_here (every case)",
-                    "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON to a \
-                     python with HolisticTraceAnalysis 0.5",
-                );
-                return None;
-            };
+            // Each test records its own skip ([`NO_HTA`]).
+            let python = hta_python()?;
             let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hta-run-here");
             let _ = std::fs::remove_dir_all(&work);
             let mut args: Vec<PathBuf> = Vec::new();
@@ -180,8 +178,9 @@ macro_rules! live_cases {
 
                 fn run(check: fn(&Case)) {
                     assert_eq!(CASES[$index].0, stringify!($case));
-                    if let Some(case) = case($index) {
-                        check(case);
+                    match case($index) {
+                        Some(case) => check(case),
+                        None => skip::skipped(&skip::this_test(), NO_HTA),
                     }
                 }
 

@@ -49,7 +49,7 @@ fn hta_python() -> Option<PathBuf> {
         return Some(venv);
     }
     skip::skipped(
-        "analysis: critical_path_matches_hta (*_equals_hta_run_here)",
+        &skip::this_test(),
         "no HTA: run `bash scripts/hta-venv` or set NEURONPROF_HTA_PYTHON",
     );
     None

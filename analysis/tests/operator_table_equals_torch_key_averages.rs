@@ -31,19 +31,17 @@ fn torch_python() -> Option<PathBuf> {
     venv.exists().then_some(venv)
 }
 
+/// Why every test here skips without PyTorch.
+const NO_TORCH: &str = "no PyTorch: run `bash scripts/torch-venv` or set NEURONPROF_TORCH_PYTHON \
+                        to a python with torch 2.15";
+
 /// Runs the script once for every test: the folder with `plain/` and `stack/`, or `None`
 /// (skipped).
 fn torch_outputs() -> Option<&'static PathBuf> {
     static OUT: OnceLock<Option<PathBuf>> = OnceLock::new();
     OUT.get_or_init(|| {
-        let Some(python) = torch_python() else {
-            skip::skipped(
-                "analysis: operator_table_equals_torch_key_averages",
-                "no PyTorch: run `bash scripts/torch-venv` or set NEURONPROF_TORCH_PYTHON to \
-                 a python with torch 2.15",
-            );
-            return None;
-        };
+        // Each test records its own skip ([`NO_TORCH`]).
+        let python = torch_python()?;
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("torch-key-averages");
         let _ = std::fs::remove_dir_all(&out);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/torch_key_averages.py");
@@ -96,7 +94,10 @@ fn torch_table(path: &Path, by_shape: bool) -> BTreeMap<(String, String), (u64, 
 }
 
 fn check(config: &str, by_shape: bool) {
-    let Some(out) = torch_outputs() else { return };
+    let Some(out) = torch_outputs() else {
+        skip::skipped(&skip::this_test(), NO_TORCH);
+        return;
+    };
     let dir = out.join(config);
     let traces = load_paths(&[dir.join("trace.json")], &LoadOptions::default()).expect("loads");
     let ours = operator_table(&traces.ranks[0], by_shape).expect("operator table");

@@ -70,3 +70,31 @@ fn a_missing_annotation_or_instance_is_a_clear_error() {
         .to_string();
     assert!(err.contains("with_timeline"), "{err}");
 }
+
+#[test]
+fn a_scale_rule_that_selects_nothing_is_an_error_that_says_so() {
+    let set = graph_set();
+    let graph = build_graph(&set, &Options::default()).expect("graph");
+    for (rule, expected) in [
+        (
+            "kernel:^matmull=0.5",
+            "--scale kernel:^matmull=0.5: matches nothing in the graph (no kernel name \
+             matches the pattern)",
+        ),
+        (
+            "rank:9=0.5",
+            "--scale rank:9=0.5: matches nothing in the graph (no device work of that rank; \
+             the ranks are [0, 1])",
+        ),
+    ] {
+        let err = what_if(
+            &graph,
+            &[rule.parse::<ScaleRule>().unwrap()],
+            &[rule.to_owned()],
+        )
+        .expect_err(rule)
+        .to_string();
+        assert!(err.starts_with(expected), "{rule}: {err}");
+    }
+    assert!(what_if(&graph, &["rank:1=0.5".parse::<ScaleRule>().unwrap()], &[]).is_ok());
+}

@@ -1,5 +1,7 @@
-//! `neuronprof export --format perfetto|csv|parquet IN… -o OUT`: Kineto traces into other
-//! formats; the tables include the analysis results (`analysis_*`, see `exporters::tables`).
+//! `neuronprof export --format perfetto|csv|parquet|neuron-explorer IN… -o OUT`: Kineto
+//! traces into other formats; the tables include the analysis results (`analysis_*`, see
+//! `exporters::tables`); `neuron-explorer` writes each trace as a Neuron Explorer profile
+//! folder (`OUT/profiles/global/NAME@latest/`, see the `neuron-explorer` crate).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -22,6 +24,9 @@ pub enum ExportFormat {
     /// see `exporters::tables::dataset`), ranks converted in parallel; re-running adds
     /// the ranks the dataset lacks.
     Parquet,
+    /// Neuron Explorer profile folders: `OUT` is a data path, each input trace (rank) a
+    /// profile `OUT/profiles/global/NAME@latest/` with the documented Parquet tables.
+    NeuronExplorer,
 }
 
 impl ExportFormat {
@@ -31,8 +36,12 @@ impl ExportFormat {
             "perfetto" => Ok(ExportFormat::Perfetto),
             "csv" => Ok(ExportFormat::Csv),
             "parquet" => Ok(ExportFormat::Parquet),
+            "neuron-explorer" => Ok(ExportFormat::NeuronExplorer),
             other => {
-                anyhow::bail!("unknown export format {other:?} (known: perfetto, csv, parquet)")
+                anyhow::bail!(
+                    "unknown export format {other:?} (known: perfetto, csv, parquet, \
+                     neuron-explorer)"
+                )
             }
         }
     }
@@ -63,6 +72,8 @@ pub enum Converted {
     Tables(TableStats, &'static str),
     /// Parquet: the dataset written, and rows per analysis table.
     Dataset(Box<DatasetOutcome>, [u64; 6]),
+    /// Neuron Explorer: one profile folder per input.
+    Profiles(Vec<neuron_explorer::WriteReport>),
 }
 
 /// What was exported.
@@ -144,6 +155,29 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
                 )?;
             Converted::Dataset(Box::new(outcome), analysis_rows)
         }
+        ExportFormat::NeuronExplorer => {
+            let mut written = Vec::new();
+            let mut names = std::collections::BTreeSet::new();
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                let mut name = profile_name(file);
+                let mut n = 1;
+                while !names.insert(name.clone()) {
+                    n += 1;
+                    name = format!("{}_{n}", profile_name(file));
+                }
+                let dir = request
+                    .out
+                    .join("profiles")
+                    .join("global")
+                    .join(format!("{name}@latest"));
+                let reader = analysis::inputs::open_trace(file, request.lenient)?;
+                let report = neuron_explorer::write_profile_from(reader, file, &dir)
+                    .with_context(|| format!("writing {}", dir.display()))?;
+                written.push(report);
+            }
+            Converted::Profiles(written)
+        }
     };
     Ok(ExportOutcome {
         files,
@@ -152,6 +186,23 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
         converted,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// The profile name of a trace: its file name without `.pt.trace.json[.gz]` /
+/// `.json[.gz]` (a profile folder keeps its name without `@latest`).
+fn profile_name(file: &Path) -> String {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("trace");
+    [
+        ".pt.trace.json.gz",
+        ".pt.trace.json",
+        ".json.gz",
+        ".json",
+        "@latest",
+    ]
+    .iter()
+    .find_map(|suffix| name.strip_suffix(suffix))
+    .unwrap_or(name)
+    .to_owned()
 }
 
 /// The calls CSV and Parquet exporters share, so one loop serves both formats.
@@ -242,6 +293,21 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
         }
         Converted::Dataset(dataset, analysis_rows) => {
             render_dataset(outcome, dataset, analysis_rows, out)
+        }
+        Converted::Profiles(profiles) => {
+            for profile in profiles {
+                writeln!(out, "profile {}", profile.dir.display())?;
+                for (table, rows) in &profile.rows {
+                    writeln!(out, "  {table}.parquet: {rows} row(s)")?;
+                }
+                for (kind, count) in &profile.dropped {
+                    writeln!(
+                        out,
+                        "  not written (no table for it): {count} {kind} event(s)"
+                    )?;
+                }
+            }
+            Ok(())
         }
     }
 }

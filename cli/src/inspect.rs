@@ -31,7 +31,9 @@ pub use crate::paths::collect_trace_files;
 use trace_format::{Event, FlowEnd, Ident, Phase, ReadReport, TraceSink};
 
 pub use render::{human_duration, render_text};
-pub use report::{Damage, DeviceSummary, FileReport, FlowCounts, InspectReport};
+pub use report::{
+    Damage, DeviceSummary, FileReport, FlowCounts, InspectReport, NeuronExplorerInfo,
+};
 
 /// The top-level metadata key where neuronprof states how many records were dropped.
 pub const DROPPED_RECORDS_KEY: &str = "dropped_records";
@@ -67,8 +69,67 @@ pub fn inspect_files(files: &[PathBuf]) -> InspectReport {
 /// in [`FileReport::damage`].
 pub fn inspect_file(path: &Path) -> FileReport {
     let mut sink = InspectSink::default();
-    let read = trace_format::read_path_lenient(path, &mut sink);
+    let read = if path.is_dir() {
+        // A Neuron Explorer profile folder, read as the same events; a profile that
+        // cannot be opened (an unknown schema version) is the file's damage.
+        let name = path.display().to_string();
+        let reader = analysis::inputs::open_trace(path, true).unwrap_or_else(|e| {
+            trace_format::TraceReader::from_reader(&name, Unopenable(e.to_string())).lenient(true)
+        });
+        match reader.read(&mut sink) {
+            Ok(read) => read,
+            Err(_) => trace_format::read_path_lenient(path, &mut sink),
+        }
+    } else {
+        trace_format::read_path_lenient(path, &mut sink)
+    };
     sink.finish(path, &read)
+}
+
+/// A reader that fails at once with the reason a profile could not be opened.
+struct Unopenable(String);
+
+impl std::io::Read for Unopenable {
+    fn read(&mut self, _buf: &mut [u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            self.0.clone(),
+        ))
+    }
+}
+
+/// What the metadata of a profile read by `neuron_explorer` says about it.
+fn neuron_explorer_info(meta: &trace_format::TraceMeta) -> Option<NeuronExplorerInfo> {
+    let profile = meta.get(neuron_explorer::PROFILE_KEY)?.to_value();
+    let findings = meta
+        .get(neuron_explorer::FINDINGS_KEY)
+        .map(|f| f.to_value())
+        .unwrap_or_default();
+    let strings = |v: &serde_json::Value, key: &str| -> Vec<String> {
+        v.get(key)
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Some(NeuronExplorerInfo {
+        schema_version: profile
+            .get("schema_version")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned),
+        lnc: profile.get("lnc").and_then(|v| v.as_u64()),
+        worker_gids: profile
+            .get("worker_gids")
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|w| w.as_i64()).collect())
+            .unwrap_or_default(),
+        problems: strings(&findings, "problems"),
+        unknown: strings(&findings, "unknown"),
+        missing: strings(&findings, "missing"),
+    })
 }
 
 /// Collects what `inspect` reports while a trace streams through it.
@@ -219,6 +280,7 @@ impl InspectSink {
                 .map(ToString::to_string)
                 .collect(),
             damage,
+            neuron_explorer: neuron_explorer_info(meta),
         }
     }
 }

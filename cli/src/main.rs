@@ -156,15 +156,22 @@ enum Command {
     /// collectives, memory, steps, ranks, operators, flows, and the analysis' results:
     /// temporal breakdown, kernels, steps, collectives, utilization, insights) as CSV
     /// files in a directory or a Hive-partitioned Parquet dataset (TABLE/rank=R/
-    /// part-K.parquet; ranks converted in parallel; re-running adds the ranks it lacks).
+    /// part-K.parquet; ranks converted in parallel; re-running adds the ranks it lacks),
+    /// or Neuron Explorer profile folders (OUT/profiles/global/NAME@latest/, one per
+    /// trace, with the documented Parquet tables).
     Export {
         /// Trace files (.json, .json.gz) or directories, one file per rank.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// Output format.
-        #[arg(long, default_value = "perfetto", value_parser = ["perfetto", "csv", "parquet"])]
+        #[arg(
+            long,
+            default_value = "perfetto",
+            value_parser = ["perfetto", "csv", "parquet", "neuron-explorer"]
+        )]
         format: String,
-        /// The output file (perfetto) or directory (csv, parquet).
+        /// The output file (perfetto) or directory (csv, parquet, neuron-explorer: a
+        /// data path).
         #[arg(short, long)]
         out: PathBuf,
         /// Parquet: read past damaged events and truncations; damaged files are

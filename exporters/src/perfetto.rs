@@ -85,6 +85,9 @@ pub struct SplitTrack {
 pub enum ExportError {
     /// Reading an input failed (the error carries file, byte offset, event index).
     Read(ReadError),
+    /// An input could not be opened (a Neuron Explorer profile folder with an unknown
+    /// schema version, say); the reason names the path.
+    Open(String),
     /// Writing the output failed.
     Write {
         /// The input being converted when it failed.
@@ -98,6 +101,7 @@ impl std::fmt::Display for ExportError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExportError::Read(err) => write!(f, "reading: {err}"),
+            ExportError::Open(reason) => write!(f, "opening: {reason}"),
             ExportError::Write { input, source } => {
                 write!(
                     f,
@@ -113,6 +117,7 @@ impl std::error::Error for ExportError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ExportError::Read(err) => Some(err),
+            ExportError::Open(_) => None,
             ExportError::Write { source, .. } => Some(source),
         }
     }
@@ -162,7 +167,9 @@ impl<W: Write> PerfettoExporter<W> {
     /// `rank N` when the trace states its rank (`distributedInfo`).
     pub fn add_path(&mut self, path: impl AsRef<Path>) -> Result<(), ExportError> {
         let path = path.as_ref();
-        self.add_reader(path, TraceReader::open(path))
+        let reader = analysis::inputs::open_trace(path, false)
+            .map_err(|e| ExportError::Open(e.to_string()))?;
+        self.add_reader(path, reader)
     }
 
     /// Converts one trace from a [`TraceReader`]; `input` names it in errors.

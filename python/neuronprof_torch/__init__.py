@@ -53,6 +53,12 @@ from . import compile as _compile  # noqa: E402
 
 _compile.install()
 
+# The module name `torch_neuronx` (TorchNeuron's), unless a real one is installed: how
+# accelerate and transformers' Trainer find the device (neuronx_shim.py).
+from . import neuronx_shim as _neuronx_shim  # noqa: E402
+
+_neuronx_shim.install()
+
 
 def _autoload():
     """Entry point of PyTorch's backend autoloading (importing is all it takes)."""

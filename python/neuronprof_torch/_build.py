@@ -63,7 +63,7 @@ def load(verbose: bool = False):
         sources=[
             str(csrc / f)
             for f in (
-                "device.cpp", "ops.cpp", "aliased.cpp", "attention.cpp", "errors.cpp",
+                "device.cpp", "ops.cpp", "aliased.cpp", "attention.cpp", "conv.cpp", "errors.cpp",
                 "kineto.cpp", "distributed.cpp", "compile.cpp", "memory.cpp", "module.cpp",
             )
         ],

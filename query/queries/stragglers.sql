@@ -30,6 +30,7 @@ last_rank AS (
               AND k.key_number = i.key_number AND k.ts_ns = i.last_ns
   WHERE i.ranks > 1
   GROUP BY i.process_group_name, i.key_name, i.key_number, i.waited_ns
+  HAVING COUNT(*) = 1
 ),
 per_rank AS (
   SELECT rank, COUNT(*) AS times_waited_for, SUM(waited_ns) AS others_waited_ns

@@ -144,6 +144,11 @@ mod names;
 mod record;
 mod ring;
 
+/// Saying that a test could not run (the repository's skip mechanism).
+#[cfg(test)]
+#[path = "../../tests/support/skip.rs"]
+mod skip;
+
 pub use collector::{
     current_thread_id, drain, drain_with, dropped_total, records_lost_at_exit, register_thread,
     ring_capacity, set_ring_capacity, thread_stats, ThreadStats, DEFAULT_RING_CAPACITY,

@@ -17,11 +17,25 @@ use serde_json::Value;
 pub const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime-hooks", &[]),
     ("trace-format", &[]),
+    // The performance model of operators and the device rooflines: a leaf, so the
+    // analyses, a what-if on another device and the emulator's timing model share it.
+    ("perf-model", &[]),
     // The neuron-monitor document, written by neuron-backend and read by analysis.
     ("monitor-schema", &[]),
     ("neuron-backend", &["runtime-hooks", "monitor-schema"]),
     ("profiler", &["runtime-hooks", "trace-format"]),
-    ("analysis", &["trace-format", "monitor-schema"]),
+    // Neuron Explorer profiles (Parquet) read as Kineto events: a reader beside
+    // trace-format's, which stays a leaf.
+    ("neuron-explorer", &["trace-format"]),
+    (
+        "analysis",
+        &[
+            "trace-format",
+            "neuron-explorer",
+            "monitor-schema",
+            "perf-model",
+        ],
+    ),
     ("exporters", &["trace-format", "analysis"]),
     // Serves exposition text over HTTP; knows nothing of what the text says.
     ("metrics-server", &[]),
@@ -34,6 +48,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "perf-model",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",
@@ -59,6 +75,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "runtime-hooks",
             "trace-format",
+            "perf-model",
+            "neuron-explorer",
             "monitor-schema",
             "neuron-backend",
             "profiler",

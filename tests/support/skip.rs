@@ -8,9 +8,13 @@
 //!   prerequisite (`.ci/run`), so a missing one is a failure;
 //! - otherwise it prints `SKIPPED <test>: <reason>` and, when `NEURONPROF_SKIP_DIR` is
 //!   set (the README's test command, `scripts/check`, sets it), writes one file there
-//!   naming the test and the reason; `scripts/check` lists those files at its end.
-//!   A file rather than a line on standard output, because `cargo test` hides what a
-//!   passing test prints.
+//!   naming the test and the reason; `scripts/check` counts and lists those files at
+//!   its end. A file rather than a line on standard output, because `cargo test` hides
+//!   what a passing test prints.
+//!
+//! One call is one skipped test, however many share a name or a process: every test
+//! that does not run calls [`skipped`] itself (a prerequisite looked up once for many
+//! tests keeps its reason and each test records its own skip, named by [`this_test`]).
 
 #![allow(dead_code)] // each crate uses what it needs
 
@@ -31,7 +35,11 @@ pub fn skipped(test: &str, reason: &str) {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let file = dir.join(format!("{name}.{}.txt", std::process::id()));
+    // One file per call: the process id and a count in the process keep two skips of
+    // one name apart.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("{name}.{}.{call}.txt", std::process::id()));
     let written = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(&file, format!("{test}: {reason}\n")));
     // A skip that cannot be recorded must not pass as a run.
@@ -41,4 +49,16 @@ pub fn skipped(test: &str, reason: &str) {
             file.display()
         );
     }
+}
+
+/// The running test's name (`module::test`, as the test harness names the thread it runs
+/// the test on), prefixed by the test crate's package: what [`skipped`] records for a
+/// test that shares its prerequisite with others.
+pub fn this_test() -> String {
+    let thread = std::thread::current();
+    format!(
+        "{}: {}",
+        env!("CARGO_PKG_NAME"),
+        thread.name().unwrap_or("(unnamed test thread)")
+    )
 }

@@ -16,6 +16,19 @@ fn skipped_tests_are_recorded_and_fail_under_ci() {
     assert_eq!(files.len(), 1, "one record per skip");
     let text = std::fs::read_to_string(files[0].path()).unwrap();
     assert_eq!(text, "crate: some test: tmux is missing\n");
+    // A second test of the same name in the same process (tests made by a macro in
+    // several modules, or sharing one prerequisite) is a second record.
+    skip::skipped("crate: some test", "tmux is missing");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2,
+        "one record per skipped test, not per name and process"
+    );
+    assert_eq!(
+        skip::this_test(),
+        "neuronprof-tests: skipped_tests_are_recorded_and_fail_under_ci",
+        "a test is named by its thread"
+    );
 
     std::env::set_var("CI", "true");
     let under_ci = std::panic::catch_unwind(|| skip::skipped("crate: other", "no venv"));
@@ -30,7 +43,7 @@ fn skipped_tests_are_recorded_and_fail_under_ci() {
     );
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
-        1,
+        2,
         "nothing recorded under CI"
     );
     std::env::remove_var("CI");

@@ -105,6 +105,16 @@ impl TraceMeta {
         });
     }
 
+    /// Sets `key` to `value` after `traceEvents` (replacing an existing entry in place):
+    /// what a producer learns only once the events are written, such as what a
+    /// converting reader skipped.
+    pub fn set_raw_after_events(&mut self, key: &str, value: RawJson<'static>) {
+        self.set_raw(key, value);
+        if let Some(entry) = self.entries.iter_mut().rev().find(|e| e.key == key) {
+            entry.placement = Placement::AfterEvents;
+        }
+    }
+
     /// Sets an integer-valued key.
     pub fn set_i64(&mut self, key: &str, value: i64) {
         self.set_raw(key, RawJson::trusted(value.to_string()));

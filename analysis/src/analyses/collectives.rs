@@ -2,16 +2,33 @@
 //! achieved bus bandwidth, and which rank everyone waited for (no HTA counterpart).
 //!
 //! A collective's kernel cannot finish on any rank before the last rank has joined, so
-//! for one instance matched across ranks: `last arrival` = the latest kernel start;
-//! each rank *waits* from its own start to the last arrival, then *transfers* until its
-//! own end. The rank that arrived last is the one the others waited for. Instances are
-//! matched by (`Process Group Name`, `Seq`) when the trace records `Seq`, else by
-//! (`Process Group Name`, `Collective name`, n-th occurrence on the rank). Times are
-//! absolute (each rank's `baseTimeNanoseconds` added), so ranks must share a clock.
+//! every rank's duration is the pure transfer plus the time it spent waiting for the
+//! others. For one instance matched across ranks:
+//! - **transfer** = the shortest duration across its ranks (the rank that arrived last
+//!   waited for nobody: its duration is the transfer alone);
+//! - each rank's **wait** = its duration − transfer;
+//! - **start skew** = latest start − earliest start, **end skew** = latest end − earliest
+//!   end;
+//! - the rank that **arrived last** (latest start) is the one the others waited for.
 //!
-//! Bus bandwidth follows NCCL's convention: `algbw = bytes / transfer time`, times
-//! `2(n−1)/n` for all-reduce, `(n−1)/n` for all-gather, reduce-scatter and all-to-all,
-//! 1 otherwise; with `peak_bus_gbps` given, the fraction of it achieved.
+//! Instances are matched by (`Process Group Name`, `Seq`) when the trace records `Seq`,
+//! else by (`Process Group Name`, `Collective name`, n-th occurrence on the rank). Times
+//! are absolute (each rank's `baseTimeNanoseconds` added), so ranks must share a clock.
+//!
+//! Bandwidth follows NCCL's tests (`nccl-tests` `PERFORMANCE.md`): `algbw = S / t` with S
+//! the full message (the larger of the input and the output: all-gather's output,
+//! reduce-scatter's input) and t the transfer; `busbw = algbw × 2(n−1)/n` for
+//! all-reduce, `× (n−1)/n` for all-gather, reduce-scatter and all-to-all(v), `× 1` for
+//! broadcast, reduce and send/recv. GB/s are 10⁹ bytes a second, as NCCL prints them.
+//! (AMD's TraceLens divides MiB by µs and then by 1024: its "GB/s" are GiB/s, 2³⁰ bytes,
+//! 7.4 % below ours for the same transfer; its collective report is otherwise the same
+//! arithmetic, and `analysis/tests/collective_report_equals_tracelens.rs` checks ours
+//! against it.) With `peak_bus_gbps` given, the fraction of it achieved.
+//!
+//! Who arrived first or last is counted only where one rank alone started first (or
+//! last): when several ranks start at the same instant, none of them is singled out
+//! (TraceLens picks one of the tied ranks by position; for the rank totals of
+//! [`CollectiveTotals`] a tie is no evidence against a rank).
 
 use std::collections::BTreeMap;
 
@@ -20,6 +37,10 @@ use serde::Serialize;
 use crate::frame::{Frame, Frames};
 use crate::model::CollectiveArgs;
 
+mod groups;
+
+pub use groups::{CollectiveGroup, SizeBin};
+
 /// One rank's part in one collective instance.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CollectiveRank {
@@ -27,9 +48,11 @@ pub struct CollectiveRank {
     pub rank: i64,
     /// Kernel start, µs since the earliest start of the instance.
     pub arrival_us: f64,
-    /// From its start to the last rank's start, µs.
+    /// Its kernel's duration, µs.
+    pub dur_us: f64,
+    /// Its duration − the instance's transfer, µs: the time it waited for the others.
     pub wait_us: f64,
-    /// From the last rank's start to its end, µs.
+    /// The instance's transfer (the shortest duration across its ranks), µs.
     pub transfer_us: f64,
     /// The `ProfilerStep` of its launch, -1 if none.
     pub step: i64,
@@ -44,15 +67,33 @@ pub struct CollectiveInstance {
     pub seq: Option<i64>,
     /// `Collective name`.
     pub collective: String,
+    /// `dtype`.
+    pub dtype: String,
+    /// `Group size` (the number of ranks seen when the trace does not say).
+    pub group_size: i64,
+    /// `In msg nelems`.
+    pub in_nelems: i64,
+    /// `Out msg nelems`.
+    pub out_nelems: i64,
     /// Message size in bytes (larger of in and out), when the dtype is known.
     pub bytes: Option<i64>,
-    /// Latest start − earliest start, µs.
+    /// Latest start − earliest start (the start skew), µs.
     pub arrival_skew_us: f64,
+    /// Latest end − earliest end, µs.
+    pub end_skew_us: f64,
     /// The rank that started last (ties: the lowest rank).
     pub waited_for_rank: i64,
-    /// Mean transfer time over ranks, µs.
+    /// The rank that started last, when no other rank started at the same instant.
+    pub arrived_last: Option<i64>,
+    /// The rank that started first, when no other rank started at the same instant.
+    pub arrived_first: Option<i64>,
+    /// The transfer: the shortest duration across the ranks, µs.
     pub transfer_us: f64,
-    /// Achieved bus bandwidth, GB/s.
+    /// Mean wait over the ranks (duration − transfer), µs.
+    pub mean_wait_us: f64,
+    /// Algorithm bandwidth, `bytes / transfer`, GB/s (10⁹ bytes/s).
+    pub algbw_gbps: Option<f64>,
+    /// Achieved bus bandwidth (NCCL's factor per operation), GB/s.
     pub bus_bandwidth_gbps: Option<f64>,
     /// `bus_bandwidth_gbps / peak_bus_gbps`.
     pub fraction_of_peak: Option<f64>,
@@ -73,19 +114,25 @@ pub struct CollectiveTotals {
     pub wait_us: f64,
     /// Σ transfer, µs.
     pub transfer_us: f64,
-    /// Instances where everyone waited for this rank.
+    /// Σ kernel duration, µs.
+    pub dur_us: f64,
+    /// Instances where everyone waited for this rank (it alone started last).
     pub times_waited_for: u64,
+    /// Instances where it alone started first.
+    pub times_arrived_first: u64,
     /// Σ over those instances of the other ranks' waiting, µs: the time this rank cost
     /// the others.
     pub others_waited_us: f64,
 }
 
-/// The collective analysis. JSON: `{"instances": […], "per_rank": […], "per_step": […],
-/// "bottleneck_rank": rank | null}`.
+/// The collective analysis. JSON: `{"instances": […], "groups": […], "per_rank": […],
+/// "per_step": […], "bottleneck_rank": rank | null}`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Collectives {
     /// Every instance, in order of first arrival.
     pub instances: Vec<CollectiveInstance>,
+    /// Per process group and operation.
+    pub groups: Vec<CollectiveGroup>,
     /// Totals per rank.
     pub per_rank: Vec<CollectiveTotals>,
     /// Totals per (rank, step).
@@ -218,38 +265,59 @@ impl Matcher {
             copies.sort_by_key(|p| p.0);
             let first = copies.iter().map(|p| p.1).min().unwrap_or(0);
             let last = copies.iter().map(|p| p.1).max().unwrap_or(0);
+            let first_end = copies.iter().map(|p| p.2).min().unwrap_or(0);
+            let last_end = copies.iter().map(|p| p.2).max().unwrap_or(0);
+            let transfer_ns = copies.iter().map(|p| p.2 - p.1).min().unwrap_or(0).max(0);
             let waited_for_rank = copies.iter().find(|p| p.1 == last).map_or(-1, |p| p.0);
+            let alone = |at: i64| {
+                let mut at_that_instant = copies.iter().filter(|p| p.1 == at);
+                match (at_that_instant.next(), at_that_instant.next()) {
+                    (Some(p), None) if copies.len() > 1 => Some(p.0),
+                    _ => None,
+                }
+            };
+            let transfer_us = transfer_ns as f64 / 1000.0;
             let ranks: Vec<CollectiveRank> = copies
                 .iter()
                 .map(|&(rank, start, end, step)| CollectiveRank {
                     rank,
                     arrival_us: (start - first) as f64 / 1000.0,
-                    wait_us: (last - start) as f64 / 1000.0,
-                    transfer_us: (end - last).max(0) as f64 / 1000.0,
+                    dur_us: (end - start) as f64 / 1000.0,
+                    wait_us: ((end - start).max(0) - transfer_ns) as f64 / 1000.0,
+                    transfer_us,
                     step,
                 })
                 .collect();
-            let transfer_us = ranks.iter().map(|r| r.transfer_us).sum::<f64>() / ranks.len() as f64;
+            let mean_wait_us = ranks.iter().map(|r| r.wait_us).sum::<f64>() / ranks.len() as f64;
             let bytes = dtype_bytes(&args.dtype).map(|b| b * args.in_nelems.max(args.out_nelems));
             let group = if args.group_size > 0 {
                 args.group_size
             } else {
                 copies.len() as i64
             };
-            let bus_bandwidth_gbps = bytes.filter(|_| transfer_us > 0.0).map(|b| {
-                let algbw = b as f64 / (transfer_us * 1000.0);
-                algbw * bus_factor(&args.collective, group)
-            });
+            let algbw_gbps = bytes
+                .filter(|_| transfer_ns > 0)
+                .map(|b| b as f64 / transfer_ns as f64);
+            let bus_bandwidth_gbps = algbw_gbps.map(|a| a * bus_factor(&args.collective, group));
             instances.push((
                 first,
                 CollectiveInstance {
                     process_group,
                     seq,
                     collective: args.collective,
+                    dtype: args.dtype,
+                    group_size: group,
+                    in_nelems: args.in_nelems,
+                    out_nelems: args.out_nelems,
                     bytes,
                     arrival_skew_us: (last - first) as f64 / 1000.0,
+                    end_skew_us: (last_end - first_end) as f64 / 1000.0,
                     waited_for_rank,
+                    arrived_last: alone(last),
+                    arrived_first: alone(first),
                     transfer_us,
+                    mean_wait_us,
+                    algbw_gbps,
                     fraction_of_peak: bus_bandwidth_gbps.zip(peak_bus_gbps).map(|(b, p)| b / p),
                     bus_bandwidth_gbps,
                     ranks,
@@ -257,11 +325,14 @@ impl Matcher {
             ));
         }
         instances.sort_by_key(|(first, _)| *first);
-        totals(instances.into_iter().map(|(_, i)| i).collect())
+        totals(
+            instances.into_iter().map(|(_, i)| i).collect(),
+            peak_bus_gbps,
+        )
     }
 }
 
-fn totals(instances: Vec<CollectiveInstance>) -> Collectives {
+fn totals(instances: Vec<CollectiveInstance>, peak_bus_gbps: Option<f64>) -> Collectives {
     let mut per_rank: BTreeMap<i64, CollectiveTotals> = BTreeMap::new();
     let mut per_step: BTreeMap<(i64, i64), CollectiveTotals> = BTreeMap::new();
     for inst in &instances {
@@ -283,9 +354,13 @@ fn totals(instances: Vec<CollectiveInstance>) -> Collectives {
                 totals.instances += 1;
                 totals.wait_us += r.wait_us;
                 totals.transfer_us += r.transfer_us;
-                if r.rank == inst.waited_for_rank && inst.ranks.len() > 1 {
+                totals.dur_us += r.dur_us;
+                if inst.arrived_last == Some(r.rank) {
                     totals.times_waited_for += 1;
                     totals.others_waited_us += others_waited;
+                }
+                if inst.arrived_first == Some(r.rank) {
+                    totals.times_arrived_first += 1;
                 }
             }
         }
@@ -296,6 +371,7 @@ fn totals(instances: Vec<CollectiveInstance>) -> Collectives {
         .max_by(|a, b| a.others_waited_us.total_cmp(&b.others_waited_us))
         .map(|t| t.rank);
     Collectives {
+        groups: groups::groups(&instances, peak_bus_gbps),
         instances,
         per_rank: per_rank.into_values().collect(),
         per_step: per_step.into_values().collect(),

@@ -10,6 +10,13 @@
 //! start behind other queued work (a busy, device-bound device: the healthy case) is a
 //! delay, not a cost; a device that waits with nothing to run is. The insight about
 //! launch delays uses this count.
+//!
+//! Graph replays (the default mode): a launch with several device rows
+//! (`cudaGraphLaunch`, `hipGraphLaunch`, a compiled program's `nrt_execute` that runs
+//! several kernels) is one launch. Only its first device row waited for it; the others
+//! were queued on the device behind that row, so they have no launch delay of their own
+//! ([`LaunchStats::graph_replays`], [`LaunchStats::queued_behind_launch`]). HTA pairs
+//! every row with the launch, and compat mode does too.
 
 use serde::Serialize;
 
@@ -49,6 +56,11 @@ pub struct LaunchStats {
     /// more than `launch_delay_cutoff_us` of the delay (between the launch call's end
     /// and the device row's start).
     pub idle_launch_delay_outliers: u64,
+    /// Launches with more than one device row (graph replays; default mode, else 0).
+    pub graph_replays: u64,
+    /// Device rows after the first of their launch: queued on the device behind it, so
+    /// without a launch delay of their own (default mode, else 0).
+    pub queued_behind_launch: u64,
 }
 
 /// Computes launch statistics of one rank (HTA cutoffs: 50 µs and 100 µs).
@@ -97,15 +109,35 @@ pub fn launch_stats(
     let cutoff_ticks = (launch_delay_cutoff_us * ticks_per_us(frame) as f64) as i64;
     let mut idle_outliers = 0u64;
     let (mut corrs, mut cpu, mut gpu, mut delay) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut graph_replays, mut queued_behind_launch) = (0u64, 0u64);
     for host in frame
         .rows
         .iter()
         .filter(|r| is_host(r) && launch_corrs.contains(&key_of(r)))
     {
-        for device in device_by_corr.get(key_of(host)).into_iter().flatten() {
+        let devices: Vec<&FrameRow> = device_by_corr
+            .get(key_of(host))
+            .into_iter()
+            .flatten()
+            .collect();
+        // Default mode: the launch once, its delay to its first device row; the rows
+        // after it were queued behind that one, not behind the host.
+        let first = match frame.mode {
+            Mode::Default => devices.iter().map(|d| (d.start_ticks, d.row)).min(),
+            Mode::HtaCompat => None,
+        };
+        if frame.mode == Mode::Default && devices.len() > 1 {
+            graph_replays += 1;
+            queued_behind_launch += devices.len() as u64 - 1;
+        }
+        for device in devices {
+            let paired = first.is_none_or(|f| f == (device.start_ticks, device.row));
+            gpu.push(frame.us(device.dur_ticks()));
+            if !paired {
+                continue;
+            }
             corrs.push(corr_of(host) as f64);
             cpu.push(frame.us(host.dur_ticks()));
-            gpu.push(frame.us(device.dur_ticks()));
             let delay_ticks = (device.start_ticks - host.start_ticks - host.dur_ticks()).max(0);
             delay.push(frame.us(delay_ticks));
             if delay_ticks > cutoff_ticks {
@@ -125,6 +157,8 @@ pub fn launch_stats(
             .filter(|&&d| d > launch_delay_cutoff_us)
             .count() as u64,
         idle_launch_delay_outliers: idle_outliers,
+        graph_replays,
+        queued_behind_launch,
         correlation: Describe::of(&corrs),
         cpu_duration: Describe::of(&cpu),
         gpu_duration: Describe::of(&gpu),

@@ -8,6 +8,10 @@
 //! the default mode any host row linked to device work by its correlation.
 //! In compat mode a trace whose correlation ids pair launches and device rows other
 //! than one to one gets no result: HTA 0.5 fails an assertion there.
+//! In the default mode a launch with several device rows (a CUDA/HIP graph replay) is
+//! one queued operation, from the launch to its first row's start: the rows behind it
+//! were queued by the device, not by the host's launch queue (1,516 kernels of one
+//! `hipGraphLaunch` are not 1,516 launches blocking on a full queue).
 
 use std::collections::BTreeMap;
 
@@ -137,12 +141,21 @@ pub fn queue_length_summary_with_limit(
     // A launch without a device row stays in the sort with no stream (pandas' NaN): it
     // takes part in the order of equal timestamps, then drops out of the grouping.
     let mut points: Vec<(i64, Option<i64>, i64)> = Vec::new();
+    // Default mode: the first device row of each launch (the one that leaves the queue).
+    let mut first_rows: FastSet<u32> = FastSet::default();
     for launch in &launches {
         let corr = match frame.mode {
             Mode::HtaCompat => frame.model_row(launch).correlation,
             Mode::Default => frame.model_row(launch).event_index as i64,
         };
         match device_by_corr.get(corr) {
+            Some(devices) if frame.mode == Mode::Default => {
+                let first = devices
+                    .min_by_key(|d| (d.start_ticks, d.row))
+                    .expect("a group has a row");
+                first_rows.insert(first.row);
+                points.push((launch.start_ticks, Some(frame.model_row(first).stream), 1));
+            }
             Some(devices) => {
                 for device in devices {
                     points.push((launch.start_ticks, Some(frame.model_row(device).stream), 1));
@@ -160,7 +173,11 @@ pub fn queue_length_summary_with_limit(
         .collect();
     for row in frame.device_rows() {
         let model = frame.model_row(row);
-        if launch_corrs.contains(&key(row)) {
+        let queued = match frame.mode {
+            Mode::HtaCompat => launch_corrs.contains(&key(row)),
+            Mode::Default => first_rows.contains(&row.row),
+        };
+        if queued {
             points.push((row.start_ticks, Some(model.stream), -1));
         }
     }

@@ -2,13 +2,23 @@
 //! exposed communication, memory operations, other device work, host-bound idle and
 //! other idle time (no HTA counterpart).
 //!
-//! Within the step's window, device rows are clipped and swept; each instant goes to the
-//! first type active in the order computation, communication, memory, other — so
+//! PyTorch 2.x writes each step twice: a `user_annotation` on the host (the host's
+//! window: from the step's first Python line to its last launch) and a
+//! `gpu_user_annotation` on the device's stream (the device's window: from the step's
+//! first device work to its last). They are one step with two windows: a
+//! [`StepSplit`] has both, and its split is measured over the device window when the
+//! trace has one (as TraceLens's `gpu_timeline` is), else over the host window;
+//! [`StepSplit::window`] says which.
+//!
+//! Within the measured window, device rows are clipped and swept; each instant goes to
+//! the first type active in the order computation, communication, memory, other — so
 //! communication hidden under computation counts as computation, and what remains under
 //! "communication" is the exposed part. An idle stretch is host-bound when the device
 //! work that ends it was launched after the stretch began (the device waited for the
 //! host), or when no device work follows in the step; otherwise the device waited on
 //! something else (a dependency, a synchronisation).
+
+use std::collections::BTreeMap;
 
 use crate::model::FastMap;
 use serde::Serialize;
@@ -16,17 +26,35 @@ use serde::Serialize;
 use crate::classify::KernelType;
 use crate::frame::{step_number, Frame, Frames};
 
-/// One step of one rank; the six parts add up to `dur_us`.
+/// A step's (host window, device window) in ticks, each when the trace has it.
+type StepWindows = [Option<(i64, i64)>; 2];
+
+/// The category PyTorch gives a step's (and any range's) device-side copy.
+pub(crate) const DEVICE_ANNOTATION_CATEGORY: &str = "gpu_user_annotation";
+
+/// One step of one rank; the six parts add up to `dur_us`, all over [`Self::window`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepSplit {
     /// The rank.
     pub rank: i64,
     /// N of `ProfilerStep#N`.
     pub step: i64,
-    /// Start, µs since the rank's first event.
+    /// The window `start_us`, `dur_us` and the six parts are measured over.
+    pub window: StepWindow,
+    /// Start of the measured window, µs since the rank's first event.
     pub start_us: f64,
-    /// Duration, µs.
+    /// Duration of the measured window, µs.
     pub dur_us: f64,
+    /// Start of the host window (`user_annotation`), µs since the rank's first event;
+    /// `null` when the trace has none.
+    pub host_start_us: Option<f64>,
+    /// Duration of the host window, µs.
+    pub host_dur_us: Option<f64>,
+    /// Start of the device window (`gpu_user_annotation`), µs since the rank's first
+    /// event; `null` when the trace has none.
+    pub device_start_us: Option<f64>,
+    /// Duration of the device window, µs.
+    pub device_dur_us: Option<f64>,
     /// Device time with computation running.
     pub computation_us: f64,
     /// Device time with communication running and no computation.
@@ -43,6 +71,33 @@ pub struct StepSplit {
     pub bound: Bound,
 }
 
+impl StepSplit {
+    /// Device time with work running (the four busy parts), µs.
+    pub fn busy_us(&self) -> f64 {
+        self.computation_us + self.communication_us + self.memory_us + self.other_device_us
+    }
+}
+
+/// Which of a step's windows a figure is measured over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepWindow {
+    /// The step's `gpu_user_annotation`: its first to its last device work.
+    Device,
+    /// The step's `user_annotation` on the host (a trace without a device copy).
+    Host,
+}
+
+impl StepWindow {
+    /// `"device window"` / `"host window"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            StepWindow::Device => "device window",
+            StepWindow::Host => "host window",
+        }
+    }
+}
+
 /// What limited a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -56,11 +111,18 @@ pub enum Bound {
 /// Splits every step of every rank (frames built without HTA's last-step filter are
 /// best: [`Frames::build_with`]`(set, mode, false)`).
 pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
-    frames.ranks.iter().flat_map(rank_steps).collect()
+    frames
+        .ranks
+        .iter()
+        .flat_map(|f| rank_steps(f, None))
+        .collect()
 }
 
-/// The steps of one rank (see [`step_splits`]).
-pub(crate) fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
+/// The steps of one rank (see [`step_splits`]); only `ProfilerStep#only` when given.
+/// The windows are read from every row of the trace, so a frame cut to one step's rows
+/// (whose device copy of the step, launched by nothing, has no iteration) still has
+/// both.
+pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit> {
     let origin = frame.rows.iter().map(|r| r.start_ticks).min().unwrap_or(0);
     let start_by_event: FastMap<u64, i64> = frame
         .rows
@@ -68,17 +130,36 @@ pub(crate) fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
         .filter(|r| !r.is_device)
         .map(|r| (frame.model_row(r).event_index, r.start_ticks))
         .collect();
-    let mut steps: Vec<(i64, i64, i64)> = frame
-        .rows
-        .iter()
-        .filter(|r| !r.is_device)
-        .filter_map(|r| step_number(frame.name(r), true).map(|n| (r.start_ticks, r.end_ticks, n)))
+    // Per step: (host window, device window), each the span of its rows.
+    let mut windows: BTreeMap<i64, StepWindows> = BTreeMap::new();
+    for row in &frame.trace.rows {
+        let Some(step) = step_number(frame.trace.name(row), true) else {
+            continue;
+        };
+        if only.is_some_and(|s| s != step) {
+            continue;
+        }
+        let side = usize::from(frame.trace.category(row) == DEVICE_ANNOTATION_CATEGORY);
+        let (s, e) = frame.ticks_of(row);
+        let slot = &mut windows.entry(step).or_default()[side];
+        *slot = Some(slot.map_or((s, e), |(a, b)| (a.min(s), b.max(e))));
+    }
+    let mut steps: Vec<(i64, i64, i64, StepWindows)> = windows
+        .into_iter()
+        .filter_map(|(step, w)| {
+            let (ws, we) = w[1].or(w[0])?;
+            Some((ws, we, step, w))
+        })
         .collect();
     steps.sort_unstable();
-    steps.dedup();
     // Device rows by start, so each step looks only at rows that can overlap it (those
     // starting before its end and at most the longest duration before its start).
-    let mut device: Vec<&crate::frame::FrameRow> = frame.device_rows().collect();
+    // Device-side annotations are ranges over work, not work (compat mode's frame has
+    // them among its device rows).
+    let mut device: Vec<&crate::frame::FrameRow> = frame
+        .device_rows()
+        .filter(|r| frame.category(r) != DEVICE_ANNOTATION_CATEGORY)
+        .collect();
     device.sort_by_key(|r| r.start_ticks);
     let longest = device
         .iter()
@@ -88,7 +169,7 @@ pub(crate) fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
         .max(0);
     steps
         .into_iter()
-        .map(|(ws, we, step)| {
+        .map(|(ws, we, step, [host, device_window])| {
             let mut parts = [0i64; 6];
             // (time, kind, +1/-1, launch start for row starts)
             let mut points: Vec<(i64, usize, i64, Option<i64>)> = Vec::new();
@@ -152,8 +233,17 @@ pub(crate) fn rank_steps(frame: &Frame<'_>) -> Vec<StepSplit> {
                 },
                 rank: frame.rank(),
                 step,
+                window: if device_window.is_some() {
+                    StepWindow::Device
+                } else {
+                    StepWindow::Host
+                },
                 start_us: us(ws - origin),
                 dur_us: us(we - ws),
+                host_start_us: host.map(|(s, _)| us(s - origin)),
+                host_dur_us: host.map(|(s, e)| us(e - s)),
+                device_start_us: device_window.map(|(s, _)| us(s - origin)),
+                device_dur_us: device_window.map(|(s, e)| us(e - s)),
                 computation_us: us(parts[0]),
                 communication_us: us(parts[1]),
                 memory_us: us(parts[2]),

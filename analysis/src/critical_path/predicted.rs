@@ -13,7 +13,7 @@
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use trace_format::{Event, Output, TraceMeta, TraceReader, TraceSink, TraceWriter};
+use trace_format::{Event, Output, TraceMeta, TraceSink, TraceWriter};
 
 use super::what_if::WhatIf;
 use super::CpGraph;
@@ -142,7 +142,8 @@ fn rewrite(
         reason,
     };
     sink.out_path = out_path.clone();
-    TraceReader::open(&trace.path)
+    crate::inputs::open_trace(&trace.path, false)
+        .map_err(|e| fail(e.to_string()))?
         .read(&mut sink)
         .map_err(|e| fail(format!("reading {}: {e}", trace.path.display())))?;
     if let Some(e) = sink.error {

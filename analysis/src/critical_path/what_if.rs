@@ -122,6 +122,7 @@ pub fn what_if(
     rules: &[ScaleRule],
     labels: &[String],
 ) -> Result<WhatIf, CriticalPathError> {
+    check_rules_select_something(graph, rules, labels)?;
     // The smallest observed weight per (rank, kind) of the edges HTA's rules chose, for
     // the ordering-only edges.
     let mut smallest: FastMap<(i64, EdgeKind), i64> = FastMap::default();
@@ -223,24 +224,69 @@ pub fn what_if(
 
 /// The product of the factors of the rules that select `edge`'s span.
 fn factor_of(graph: &CpGraph<'_>, edge: &Edge, rules: &[ScaleRule]) -> f64 {
+    rules
+        .iter()
+        .map(|rule| rule_factor(graph, edge, rule).unwrap_or(1.0))
+        .product()
+}
+
+/// `rule`'s factor for `edge`'s span, when it selects it.
+fn rule_factor(graph: &CpGraph<'_>, edge: &Edge, rule: &ScaleRule) -> Option<f64> {
     let event = edge.attributed.map(|i| &graph.events[i as usize]);
     let on_host = event.is_none_or(|e| e.stream == -1);
-    let mut factor = 1.0;
-    for rule in rules {
-        factor *= match (rule, event) {
-            (ScaleRule::Host(f), _) if on_host => *f,
-            (ScaleRule::Op(re, f), Some(e)) if on_host && re.is_match(e.name) => *f,
-            (ScaleRule::Kernel(re, f), Some(e)) if !on_host && re.is_match(e.name) => *f,
-            (ScaleRule::Rank(r, f), Some(e)) if !on_host && !e.is_comm && e.rank == *r => *f,
-            (ScaleRule::Collective(f), Some(e)) if !on_host && e.is_comm => *f,
-            (ScaleRule::Rows(factors), Some(e)) if !on_host => factors
-                .get(&(e.rank, e.event_index))
-                .copied()
-                .unwrap_or(1.0),
-            _ => 1.0,
-        };
+    match (rule, event) {
+        (ScaleRule::Host(f), _) if on_host => Some(*f),
+        (ScaleRule::Op(re, f), Some(e)) if on_host && re.is_match(e.name) => Some(*f),
+        (ScaleRule::Kernel(re, f), Some(e)) if !on_host && re.is_match(e.name) => Some(*f),
+        (ScaleRule::Rank(r, f), Some(e)) if !on_host && !e.is_comm && e.rank == *r => Some(*f),
+        (ScaleRule::Collective(f), Some(e)) if !on_host && e.is_comm => Some(*f),
+        (ScaleRule::Rows(factors), Some(e)) if !on_host => {
+            factors.get(&(e.rank, e.event_index)).copied()
+        }
+        _ => None,
     }
-    factor
+}
+
+/// An error naming the first rule (`labels[i]` is rule `i` as the user wrote it) that
+/// selects no span the graph scales: `kernel:^matmull=0.5` (a typo) or `rank:9=0.5` on
+/// four ranks would otherwise answer a confident "+0.0 %".
+fn check_rules_select_something(
+    graph: &CpGraph<'_>,
+    rules: &[ScaleRule],
+    labels: &[String],
+) -> Result<(), CriticalPathError> {
+    for (i, rule) in rules.iter().enumerate() {
+        let selects = graph
+            .graph
+            .edges
+            .iter()
+            .any(|edge| edge.scales && rule_factor(graph, edge, rule).is_some());
+        if selects {
+            continue;
+        }
+        let mut ranks: Vec<i64> = graph.windows.iter().map(|w| w.0).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let looked_in = match rule {
+            ScaleRule::Rank(..) => format!(
+                "no device work of that rank; the ranks are {}",
+                crate::insights::rank_list(&ranks)
+            ),
+            ScaleRule::Kernel(..) => "no kernel name matches the pattern".to_owned(),
+            ScaleRule::Op(..) => "no host operator or runtime call name matches".to_owned(),
+            ScaleRule::Host(_) => "no host span".to_owned(),
+            ScaleRule::Collective(_) => "no collective".to_owned(),
+            ScaleRule::Rows(_) => "no device row has a factor".to_owned(),
+        };
+        return Err(CriticalPathError::ScaleMatchesNothing {
+            rule: labels
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("rule {}", i + 1)),
+            looked_in,
+        });
+    }
+    Ok(())
 }
 
 impl CpGraph<'_> {

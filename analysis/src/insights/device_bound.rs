@@ -2,9 +2,14 @@
 //! device was busy for most of it is limited by the device, not by the host's launches;
 //! the finding says how busy, and how deep the busiest stream's queue got (the host
 //! launching ahead of the device).
+//!
+//! Time a rank spent in collectives waiting for a late peer is not device work: a
+//! collective kernel runs while it waits, but the rank is limited by the peer, which the
+//! collective-bottleneck finding names. It is taken out of the busy time here, so a rank
+//! that waits is not called device-bound.
 
 use super::{Finding, FindingKind, Thresholds};
-use crate::analyses::steps::Bound;
+use crate::analyses::steps::{Bound, StepWindow};
 use crate::report::Report;
 
 /// The device-bound steps of `report`, one finding each.
@@ -14,7 +19,15 @@ pub(crate) fn device_bound_steps(report: &Report, t: &Thresholds) -> Vec<Finding
         if s.dur_us <= 0.0 || s.bound != Bound::Device {
             continue;
         }
-        let busy_us = s.computation_us + s.communication_us + s.memory_us + s.other_device_us;
+        let waiting_us = report
+            .collectives
+            .per_step
+            .iter()
+            .filter(|c| c.rank == s.rank && c.step == Some(s.step))
+            .map(|c| c.wait_us)
+            .sum::<f64>()
+            .min(s.busy_us());
+        let busy_us = s.busy_us() - waiting_us;
         let fraction = busy_us / s.dur_us;
         if fraction < t.device_bound_busy_fraction {
             continue;
@@ -29,16 +42,30 @@ pub(crate) fn device_bound_steps(report: &Report, t: &Thresholds) -> Vec<Finding
         let queue = depth.map_or(String::new(), |d| {
             format!("; up to {d} kernels queued on a stream")
         });
+        let waiting = if waiting_us > 0.0 {
+            format!(" (not counting {waiting_us:.0} us waiting for peers in collectives)")
+        } else {
+            String::new()
+        };
+        // Over the device window, say how long the host's window of the step was: a
+        // host that ran long before its first launch shows there, not in the device's.
+        let host = match (s.window, s.host_dur_us) {
+            (StepWindow::Device, Some(host_us)) if host_us > s.dur_us => {
+                format!("; the host's window of the step is {host_us:.0} us")
+            }
+            _ => String::new(),
+        };
         out.push(
             Finding::new(
                 fraction * 0.5,
                 FindingKind::DeviceBoundStep,
                 Some(s.rank),
                 format!(
-                    "rank {} step {}: device-bound: device busy {:.0} of {:.0} us ({:.0}%), \
-                     waiting for the host {:.0} us{queue}",
+                    "rank {} step {} ({}): device-bound: device busy {:.0} of {:.0} us \
+                     ({:.0}%){waiting}, waiting for the host {:.0} us{queue}{host}",
                     s.rank,
                     s.step,
+                    s.window.label(),
                     busy_us,
                     s.dur_us,
                     fraction * 100.0,

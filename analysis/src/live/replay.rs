@@ -85,7 +85,7 @@ pub struct ReplaySeries {
 pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>, LiveError> {
     let meta = std::fs::metadata(path)
         .map_err(|e| LiveError::Replay(format!("{}: {e}", path.display())))?;
-    if !meta.is_dir() {
+    if !meta.is_dir() || crate::inputs::is_profile_dir(path) {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
@@ -96,6 +96,8 @@ pub fn trace_files(path: &Path) -> Result<Vec<PathBuf>, LiveError> {
             p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
         })
         .collect();
+    // Neuron Explorer profile folders in it, or under its `profiles/global/`.
+    files.extend(crate::inputs::find_profiles(path));
     if files.is_empty() {
         return Err(LiveError::Replay(format!(
             "{}: no .json or .json.gz trace in this directory",

@@ -15,8 +15,8 @@ use trace_format::{
 
 use super::{
     CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, GraphPasses, HostOp, HostOps, HostSpan,
-    IdentKey, KeptWindow, NameId, Names, RankCounts, RankTrace, Row, SyncWait, Timeline,
-    TimelineEvent, TraceSet,
+    IdentKey, KeptWindow, NameId, Names, OpShapeArgs, RankCounts, RankTrace, Row, SyncWait,
+    Timeline, TimelineEvent, TraceSet,
 };
 use crate::classify::Mode;
 use crate::error::AnalysisError;
@@ -450,6 +450,16 @@ fn load_one(
     // relative to it (`TimeBase::LateNotApplied`), which is what the model keeps anyway,
     // and a `.json.gz` is not decompressed twice.
     let report = match std::fs::File::open(path) {
+        // A Neuron Explorer profile folder: the same events, from its Parquet tables.
+        _ if path.is_dir() => {
+            let reader = crate::inputs::open_trace(path, options.lenient)?;
+            if read_threads > 0 {
+                reader.read_parallel(&mut sink, read_threads)
+            } else {
+                reader.read(&mut sink)
+            }
+            .map_err(read_error)?
+        }
         Ok(file) => {
             let total_bytes = file.metadata().ok().map(|m| m.len());
             let progress = options.progress.clone().map(|callback| {
@@ -512,6 +522,13 @@ fn load_one(
         .map(ToString::to_string)
         .collect();
     let meta = &report.meta;
+    // A Neuron Explorer profile: what its lenient read skipped (table, column, row group).
+    if let Some(findings) = meta.get(neuron_explorer::FINDINGS_KEY) {
+        let problems = findings.to_value()["problems"].clone();
+        trace
+            .damage
+            .extend(serde_json::from_value::<Vec<String>>(problems).unwrap_or_default());
+    }
     trace.rank = rank.or_else(|| meta.rank()).unwrap_or(-1);
     trace.backend = meta.distributed_info().and_then(|d| d.backend);
     trace.compile_meta = meta
@@ -552,6 +569,7 @@ fn load_one(
                     })
                     .unwrap_or_default(),
                 memory_bytes: d.total_global_mem_bytes.and_then(|b| i64::try_from(b).ok()),
+                num_sms: raw.get("numSms").and_then(|v| v.as_i64()),
             }
         })
         .collect();
@@ -825,6 +843,22 @@ impl RankSink {
                     in_rows: keep,
                     kind: c.kind,
                 };
+                if let Some(texts) = &c.shape_args {
+                    let op = host.ops.operators.len() as u32;
+                    let mut ids = [0; 3];
+                    for (id, t) in ids.iter_mut().zip(texts.iter()) {
+                        *id = match t {
+                            Some(t) => host.ops.names.intern(t.get(text)),
+                            None => host.no_dims(),
+                        };
+                    }
+                    host.ops.shape_args.push(OpShapeArgs {
+                        op,
+                        input_types: ids[0],
+                        input_strides: ids[1],
+                        concrete_inputs: ids[2],
+                    });
+                }
                 host.ops.operators.push(op);
             } else if !keep {
                 let name = host.ops.names.intern(name);

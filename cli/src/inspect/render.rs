@@ -155,6 +155,24 @@ fn render_file(file: &FileReport, out: &mut dyn Write) -> io::Result<()> {
         Some(d) => writeln!(out, "DAMAGE: {}", d.message)?,
         None => writeln!(out, "damage: none")?,
     }
+    if let Some(ne) = &file.neuron_explorer {
+        writeln!(
+            out,
+            "neuron explorer profile: schema {}, LNC={}, worker_gid {:?}",
+            ne.schema_version.as_deref().unwrap_or("not stated"),
+            ne.lnc.unwrap_or(1),
+            ne.worker_gids
+        )?;
+        for problem in &ne.problems {
+            writeln!(out, "  DAMAGE (skipped): {problem}")?;
+        }
+        for missing in &ne.missing {
+            writeln!(out, "  missing: {missing}")?;
+        }
+        if !ne.unknown.is_empty() {
+            writeln!(out, "  unknown (not read): {}", ne.unknown.join(", "))?;
+        }
+    }
     Ok(())
 }
 

@@ -81,6 +81,29 @@ pub struct FileReport {
     pub skipped_examples: Vec<String>,
     /// Damage that stopped the read, if any.
     pub damage: Option<Damage>,
+    /// For a Neuron Explorer profile folder: its schema version and what the read found
+    /// (problems skipped, unknown tables and columns, missing tables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_explorer: Option<NeuronExplorerInfo>,
+}
+
+/// What `inspect` says of a Neuron Explorer profile folder. JSON: `{"schema_version",
+/// "lnc", "worker_gids", "problems", "unknown", "missing"}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct NeuronExplorerInfo {
+    /// `Metadata.profile_schema_version`, when the profile has it.
+    pub schema_version: Option<String>,
+    /// Physical cores per logical core seen in the device executions.
+    pub lnc: Option<u64>,
+    /// `worker_gid`s of the runtime and device events.
+    pub worker_gids: Vec<i64>,
+    /// Damage skipped (table, column, row group of each).
+    pub problems: Vec<String>,
+    /// Tables and columns the profile's schema does not declare or this reader does
+    /// not know, each once.
+    pub unknown: Vec<String>,
+    /// Tables absent, and what the analyses lack without them.
+    pub missing: Vec<String>,
 }
 
 impl FileReport {

@@ -92,9 +92,14 @@ pub fn peek_rank(path: &Path, lenient: bool) -> Result<Option<i64>, ExportError>
         }
     }
     let mut header = Header(None);
-    let reader = TraceReader::open(path)
-        .options(trace_format::ReadOptions::default().with_prescan_base_time(false))
-        .lenient(lenient);
+    let reader = match path.is_dir() {
+        // A Neuron Explorer profile folder (its header comes first: nothing to pre-scan).
+        true => analysis::inputs::open_trace(path, lenient)
+            .map_err(|e| ExportError::Open(e.to_string()))?,
+        false => TraceReader::open(path)
+            .options(trace_format::ReadOptions::default().with_prescan_base_time(false))
+            .lenient(lenient),
+    };
     match reader.read(&mut header) {
         Ok(_) => Ok(header.0),
         Err(err) => Err(ExportError::Read(err)),

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use trace_format::{ArgValue, Category, Event, Ident, Phase, TraceMeta, TraceReader, TraceSink};
+use trace_format::{ArgValue, Category, Event, Ident, Phase, TraceMeta, TraceSink};
 
 use super::{RowSink, Value};
 use crate::ExportError;
@@ -86,7 +86,9 @@ pub fn read_rows(
         last_end_ns: None,
         error: None,
     };
-    let result = TraceReader::open(path).lenient(lenient).read(&mut sink);
+    let result = analysis::inputs::open_trace(path, lenient)
+        .map_err(|e| ExportError::Open(e.to_string()))?
+        .read(&mut sink);
     let (first_ts_ns, last_end_ns) = (sink.first_ts_ns, sink.last_end_ns);
     let rank = sink.rank;
     if let Some(source) = sink.error.take() {

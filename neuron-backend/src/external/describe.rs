@@ -149,7 +149,10 @@ pub fn describe(op: &ExternalOp<'_>) -> Description {
     let class = class_of(op.name);
     let described = class.and_then(|class| match class {
         OpClass::Matmul(kind) => matmul(op, kind),
-        OpClass::Convolution { backward } => convolution(op, backward),
+        OpClass::Convolution {
+            backward,
+            transposed,
+        } => convolution(op, backward, transposed),
         OpClass::Attention { backward } => attention(op, backward),
         OpClass::LayerNorm { backward } => norm(op, backward, Norm::Layer),
         OpClass::RmsNorm { backward } => norm(op, backward, Norm::Rms),
@@ -364,16 +367,28 @@ fn matmul(op: &ExternalOp<'_>, kind: MatmulKind) -> Option<Description> {
     })
 }
 
-/// Convolution as an implicit GEMM: the output positions by the filter's receptive
-/// field by the output channels, per group (im2col's data movement is not modeled
-/// beyond the GEMM's own loads). The backward computes the input and the weight
-/// gradients: two GEMMs of that size.
-fn convolution(op: &ExternalOp<'_>, backward: bool) -> Option<Description> {
+/// Convolution as an implicit GEMM (im2col without the copy, as the Neuron compiler
+/// lowers a convolution onto TensorE): the output positions by the filter's receptive
+/// field by the output channels, per group (im2col's data movement is not modeled beyond
+/// the GEMM's own loads). A transposed convolution is the adjoint of a direct one whose
+/// input is its output (the weight, `(in, out / groups, k…)`, read as that direct
+/// convolution's `(out, in / groups, k…)`): the same GEMM with the two swapped, so its
+/// FLOPs are the multiply-adds it really does (no zeros of a stride-dilated input).
+/// The backward computes the input gradient, the weight gradient or both: one GEMM of
+/// the forward's size each (its results say which: a result of the input's shape, one
+/// of the weight's).
+fn convolution(op: &ExternalOp<'_>, backward: bool, transposed: bool) -> Option<Description> {
     let (input, weight, out) = if backward {
-        // (grad_output, input, weight) -> (grad_input, grad_weight, grad_bias)
+        // (grad_output, input, weight) -> (grad_input?, grad_weight?, grad_bias?)
         (op.inputs.get(1)?, op.inputs.get(2)?, op.inputs.first()?)
     } else {
         (op.inputs.first()?, op.inputs.get(1)?, op.outputs.first()?)
+    };
+    // The direct convolution's input and output.
+    let (input, out) = if transposed {
+        (out, input)
+    } else {
+        (input, out)
     };
     let spatial = weight.dim().checked_sub(2).filter(|&s| s >= 1)?;
     (input.dim() == spatial + 2 && out.dim() == spatial + 2).then_some(())?;
@@ -387,19 +402,34 @@ fn convolution(op: &ExternalOp<'_>, backward: bool) -> Option<Description> {
             .iter()
             .map(|&s| s.max(1) as u64)
             .product::<u64>();
+    let gemms = if backward {
+        let (x, w) = (op.inputs.get(1)?, op.inputs.get(2)?);
+        let grads = op
+            .outputs
+            .iter()
+            .filter(|g| g.sizes == x.sizes || g.sizes == w.sizes)
+            .count() as u64;
+        grads.clamp(1, 2)
+    } else {
+        1
+    };
     let gemm = Gemm {
-        batch: groups * if backward { 2 } else { 1 },
+        batch: groups * gemms,
         m: out_positions,
         k: receptive,
         n: cout / groups,
-        rhs_per_batch: groups > 1 || backward,
+        rhs_per_batch: groups > 1 || gemms > 1,
         bias: !backward && op.inputs.len() >= 3,
     };
     let (plan, flops, lowering) = gemm_plan(&gemm, input.dtype, out.dtype);
-    let what = if backward {
-        "2 implicit GEMMs"
-    } else {
-        "implicit GEMM"
+    let what = match (backward, gemms, transposed) {
+        (false, _, false) => "implicit GEMM".to_owned(),
+        (false, _, true) => "implicit GEMM of its adjoint (transposed)".to_owned(),
+        (true, n, t) => format!(
+            "{n} implicit GEMM{}{}",
+            if n > 1 { "s" } else { "" },
+            if t { " (transposed)" } else { "" }
+        ),
     };
     Some(Description {
         lowering_plan: ExternalLowering {

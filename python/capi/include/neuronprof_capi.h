@@ -201,6 +201,8 @@ typedef struct npc_warp_stats {
                                      (NEURONPROF_DETAIL=instructions) */
     uint64_t engine_rows_dropped; /* engine rows of the last window not kept */
     uint64_t host_ops_in_cuts;    /* host ops left out: inside a cut (the emulator's) */
+    uint64_t off_cpu_ns;          /* of cut_ns, time host threads spent off the CPU
+                                     although they could have run (run delay, steal) */
 } npc_warp_stats_t;
 
 /* npc_collective.op (runtime_hooks::CollectiveOp) */
@@ -342,6 +344,13 @@ uint64_t npc_warp_unix_ns(int64_t *values, size_t len); /* in place; returns ine
  * cut; returns inexact. */
 uint64_t npc_warp_unix_intervals(int64_t *values, uint8_t *inside, size_t len);
 uint64_t npc_cut_total_ns(void);
+
+/* What every device records from now on: NPC_DETAIL_KERNELS, or NPC_DETAIL_INSTRUCTIONS
+ * (also engine instructions and DMA transfers); *previous (may be null) gets the setting
+ * it replaced. */
+#define NPC_DETAIL_KERNELS 0
+#define NPC_DETAIL_INSTRUCTIONS 1
+int32_t npc_set_record_detail(uint8_t detail, uint8_t *previous);
 
 /* Profiling: open a window (drops earlier records; a background thread drains the
  * rings every interval_us), close it and convert (runtime calls, kernels, copies). */

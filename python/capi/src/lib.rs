@@ -51,6 +51,9 @@
 //!   ([`npc_window_len`], [`npc_window_get`], [`npc_window_dropped`],
 //!   [`npc_window_unpaired`], [`npc_window_free`]); [`npc_discard`] drops what was
 //!   recorded so far.
+//! - Detail: [`npc_set_record_detail`] switches what the devices record (kernels, or
+//!   also engine instructions and DMA transfers) while the process runs, as
+//!   `torch_neuronx.profiling`'s `ProfileMode.DEVICE` does for a session.
 //! - Descriptions: [`npc_device_properties`] (the `deviceProperties` entry),
 //!   [`npc_device_name`], [`npc_queue_name`]: the labels `profiler::DeviceInfo` gives
 //!   the crate's own traces.
@@ -99,6 +102,7 @@ mod activity;
 mod collective;
 mod collector;
 mod describe;
+mod detail;
 mod device;
 mod error;
 mod ops;
@@ -118,6 +122,7 @@ pub use collective::{
     NpcCollectiveSpan,
 };
 pub use describe::{npc_device_name, npc_device_properties, npc_queue_name};
+pub use detail::{npc_set_record_detail, NPC_DETAIL_INSTRUCTIONS, NPC_DETAIL_KERNELS};
 pub use device::{
     npc_allocate, npc_device_count, npc_device_stats, npc_empty_cache, npc_free, npc_init,
     npc_launch, npc_memory_blocks, npc_memory_stats, npc_read_wait,

@@ -95,6 +95,9 @@ pub struct NpcWarpStats {
     pub engine_rows_dropped: u64,
     /// Host ops left out because they lie inside a cut (the emulator's own).
     pub host_ops_in_cuts: u64,
+    /// Of `cut_ns`, the time host threads spent off the CPU although they could have run
+    /// (run delay, steal time: `runtime_hooks::clock::cut_run_delay`), ns.
+    pub off_cpu_ns: u64,
 }
 
 /// Engine rows kept from one window: about 56 bytes each, so at most ~56 MB.
@@ -170,6 +173,14 @@ impl Warp {
             _ => 0,
         }
     }
+
+    /// Of [`cut_ns`](Self::cut_ns), the time off the CPU.
+    fn off_cpu_ns(&self) -> u64 {
+        match (self.first_ns.get(), self.last_ns.get()) {
+            (Some(first), Some(last)) => self.log.off_cpu_between_ns(first, last),
+            _ => 0,
+        }
+    }
 }
 
 /// Warps the trace file at `path` in place (see the module docs); plain JSON or gzip.
@@ -193,9 +204,12 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
             String::new()
         };
         format!(
-            "{{\"cut_us\": {:.3}, \"host_events_warped\": {}, \"plugin_events_kept\": {}, \
+            "{{\"cut_us\": {:.3}, \"off_cpu_us\": {:.3}, \"off_cpu_uncut_us\": {:.3}, \
+             \"host_events_warped\": {}, \"plugin_events_kept\": {}, \
              \"host_ops_in_cuts\": {}, \"inexact_times\": {}{engine}}}",
             warp.cut_ns() as f64 / 1e3,
+            warp.off_cpu_ns() as f64 / 1e3,
+            clock::off_cpu_left_ns() as f64 / 1e3,
             stats.retimed,
             stats.kept,
             stats.dropped,
@@ -222,6 +236,7 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         engine_rows: engine_rows.get(),
         engine_rows_dropped: engine_dropped,
         host_ops_in_cuts: stats.dropped,
+        off_cpu_ns: warp.off_cpu_ns(),
     })
 }
 

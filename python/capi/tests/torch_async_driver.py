@@ -9,6 +9,8 @@ argv: output folder. Each scenario writes `<out>/<scenario>/` (one trace per win
   fp32, not bf16: the numerics are PyTorch's CPU kernels, and on a CPU without AVX-512
   PyTorch 2.15's bf16 matmul is a scalar loop (0.3 GFLOP/s on the CI machine, against
   117 GFLOP/s for fp32): the former 8192-row bf16 step took over half an hour there;
+- linear_bf16: four bf16 Linear(2048, 2048) on a 1024-row batch in no_grad (issue 31:
+  device-bound, about 145 µs per matmul, kernels queued);
 - tiny: a step of 300 elementwise ops on 64 floats (host-bound);
 - streams: a host-to-device copy on a side stream while the default stream multiplies,
   a cross-stream wait, timed events; also `streams_raw.json`, the same window exported
@@ -53,6 +55,29 @@ def gemm():
             losses.append(loss.item())
             prof.step()
     result["gemm_losses"] = losses
+
+
+def linear_bf16():
+    """Four bf16 Linear(2048, 2048) in no_grad, two profiled steps (issue 31): each
+    matmul is about 145 µs of device time, far more than PyTorch's own launch of a Linear
+    on a host with a core to itself, so the device stays busy with kernels queued."""
+    device = torch.device("neuron")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        *[torch.nn.Linear(2048, 2048) for _ in range(4)]
+    ).to(device=device, dtype=torch.bfloat16)
+    rows = int(os.environ.get("NEURONPROF_TEST_LINEAR_ROWS", "1024"))
+    x = torch.randn(rows, 2048, dtype=torch.bfloat16).to(device)
+    with torch.no_grad(), profile(
+        activities=ACTIVITIES,
+        schedule=schedule(wait=0, warmup=1, active=2, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(os.path.join(out_dir, "linear_bf16")),
+    ) as prof:
+        for _ in range(3):
+            y = model(x)
+            prof.step()
+    torch.neuron.synchronize()
+    result["linear_bf16_finite"] = bool(torch.isfinite(y.float()).all())
 
 
 def tiny():

@@ -9,10 +9,12 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/copy_ops.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <torch/library.h>
@@ -485,6 +487,49 @@ C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl);
 // ---------------------------------------------------------------------------------
 // PrivateUse1 hooks (torch.accelerator, generators, storage resizing).
 
+// Page-locked host memory for `pin_memory()`. The emulated device copies host memory
+// on the host (python/README.md, "The execution model"), so pinned memory is plain host
+// memory; its blocks are remembered so `is_pinned()` is true for them, as on CUDA.
+class PinnedHostAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t nbytes) override {
+    void* data = nbytes == 0 ? nullptr : c10::alloc_cpu(nbytes);
+    if (data != nullptr) {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks().insert(data);
+    }
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+  static bool holds(const void* data) {
+    std::lock_guard<std::mutex> lock(mutex());
+    return blocks().count(const_cast<void*>(data)) > 0;
+  }
+
+ private:
+  static void release(void* data) {
+    if (data == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      blocks().erase(data);
+    }
+    c10::free_cpu(data);
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::unordered_set<void*>& blocks() {
+    static std::unordered_set<void*> b;
+    return b;
+  }
+};
+
+PinnedHostAllocator g_pinned;
+
 struct NeuronHooks final : at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return npc_device_count() > 0; }
@@ -507,6 +552,10 @@ struct NeuronHooks final : at::PrivateUse1HooksInterface {
   const at::Generator& getDefaultGenerator(c10::DeviceIndex /*device*/) const override {
     return at::detail::getDefaultCPUGenerator();
   }
+  // Pinned host memory (`Tensor.pin_memory()`, a DataLoader with pin_memory=True, which
+  // transformers' Trainer sets by default): PinnedHostAllocator above.
+  bool isPinnedPtr(const void* data) const override { return PinnedHostAllocator::holds(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned; }
   c10::Device getDeviceFromPtr(void* /*data*/) const override {
     return c10::Device(c10::DeviceType::PrivateUse1, current_device());
   }

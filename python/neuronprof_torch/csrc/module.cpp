@@ -30,6 +30,7 @@ py::dict warp_trace_file(const std::string& path) {
   out["engine_rows"] = stats.engine_rows;
   out["engine_rows_dropped"] = stats.engine_rows_dropped;
   out["host_ops_in_cuts"] = stats.host_ops_in_cuts;
+  out["off_cpu_ns"] = stats.off_cpu_ns;
   return out;
 }
 
@@ -145,6 +146,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_warp_unix_intervals", &warp_unix_intervals,
         "PyTorch's host intervals (start, end pairs) on the cut timeline, and whether each "
         "lay inside one cut");
+  m.def("_set_record_detail",
+        [](bool instructions) {
+          uint8_t previous = NPC_DETAIL_KERNELS;
+          check(npc_set_record_detail(instructions ? NPC_DETAIL_INSTRUCTIONS : NPC_DETAIL_KERNELS,
+                                      &previous),
+                "setting the record detail");
+          return previous == NPC_DETAIL_INSTRUCTIONS;
+        },
+        "Whether the devices record engine instructions and DMA transfers from now on; "
+        "returns the setting it replaced");
   m.def("_cut_total_ns", [] { return npc_cut_total_ns(); },
         "Time cut from the process timeline so far (the emulator's work on the host), ns");
   neuronprof::register_distributed(m);

@@ -24,6 +24,8 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -58,6 +60,17 @@ at::Tensor cpu_alias(const at::Tensor& t) {
   if (!is_neuron(t)) return t;
   return at::from_blob(t.data_ptr(), t.sizes(), t.strides(),
                        t.options().device(c10::DeviceType::CPU));
+}
+
+// A CPU alias that keeps a lazily conjugated or negated view's bit (`x.conj()`,
+// `_neg_view`): the CPU copy kernel then resolves the bit as it copies.
+at::Tensor cpu_alias_with_bits(const at::Tensor& t) {
+  at::Tensor alias = cpu_alias(t);
+  if (is_neuron(t)) {
+    alias._set_conj(t.is_conj());
+    alias._set_neg(t.is_neg());
+  }
+  return alias;
 }
 
 // ---------------------------------------------------------------------------------
@@ -139,8 +152,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   {
     Nested nested;
     Cut cut;
-    at::Tensor out = cpu_alias(dst);
-    cpu_copy(out, cpu_alias(self));
+    at::Tensor out = cpu_alias_with_bits(dst);
+    cpu_copy(out, cpu_alias_with_bits(self));
   }
   // The host reads what it copied out only once the device has written it.
   if (recorded && bytes > 0 && kind == NPC_KERNEL_COPY_D2H) {
@@ -256,8 +269,8 @@ at::Tensor graph_copy(const at::Tensor& self, const at::Tensor& dst) {
   {
     Nested nested;
     Cut cut;
-    at::Tensor out = cpu_alias(dst);
-    cpu_copy(out, cpu_alias(self));
+    at::Tensor out = cpu_alias_with_bits(dst);
+    cpu_copy(out, cpu_alias_with_bits(self));
   }
   OpTensors in, out;
   in.add(self, 0);
@@ -418,6 +431,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("as_strided", at::native::as_strided_tensorimpl);
   m.impl("view", at::native::view);
+  // Views of complex values as pairs of reals and back (torch.istft, complex autograd):
+  // views of the same memory, as on the CPU (the fallback would copy).
+  m.impl("view_as_complex", at::native::view_as_complex);
+  m.impl("view_as_real", at::native::view_as_real);
   m.impl("_reshape_alias", at::native::_reshape_alias);
   m.impl("resize_", resize_);
   m.impl("set_.source_Storage", set_source_storage);
@@ -438,6 +455,23 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                            "addr.out", "_stack", "_stack.out", "any.dims", "any.dims_out",
                            "all.dims", "all.dims_out"})
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
+}
+
+// Copies of a lazily conjugated or negated neuron tensor (`x.conj()`, which torch.fft's
+// hfft/ihfft and complex autograd make; `_neg_view`). ATen's copy hands such a source to
+// `_copy_from`, and the Conjugate and Negative keys' fallback would first materialize
+// it with `clone`, which copies through `_copy_from` again: an endless recursion that
+// overflowed the stack (every torch.fft op killed the process with a segmentation
+// fault). `_copy_from` resolves the bits itself (copy_from above), so both keys pass it
+// through, as they pass `copy_` through for the CPU and CUDA, whose copy resolves them.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -43,7 +43,7 @@ use crate::local::LOCAL;
 
 mod run_delay;
 
-pub use run_delay::cut_run_delay;
+pub use run_delay::{cut_run_delay, off_cpu_cut_ns, off_cpu_left_ns};
 
 /// Intervals the cut log keeps (16 bytes each; the oldest are dropped beyond this).
 pub const CUT_LOG_CAPACITY: usize = 1 << 20;
@@ -71,6 +71,10 @@ pub struct CutInterval {
     pub end_ns: u64,
     /// Time cut from it, ns (`<= end_ns - start_ns`).
     pub cut_ns: u64,
+    /// A run-delay cut (time a host thread spent off the CPU, [`cut_run_delay`]) rather
+    /// than emulation time: never the emulator's work, even when it takes the whole
+    /// interval.
+    pub off_cpu: bool,
 }
 
 impl CutInterval {
@@ -80,6 +84,7 @@ impl CutInterval {
             start_ns,
             end_ns,
             cut_ns: end_ns.saturating_sub(start_ns),
+            off_cpu: false,
         }
     }
 
@@ -383,7 +388,23 @@ impl CutLog {
         let Some(cut) = after.checked_sub(1).map(|i| self.intervals[i]) else {
             return false;
         };
-        cut.cut_ns == cut.end_ns - cut.start_ns && start_ns <= end_ns && end_ns <= cut.end_ns
+        !cut.off_cpu
+            && cut.cut_ns == cut.end_ns - cut.start_ns
+            && start_ns <= end_ns
+            && end_ns <= cut.end_ns
+    }
+
+    /// Time off the CPU (run-delay cuts) cut between the monotonic instants `from_ns`
+    /// and `to_ns`, ns: how much the host timeline there was corrected for preemption
+    /// and steal time.
+    pub fn off_cpu_between_ns(&self, from_ns: u64, to_ns: u64) -> u64 {
+        let first = self.intervals.partition_point(|cut| cut.end_ns <= from_ns);
+        self.intervals[first..]
+            .iter()
+            .take_while(|cut| cut.start_ns < to_ns)
+            .filter(|cut| cut.off_cpu)
+            .map(|cut| cut.cut_before_ns(to_ns) - cut.cut_before_ns(from_ns.max(cut.start_ns)))
+            .sum()
     }
 
     /// Whether `t_ns` can be warped exactly (it is not older than a dropped cut).
@@ -547,6 +568,7 @@ mod tests {
                 start_ns: 1000,
                 end_ns: 1400,
                 cut_ns: 100,
+                off_cpu: true,
             },
         ]);
         assert_eq!(log.warp(1000), 950);

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use trace_format::{Event, Ident, TraceMeta, TraceReader, TraceSink};
+use trace_format::{Event, Ident, TraceMeta, TraceSink};
 
 use crate::classify::is_device_work_category;
 
@@ -346,7 +346,8 @@ pub(super) fn collect(path: &Path, position: u32) -> Result<RankData, String> {
         rank: position,
         ..RankData::default()
     };
-    TraceReader::open(path)
+    crate::inputs::open_trace(path, false)
+        .map_err(|e| e.to_string())?
         .read(&mut data)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     data.instructions.sort_by_key(|i| i.start_ns);

@@ -102,6 +102,9 @@ pub(super) struct Complete<'a> {
     pub(super) kind: HostOpKind,
     /// Host operators only (when kept): the `Input Dims` array's JSON text.
     pub(super) input_dims: Option<Text<'a>>,
+    /// Host operators only (when kept): the `Input type`, `Input Strides` and `Concrete
+    /// Inputs` arrays' JSON texts (`record_shapes`), when any is present.
+    pub(super) shape_args: Option<Box<[Option<Text<'a>>; 3]>>,
 }
 
 impl Picked<'_> {
@@ -130,6 +133,11 @@ impl Picked<'_> {
                 host_operator: c.host_operator,
                 kind: c.kind,
                 input_dims: c.input_dims.map(|dims| dims.into_owned(text)),
+                shape_args: c.shape_args.map(|texts| {
+                    let [a, b, c] = *texts;
+                    let own = |t: Option<Text<'_>>| t.map(|t| t.into_owned(text));
+                    Box::new([own(a), own(b), own(c)])
+                }),
             }),
         }
     }
@@ -176,7 +184,7 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
         host_operator =
             kind != HostOpKind::Operator || matches!(category, "cpu_op" | "user_annotation");
     }
-    let (args, input_dims) = PickedArgs::of(event);
+    let (args, input_dims, shape_args) = PickedArgs::of(event);
     Picked::Complete(Complete {
         fractional_ts,
         ts_rel_ns,
@@ -190,6 +198,9 @@ pub(super) fn pick<'a>(event: &'a Event<'_>, base_ns: i64, host_ops: bool) -> Pi
         host_operator,
         kind,
         input_dims: input_dims.filter(|_| host_operator).map(Text::Borrowed),
+        shape_args: shape_args
+            .filter(|_| host_operator)
+            .map(|texts| Box::new(texts.map(|t| t.map(Text::Borrowed)))),
     })
 }
 
@@ -232,10 +243,12 @@ pub(super) struct RareArgs {
 }
 
 impl PickedArgs {
-    /// The args of `event` in one pass, and its `Input Dims` when that is an array (as
-    /// `event.arg("Input Dims")`: the first such key). Values are decoded only for the
-    /// keys taken.
-    fn of<'a>(event: &'a Event<'_>) -> (Self, Option<&'a str>) {
+    /// The args of `event` in one pass, its `Input Dims` when that is an array (as
+    /// `event.arg("Input Dims")`: the first such key), and its `Input type`, `Input
+    /// Strides` and `Concrete Inputs` arrays when any is present. Values are decoded only
+    /// for the keys taken.
+    #[allow(clippy::type_complexity)]
+    fn of<'a>(event: &'a Event<'_>) -> (Self, Option<&'a str>, Option<[Option<&'a str>; 3]>) {
         let mut picked = PickedArgs {
             stream: -1,
             correlation: -1,
@@ -251,12 +264,13 @@ impl PickedArgs {
             rare: None,
         };
         let Some(args) = &event.args else {
-            return (picked, None);
+            return (picked, None, None);
         };
         let (mut stream, mut correlation, mut bytes, mut bw) = (None, None, None, None);
         let mut external_id: Option<Option<i64>> = None;
         let (mut wait_on_stream, mut wait_on_event_corr) = (None, None);
         let mut input_dims: Option<Option<&'a str>> = None;
+        let mut shape_args: [Option<Option<&'a str>>; 3] = [None, None, None];
         for (key, lazy) in args.iter_lazy() {
             let value = || lazy.value();
             let text = || value().as_str().map(str::to_owned);
@@ -286,6 +300,9 @@ impl PickedArgs {
                 // As `Event::arg`: the first key, whatever its value.
                 "External id" => set(&mut external_id, || Some(value().as_i64())),
                 "Input Dims" => set(&mut input_dims, || Some(lazy.array_text())),
+                "Input type" => set(&mut shape_args[0], || Some(lazy.array_text())),
+                "Input Strides" => set(&mut shape_args[1], || Some(lazy.array_text())),
+                "Concrete Inputs" => set(&mut shape_args[2], || Some(lazy.array_text())),
                 "wait_on_stream" => set(&mut wait_on_stream, || Some(int_coerce(&value()))),
                 "wait_on_cuda_event_record_corr_id" => {
                     set(&mut wait_on_event_corr, || Some(int_coerce(&value())))
@@ -306,7 +323,9 @@ impl PickedArgs {
         picked.external_id = external_id.flatten().unwrap_or(-1);
         picked.wait_on_stream = wait_on_stream.unwrap_or(-1);
         picked.wait_on_event_corr = wait_on_event_corr.unwrap_or(-1);
-        (picked, input_dims.flatten())
+        let shape_args = shape_args.map(Option::flatten);
+        let shape_args = shape_args.iter().any(Option::is_some).then_some(shape_args);
+        (picked, input_dims.flatten(), shape_args)
     }
 
     fn rare(&mut self) -> &mut RareArgs {

@@ -34,10 +34,14 @@ pub(crate) enum MatmulKind {
 pub(crate) enum OpClass {
     /// TensorE matmul passes (`timing::lower::MatmulPlan`).
     Matmul(MatmulKind),
-    /// Convolution as an implicit GEMM; the backward is two (input and weight grads).
+    /// Convolution as an implicit GEMM; the backward is one per gradient it computes
+    /// (input, weight).
     Convolution {
         /// `convolution_backward`.
         backward: bool,
+        /// A transposed convolution (`conv_transpose*`): its input and output swap roles
+        /// against the direct convolution it is the adjoint of.
+        transposed: bool,
     },
     /// Fused scaled dot-product attention: two matmuls around a softmax; the backward
     /// does twice the matmul work.
@@ -384,14 +388,30 @@ pub(crate) fn class_of(name: &str) -> Option<OpClass> {
         | "conv1d"
         | "conv2d"
         | "conv3d"
-        | "conv_transpose1d"
-        | "conv_transpose2d"
-        | "conv_transpose3d"
         | "_slow_conv2d_forward"
         | "mkldnn_convolution"
-        | "thnn_conv2d" => OpClass::Convolution { backward: false },
-        "convolution_backward" | "convolution_backward_overrideable" | "_slow_conv2d_backward" => {
-            OpClass::Convolution { backward: true }
+        | "thnn_conv2d" => OpClass::Convolution {
+            backward: false,
+            transposed: false,
+        },
+        "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => OpClass::Convolution {
+            backward: false,
+            transposed: true,
+        },
+        "convolution_backward"
+        | "convolution_backward_overrideable"
+        | "_slow_conv2d_backward"
+        | "conv1d_backward"
+        | "conv2d_backward"
+        | "conv3d_backward" => OpClass::Convolution {
+            backward: true,
+            transposed: false,
+        },
+        "conv_transpose1d_backward" | "conv_transpose2d_backward" | "conv_transpose3d_backward" => {
+            OpClass::Convolution {
+                backward: true,
+                transposed: true,
+            }
         }
         "scaled_dot_product_attention"
         | "_scaled_dot_product_flash_attention"

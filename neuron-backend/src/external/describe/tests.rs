@@ -303,3 +303,51 @@ fn a_convolution_is_an_implicit_gemm() {
         d.lowering
     );
 }
+
+#[test]
+fn a_transposed_convolution_is_the_gemm_of_its_adjoint() {
+    // ConvTranspose2d(64 -> 32, kernel 4, stride 2): 16x16 -> 32x32.
+    let d = describe_op(
+        "conv_transpose2d",
+        &[t(F32, &[2, 64, 16, 16]), t(F32, &[64, 32, 4, 4])],
+        &[t(F32, &[2, 32, 32, 32])],
+    );
+    // Every input position meets every weight element once: 2 · N·16·16 · 64 · 32·16.
+    assert_eq!(d.flops, 2 * (2 * 16 * 16) * (32 * 16) * 64);
+    assert!(d.lowering.contains("adjoint"), "{}", d.lowering);
+    // Grouped: 4 groups of 16 -> 8 channels.
+    let g = describe_op(
+        "conv_transpose2d",
+        &[t(F32, &[2, 64, 16, 16]), t(F32, &[64, 8, 4, 4])],
+        &[t(F32, &[2, 32, 32, 32])],
+    );
+    assert_eq!(g.flops, d.flops / 4);
+}
+
+#[test]
+fn a_convolution_backward_costs_one_gemm_per_gradient_it_computes() {
+    let ins = || {
+        [
+            t(F32, &[8, 128, 32, 32]),
+            t(F32, &[8, 64, 32, 32]),
+            t(F32, &[128, 64, 3, 3]),
+        ]
+    };
+    let forward = 2 * (8 * 32 * 32) * (64 * 9) * 128;
+    let both = describe_op(
+        "conv2d_backward",
+        &ins(),
+        &[t(F32, &[8, 64, 32, 32]), t(F32, &[128, 64, 3, 3])],
+    );
+    assert_eq!(both.flops, 2 * forward);
+    let weight_only = describe_op(
+        "conv2d_backward",
+        &ins(),
+        &[t(F32, &[128, 64, 3, 3]), t(F32, &[128])],
+    );
+    assert_eq!(weight_only.flops, forward);
+    assert!(weight_only
+        .lowering
+        .starts_with("convolution as 1 implicit GEMM"));
+    assert!(!weight_only.costed_by_default);
+}

@@ -185,3 +185,38 @@ pub fn ts(event: &Value) -> f64 {
 pub fn end(event: &Value) -> f64 {
     ts(event) + event["dur"].as_f64().expect("dur")
 }
+
+/// The `neuronprof` binary cargo built next to the test (`target/<profile>/`), if any.
+pub fn neuronprof_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join("neuronprof");
+    path.exists().then_some(path)
+}
+
+/// Why a test that runs `neuronprof` skips without it.
+pub const NO_NEURONPROF: &str = "the neuronprof binary is not built next to this test: \
+                                 cargo build -p neuronprof (cargo test --workspace does)";
+
+/// Runs `neuronprof ARGS…`; its standard output (a failure panics with both outputs).
+pub fn neuronprof(binary: &Path, args: &[&std::ffi::OsStr]) -> String {
+    let output = Command::new(binary)
+        .args(args)
+        .output()
+        .expect("run neuronprof");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "neuronprof {args:?} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The device rows of a trace: kernels and copies on a device's queues.
+pub fn device_kernels(trace: &Value) -> Vec<&Value> {
+    events(trace)
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["ph"] == "X")
+        .collect()
+}

@@ -1,6 +1,24 @@
-//! The run-delay cut: the time a host thread spent waiting for a CPU (its run delay, from
-//! the kernel's scheduler statistics), cut from the process timeline retroactively at the
-//! thread's next runtime boundary, as if the thread had not been preempted.
+//! The run-delay cut: the time a host thread spent off the CPU although it could have
+//! run — waiting for a CPU (its run delay, from the kernel's scheduler statistics) or
+//! with its virtual CPU descheduled by the hypervisor (steal time, which no run delay
+//! shows) — cut from the process timeline retroactively at the thread's next runtime
+//! boundary, as if the thread had had a core to itself.
+//!
+//! # What is measured
+//!
+//! At each boundary the thread reads its run delay (`/proc/thread-self/schedstat`), its
+//! CPU time (`CLOCK_THREAD_CPUTIME_ID`, which a paravirtualized kernel keeps free of
+//! steal time) and its count of voluntary context switches (`getrusage`), and compares
+//! them with the previous boundary's, leaving out what happened inside its own cuts:
+//! - when the thread did not block since (no voluntary switch), everything it was not
+//!   running was time it could have run: the monotonic time that passed minus its CPU
+//!   time is cut. That covers the run delay and the steal time (measured on the 2-core
+//!   development VM, 2026-12-07: 234 ms of a 5 s busy loop at load 3 were neither CPU
+//!   time nor run delay);
+//! - when it blocked (a sleep, a lock, a queue), the blocked time is the program's —
+//!   a real host blocks too — and only the run delay is cut.
+//!
+//! # Where it goes
 //!
 //! The delay happened somewhere between the thread's previous boundary and this one, and
 //! other code (PyTorch's profiler) may have stamped instants with the real clock in that
@@ -11,27 +29,86 @@
 //! it to its start, squeezing the operators there to zero length.
 
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{in_cut, publish, push_log, writer, CutInterval, CUT_LOG_CAPACITY};
 use super::{LAST_READ_NS, TOTAL_NS};
 use crate::clock::monotonic_ns;
 use crate::local::LOCAL;
 
-/// Minimum run delay worth a retroactive cut, ns (a schedstat read costs about 1 µs).
+/// Minimum run delay worth a retroactive cut, ns (a boundary's reads cost about 2 µs).
 const MIN_RUN_DELAY_NS: u64 = 5_000;
+
+/// Time off the CPU cut so far, ns (part of the total cut).
+static OFF_CPU_CUT_NS: AtomicU64 = AtomicU64::new(0);
+/// Time off the CPU a boundary measured but could not cut (another thread's cut was
+/// open, or the stretch since the latest stamp handed out was shorter), ns.
+static OFF_CPU_LEFT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Time off the CPU (run delay and steal time) cut from the process timeline so far, ns.
+pub fn off_cpu_cut_ns() -> u64 {
+    OFF_CPU_CUT_NS.load(Ordering::Relaxed)
+}
+
+/// Time off the CPU that boundaries measured but could not cut, ns: it stayed in the
+/// host timeline (see [`cut_run_delay`] for when that happens).
+pub fn off_cpu_left_ns() -> u64 {
+    OFF_CPU_LEFT_NS.load(Ordering::Relaxed)
+}
+
+/// A voluntary-switch count the kernel does not give (the thread counts as blocked).
+const UNKNOWN: u64 = u64::MAX;
+
+/// One reading of a thread's scheduling counters.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// Monotonic instant the reading began.
+    at_ns: u64,
+    /// Total run delay, ns.
+    run_delay_ns: u64,
+    /// Thread CPU time, ns.
+    cpu_ns: u64,
+    /// Voluntary context switches.
+    voluntary: u64,
+}
+
+impl Reading {
+    /// `self` minus `earlier`, counter by counter (saturating).
+    fn since(&self, earlier: &Reading) -> Reading {
+        Reading {
+            at_ns: self.at_ns.saturating_sub(earlier.at_ns),
+            run_delay_ns: self.run_delay_ns.saturating_sub(earlier.run_delay_ns),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            voluntary: if self.voluntary == UNKNOWN || earlier.voluntary == UNKNOWN {
+                UNKNOWN
+            } else {
+                self.voluntary.saturating_sub(earlier.voluntary)
+            },
+        }
+    }
+
+    /// `self` plus `delta`, counter by counter.
+    fn plus(&self, delta: &Reading) -> Reading {
+        Reading {
+            at_ns: self.at_ns + delta.at_ns,
+            run_delay_ns: self.run_delay_ns + delta.run_delay_ns,
+            cpu_ns: self.cpu_ns + delta.cpu_ns,
+            voluntary: self.voluntary.saturating_add(delta.voluntary),
+        }
+    }
+}
 
 /// This thread's scheduler statistics (`/proc/thread-self/schedstat`, opened by the
 /// thread itself so it names this thread) and what they said at its previous boundary.
 struct RunDelay {
     file: std::fs::File,
-    /// Run delay accounted for so far: reported at the previous boundary, plus what the
-    /// thread waited inside its own cuts since (cut already).
-    counted_ns: u64,
-    /// Monotonic instant of the previous boundary.
+    /// The previous boundary's reading, moved forward by what the counters did inside the
+    /// thread's own cuts since (cut already).
+    base: Reading,
+    /// Monotonic instant of the previous boundary (the stretch a cut spreads over).
     boundary_ns: u64,
-    /// The run delay reported when the thread's current cut began (None: not in one).
-    cut_began_at_ns: Option<u64>,
+    /// The reading when the thread's current cut began (None: not in one).
+    cut_began: Option<Reading>,
 }
 
 thread_local! {
@@ -55,11 +132,73 @@ fn read_run_delay(_file: &std::fs::File) -> Option<u64> {
     None
 }
 
-/// The calling thread's run delay since its previous boundary (outside its own cuts), the
-/// monotonic instant of that boundary, and the total the statistics report now; this is
-/// a boundary from now on. `None` where the kernel keeps no scheduler statistics, or
-/// (`first_call` false) on a thread that has not been a boundary yet.
-fn take_delay(first_call: bool) -> Option<(u64, u64, u64)> {
+/// The calling thread's voluntary context switches (it blocked), or `None` where the
+/// kernel does not count them per thread.
+fn voluntary_switches() -> Option<u64> {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        // SAFETY: a zeroed rusage is valid; the call only writes it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable rusage.
+        let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+        if rc == 0 {
+            return Some(usage.ru_nvcsw as u64);
+        }
+    }
+    None
+}
+
+/// The calling thread's counters now, and what the reads cost, ns. Without a
+/// voluntary-switch count, every stretch counts as blocked (only the run delay is cut).
+///
+/// The run delay is read last, and its read is the reading's instant: a preemption
+/// around the other reads is then in this reading (the kernel adds a wait to the run
+/// delay when it ends), and one during the run-delay read makes it retry
+/// ([`read_settled`]), so no wait that ended after the reading's instant is in it.
+fn read_counters(file: &std::fs::File) -> Option<(Reading, u64)> {
+    let start_ns = monotonic_ns();
+    let cpu_ns = crate::clock::thread_cpu_ns();
+    let voluntary = voluntary_switches().unwrap_or(UNKNOWN);
+    let (run_delay_ns, at_ns) = read_settled(file)?;
+    let reading = Reading {
+        at_ns,
+        run_delay_ns,
+        cpu_ns,
+        voluntary,
+    };
+    // Reads that took long were preempted: that wait is in the run delay (here or at
+    // the next boundary), so only a tight read's own time is counted as its cost.
+    let read_ns = monotonic_ns() - start_ns;
+    Some((reading, if read_ns < SLOW_READ_NS { read_ns } else { 0 }))
+}
+
+/// Time off the CPU in a stretch whose counters moved by `delta`: the run delay, and
+/// when the thread did not block, all the time it did not run (see the module docs).
+fn off_cpu_ns(delta: &Reading) -> u64 {
+    if delta.voluntary == 0 {
+        delta
+            .run_delay_ns
+            .max(delta.at_ns.saturating_sub(delta.cpu_ns))
+    } else {
+        delta.run_delay_ns
+    }
+}
+
+/// What a boundary found to cut.
+#[derive(Debug, Clone, Copy)]
+struct Delay {
+    /// Time off the CPU since the previous boundary (outside the thread's own cuts), ns.
+    delay_ns: u64,
+    /// How long this boundary's own reads took, ns.
+    read_ns: u64,
+    /// Monotonic instant of the previous boundary.
+    since_ns: u64,
+}
+
+/// The calling thread's time off the CPU since its previous boundary and the reading
+/// now; this is a boundary from now on. `None` where the kernel keeps no scheduler
+/// statistics, or (`first_call` false) on a thread that has not been a boundary yet.
+fn take_delay(first_call: bool) -> Option<(Delay, Reading)> {
     RUN_DELAY.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.is_none() && !first_call {
@@ -67,22 +206,31 @@ fn take_delay(first_call: bool) -> Option<(u64, u64, u64)> {
         }
         let state = cell.get_or_insert_with(|| {
             let file = std::fs::File::open("/proc/thread-self/schedstat").ok()?;
-            let counted_ns = read_run_delay(&file)?;
+            let (base, _) = read_counters(&file)?;
             Some(RunDelay {
                 file,
-                counted_ns,
-                boundary_ns: monotonic_ns(),
-                cut_began_at_ns: None,
+                base,
+                boundary_ns: base.at_ns,
+                cut_began: None,
             })
         });
         let state = state.as_mut()?;
-        let (now_ns, read_at_ns) = read_settled(&state.file)?;
-        let delay_ns = now_ns.saturating_sub(state.counted_ns);
+        // The reads themselves (three system calls, 2-10 µs on a VM) are the
+        // emulator's, not the host's: cut with the delay.
+        let (now, read_ns) = read_counters(&state.file)?;
+        let delay_ns = off_cpu_ns(&now.since(&state.base));
         let since_ns = state.boundary_ns;
-        state.counted_ns = now_ns;
-        state.boundary_ns = read_at_ns;
-        LOCAL.with(|local| local.boundary_ns.set(read_at_ns));
-        Some((delay_ns, since_ns, now_ns))
+        state.base = now;
+        state.boundary_ns = now.at_ns;
+        LOCAL.with(|local| local.boundary_ns.set(now.at_ns));
+        Some((
+            Delay {
+                delay_ns,
+                read_ns,
+                since_ns,
+            },
+            now,
+        ))
     })
 }
 
@@ -111,70 +259,84 @@ fn read_settled(file: &std::fs::File) -> Option<(u64, u64)> {
 /// The calling thread's outermost cut is about to begin: on a thread that has been a
 /// boundary ([`cut_run_delay`]), this is one too — the delay before the cut can still
 /// be cut where it happened (once the cut has ended, that stretch would be out of
-/// reach) — and what it waits for a CPU from here until the cut ends is cut with the
+/// reach) — and what its counters do from here until the cut ends is cut with the
 /// cut, not again at the next boundary.
 pub(super) fn before_cut() {
-    let Some((delay_ns, since_ns, total_ns)) = take_delay(false) else {
+    let Some((delay, now)) = take_delay(false) else {
         return;
     };
-    cut_delay(delay_ns, since_ns);
+    cut_delay(delay);
     RUN_DELAY.with(|cell| {
         if let Some(Some(state)) = cell.borrow_mut().as_mut() {
-            state.cut_began_at_ns = Some(total_ns);
+            state.cut_began = Some(now);
         }
     });
 }
 
-/// The calling thread's outermost cut is about to end: its run delay inside the cut is
-/// counted, so the next boundary does not cut it a second time (that would squeeze the
-/// host work after the cut).
+/// The calling thread's outermost cut is about to end: what its counters did inside the
+/// cut is left out of the next boundary's stretch, so the next boundary does not cut it
+/// a second time (that would squeeze the host work after the cut).
 pub(super) fn before_cut_end() {
     RUN_DELAY.with(|cell| {
         if let Some(Some(state)) = cell.borrow_mut().as_mut() {
-            if let (Some(began_ns), Some(now_ns)) =
-                (state.cut_began_at_ns.take(), read_run_delay(&state.file))
-            {
-                state.counted_ns += now_ns.saturating_sub(began_ns);
+            if let Some(began) = state.cut_began.take() {
+                if let Some((now, _)) = read_counters(&state.file) {
+                    state.base = state.base.plus(&now.since(&began));
+                }
             }
         }
     });
 }
 
-/// A runtime boundary on the PyTorch path: the time the calling thread spent waiting for
-/// a CPU since its previous boundary (outside its own cuts) is cut from the process
-/// timeline, retroactively, spread evenly over the stretch since that boundary — but
-/// never before the latest instant any clock read handed out, nor into an earlier cut, so
-/// no timestamp of ours moves and the timeline stays monotonic for every thread; a
-/// real-clock stamp someone else took inside the stretch keeps its order (see the module
-/// docs). When those bounds leave a stretch shorter than the delay, the whole stretch is
-/// cut. Once a thread has been a boundary, each of its cuts begins with one too, so the
-/// stretch before a cut is handled before the cut closes it off. Nothing is cut inside a
-/// cut (the delay waits for the next boundary), while another thread's cut is open, for
-/// delays under 5 µs, or where the kernel keeps no scheduler statistics. Returns the
-/// time cut, ns.
+/// A runtime boundary on the PyTorch path: the time the calling thread spent off the CPU
+/// although it could have run (see the module docs) since its previous boundary (outside
+/// its own cuts) is cut from the process timeline, retroactively, spread evenly over
+/// the stretch since that boundary — but never before the latest instant any clock read
+/// handed out, nor into an earlier cut, so no timestamp of ours moves and the timeline
+/// stays monotonic for every thread; a real-clock stamp someone else took inside the
+/// stretch keeps its order (see the module docs). When those bounds leave a stretch
+/// shorter than the delay, the whole stretch is cut. Once a thread has been a boundary,
+/// each of its cuts begins with one too, so the stretch before a cut is handled before
+/// the cut closes it off. Nothing is cut inside a cut (the delay waits for the next
+/// boundary), while another thread's cut is open, for delays under 5 µs, or where the
+/// kernel keeps no scheduler statistics; what a boundary measured but could not cut is
+/// counted ([`off_cpu_left_ns`]). Returns the time cut, ns.
 ///
 /// Once a thread has been a boundary, a stamp of its host clock ([`crate::clock::now_ns`])
 /// more than 50 µs after its latest boundary is preceded by one, so a preemption in the
 /// middle of a runtime call is cut before the call's next record.
 ///
-/// Costs one read of `/proc/thread-self/schedstat` (about 1 µs; the first call on a
-/// thread also opens it); so does each cut of such a thread, plus one read inside it.
+/// Costs a read of `/proc/thread-self/schedstat` and two system calls (about 2 µs; the
+/// first call on a thread also opens the file); so does each cut of such a thread,
+/// twice.
 pub fn cut_run_delay() -> u64 {
     if in_cut() {
         return 0;
     }
     match take_delay(true) {
-        Some((delay_ns, since_ns, _)) => cut_delay(delay_ns, since_ns),
+        Some((delay, _)) => cut_delay(delay),
         None => 0,
     }
 }
 
-/// Cuts `delay_ns` spread over the stretch from `since_ns` to now, within the bounds of
-/// [`cut_run_delay`]; returns the time cut, ns.
-fn cut_delay(delay_ns: u64, since_ns: u64) -> u64 {
-    if delay_ns < MIN_RUN_DELAY_NS {
+/// Cuts a boundary's delay and the cost of its own reads (the emulator's, not the
+/// host's) spread over the stretch from the previous boundary to now, within the bounds
+/// of [`cut_run_delay`]; returns the time cut, ns.
+fn cut_delay(delay: Delay) -> u64 {
+    let total_ns = delay.delay_ns + delay.read_ns;
+    if total_ns < MIN_RUN_DELAY_NS {
         return 0;
     }
+    let cut_ns = cut_within_bounds(total_ns, delay.since_ns);
+    // What was cut is the reads first (they are the newest), then the delay.
+    let off_cpu_ns = cut_ns.saturating_sub(delay.read_ns);
+    OFF_CPU_CUT_NS.fetch_add(off_cpu_ns, Ordering::Relaxed);
+    OFF_CPU_LEFT_NS.fetch_add(delay.delay_ns - off_cpu_ns, Ordering::Relaxed);
+    cut_ns
+}
+
+/// The cut of [`cut_delay`] itself: the time cut, ns (at most `delay_ns`).
+fn cut_within_bounds(delay_ns: u64, since_ns: u64) -> u64 {
     let mut w = writer();
     if w.threads > 0 {
         return 0;
@@ -197,6 +359,7 @@ fn cut_delay(delay_ns: u64, since_ns: u64) -> u64 {
                 start_ns,
                 end_ns: now_ns,
                 cut_ns,
+                off_cpu: true,
             });
         }
     });
@@ -234,10 +397,14 @@ mod tests {
 
     /// Runs `body` with this thread sharing its CPU with three spinning threads (so it
     /// waits for the CPU most of the time), then lets it run on every CPU again. `None`
-    /// (and a printed skip) where the kernel keeps no scheduler statistics.
-    fn preempted<T>(body: impl FnOnce() -> T) -> Option<T> {
+    /// (and a recorded skip of `test`, a failure under CI: `tests/support/skip.rs`)
+    /// where the kernel keeps no scheduler statistics.
+    fn preempted<T>(test: &str, body: impl FnOnce() -> T) -> Option<T> {
         if std::fs::read_to_string("/proc/thread-self/schedstat").is_err() {
-            println!("SKIPPED: no scheduler statistics on this kernel");
+            crate::skip::skipped(
+                test,
+                "no scheduler statistics (/proc/thread-self/schedstat) on this kernel",
+            );
             return None;
         }
         drop(cut_scope()); // cuts exist: reads note what they hand out
@@ -284,7 +451,7 @@ mod tests {
     #[test]
     fn a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves() {
         let _serial = serial();
-        let Some((real, host, cut_ns, stamps)) = preempted(|| {
+        let Some((real, host, cut_ns, stamps)) = preempted("runtime-hooks: clock::cut::run_delay::tests::a_preempted_thread_has_its_run_delay_cut_and_no_stamp_moves", || {
             let (real_start, host_start) = (monotonic_ns(), process_ns());
             let mut stamps = vec![host_start];
             let mut cut_ns = 0;
@@ -318,7 +485,7 @@ mod tests {
     #[test]
     fn real_clock_stamps_between_boundaries_keep_their_order() {
         let _serial = serial();
-        let Some((stamps, cut_ns)) = preempted(|| {
+        let Some((stamps, cut_ns)) = preempted("runtime-hooks: clock::cut::run_delay::tests::real_clock_stamps_between_boundaries_keep_their_order", || {
             let mut stamps = Vec::new();
             let mut cut_ns = 0;
             for _ in 0..10 {
@@ -341,7 +508,7 @@ mod tests {
     #[test]
     fn a_delay_inside_a_cut_is_not_cut_again_at_the_next_boundary() {
         let _serial = serial();
-        let Some(stamps) = preempted(|| {
+        let Some(stamps) = preempted("runtime-hooks: clock::cut::run_delay::tests::a_delay_inside_a_cut_is_not_cut_again_at_the_next_boundary", || {
             let mut stamps = Vec::new();
             for _ in 0..10 {
                 {

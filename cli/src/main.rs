@@ -131,7 +131,8 @@ enum Command {
         /// Profiler options, comma-separated key=value: skip_first, wait, warmup, active,
         /// repeat (torch.profiler.schedule), memory, shapes, flops (on/off). Example:
         /// wait=1,warmup=1,active=2,memory=off. Default: skip 1 step, warm up 1, record
-        /// the rest, with memory, shapes and flops.
+        /// the rest but at most 10 steps (a window stays in memory until it ends), with
+        /// memory, shapes and flops.
         #[arg(long)]
         profile: Option<String>,
         /// Also write all ranks as one Perfetto trace (OUT/trace.pftrace).

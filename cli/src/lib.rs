@@ -31,4 +31,5 @@ pub mod monitor;
 pub mod paths;
 pub mod query;
 pub mod recost;
+pub mod replace;
 pub mod run;

@@ -146,7 +146,8 @@ enum Command {
         /// Profiler options, comma-separated key=value: skip_first, wait, warmup, active,
         /// repeat (torch.profiler.schedule), memory, shapes, flops (on/off). Example:
         /// wait=1,warmup=1,active=2,memory=off. Default: skip 1 step, warm up 1, record
-        /// the rest, with memory, shapes and flops.
+        /// the rest but at most 10 steps (a window stays in memory until it ends), with
+        /// memory, shapes and flops.
         #[arg(long)]
         profile: Option<String>,
         /// Also write all ranks as one Perfetto trace (OUT/trace.pftrace).
@@ -210,13 +211,19 @@ enum Command {
         /// Output format (parquet needs -o).
         #[arg(long, default_value = "table", value_parser = ["table", "csv", "json", "parquet"])]
         format: String,
-        /// Write the result to this file instead of standard output.
+        /// Write the result to this file instead of standard output (replaced only
+        /// once the whole result is written; never one of the inputs).
         #[arg(short, long)]
         out: Option<PathBuf>,
         /// Read past damaged events and truncations; damaged files are listed on
         /// standard error.
         #[arg(long)]
         lenient: bool,
+        /// Run statements that write files, read files other than the given ones or
+        /// change the session (COPY … TO, CREATE EXTERNAL TABLE, INSERT, SET …):
+        /// refused by default.
+        #[arg(long)]
+        allow_write: bool,
     },
     /// Live metrics of every process running the emulated device (each rank
     /// separately), as one neuron-monitor JSON document per period on standard output,
@@ -225,10 +232,17 @@ enum Command {
         /// The window of each document: 1s, 500ms, 0.5 … (at most 30s).
         #[arg(long, default_value = "1s")]
         period: String,
-        /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464)
-        /// instead of printing documents.
+        /// Serve Prometheus metrics at http://ADDR/metrics instead of printing
+        /// documents: a port (9464: 127.0.0.1:9464), IP:PORT or NAME:PORT. The metrics
+        /// name the host, pids, workloads and operators: a name must resolve to
+        /// loopback unless --listen-public; a non-loopback IP is served with a warning
+        /// saying who can read it.
         #[arg(long, value_name = "ADDR")]
         prometheus: Option<String>,
+        /// Let --prometheus serve off the loopback: a NAME that resolves to a network
+        /// address, and a bare PORT on every interface (0.0.0.0).
+        #[arg(long, requires = "prometheus")]
+        listen_public: bool,
         /// Stop after this many documents (default: until Ctrl-C).
         #[arg(long)]
         count: Option<u64>,
@@ -587,6 +601,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             format,
             out,
             lenient,
+            allow_write,
         } => {
             let request = neuronprof::query::QueryRequest {
                 sql,
@@ -594,6 +609,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 format: query::OutputFormat::parse(&format).context("--format")?,
                 out,
                 lenient,
+                allow_write,
             };
             let outcome = neuronprof::query::run_query(&request)?;
             neuronprof::query::render_damage(&outcome, &mut std::io::stderr().lock())
@@ -603,6 +619,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Monitor {
             period,
             prometheus,
+            listen_public,
             count,
             dir,
         } => {
@@ -611,6 +628,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 dir: dir.unwrap_or_else(analysis::live_client::endpoint_dir),
                 count,
                 prometheus,
+                exposure: if listen_public {
+                    metrics_server::Exposure::Public
+                } else {
+                    metrics_server::Exposure::Loopback
+                },
             })?;
             Ok(ExitCode::SUCCESS)
         }

@@ -19,7 +19,10 @@
 //!   `neuron_hw_counters` has no devices and says why.
 //! - With `--prometheus ADDR` the documents go to the metrics server instead of
 //!   standard output (`metrics_server`, concurrent clients): `GET /metrics` answers the
-//!   latest period as rendered by `exporters::prometheus`, anything else 404.
+//!   latest period as rendered by `exporters::prometheus`, anything else 404. The
+//!   address is loopback unless an IP is named or `--listen-public` is given
+//!   (`metrics_server::reach`); the command says who can read it, with a warning when
+//!   that reaches beyond the host.
 //! - Ctrl-C or SIGTERM ends it after the current period; a closed standard output
 //!   (`| head`) ends it quietly.
 
@@ -381,6 +384,8 @@ pub struct MonitorOptions {
     pub count: Option<u64>,
     /// Serve Prometheus metrics on this address instead of printing.
     pub prometheus: Option<String>,
+    /// Where `prometheus` may be (`--listen-public`: off the loopback too).
+    pub exposure: metrics_server::Exposure,
 }
 
 /// Runs the monitor until stopped (or `count` documents).
@@ -392,13 +397,26 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
     let mut metrics = match &options.prometheus {
         Some(addr) => {
             let exposition = metrics_server::Exposition::default();
-            let server = metrics_server::MetricsServer::bind(addr, exposition.clone())
-                .context("--prometheus")?;
-            eprintln!(
-                "neuronprof monitor: serving http://{}{}",
-                server.local_addr(),
-                metrics_server::METRICS_PATH
-            );
+            let server = metrics_server::MetricsServer::bind_with(
+                addr,
+                options.exposure,
+                exposition.clone(),
+            )
+            .context("--prometheus")?;
+            let local = server.local_addr();
+            let audience = metrics_server::reach::audience(&local);
+            if metrics_server::reach::is_public(&local) {
+                eprintln!(
+                    "neuronprof monitor: warning: serving the metrics of every process on \
+                     this host at http://{local}{}: {audience}",
+                    metrics_server::METRICS_PATH
+                );
+            } else {
+                eprintln!(
+                    "neuronprof monitor: serving http://{local}{} ({audience})",
+                    metrics_server::METRICS_PATH
+                );
+            }
             Some((server, PrometheusFeed::new(exposition)))
         }
         None => None,

@@ -243,11 +243,38 @@ pub fn check_out_dir(dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Skip the first step, warm up one, record the remaining `steps - 2` (at least one).
+/// Steps the default schedule records at most. A window keeps its records in memory
+/// until it ends, so recording every step of a long run (`run gpt --ranks 4 --steps
+/// 100000 --numerics off`, to watch in `neuron-top`) grew without bound: about 190 MiB
+/// a second until the machine ran out. With this cap the window ends after step 11, its
+/// traces are written then, and the rest of the run keeps only live metrics.
+pub const DEFAULT_MAX_RECORDED_STEPS: usize = 10;
+
+/// Skip the first step, warm up one, record the remaining `steps - 2` (at least one,
+/// at most [`DEFAULT_MAX_RECORDED_STEPS`]).
 pub fn default_schedule(steps: usize) -> Schedule {
-    let active = steps.saturating_sub(2).max(1) as u64;
+    let active = steps.saturating_sub(2).clamp(1, DEFAULT_MAX_RECORDED_STEPS) as u64;
     let (skip_first, warmup) = if steps >= 3 { (1, 1) } else { (0, 0) };
     Schedule::new(skip_first, 0, warmup, active, 1)
+}
+
+/// What a run keeps of its steps when the default schedule records fewer than it runs
+/// (`None` when it records every step after the warm-up, or a schedule was given).
+pub fn kept_steps(request: &RunRequest, steps: usize) -> Option<String> {
+    if request.schedule.is_some() || request.profile.schedule.is_some() {
+        return None;
+    }
+    let schedule = default_schedule(steps);
+    let first = schedule.skip_first + schedule.warmup;
+    let last = first + schedule.active - 1;
+    (last + 1 < steps as u64).then(|| {
+        format!(
+            "the traces keep steps {first}-{last} of {steps}: the default records at most \
+             {DEFAULT_MAX_RECORDED_STEPS} steps so that a long run holds bounded memory \
+             (--profile active=N records more); later steps show only in the live metrics \
+             (neuronprof monitor, neuron-top)"
+        )
+    })
 }
 
 /// Parses `RANK:FACTOR` (e.g. `2:1.5`).
@@ -316,6 +343,9 @@ pub struct RunOutcome {
     pub numerics: bool,
     /// The Perfetto file of all ranks, when asked for.
     pub perfetto: Option<PathBuf>,
+    /// Which steps the traces keep, when the default schedule records fewer steps than
+    /// the run ([`kept_steps`]).
+    pub kept: Option<String>,
 }
 
 /// `step k/N` on standard error while a workload runs (rank 0's steps).
@@ -408,11 +438,18 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     }
     let mut options = RunOptions::new(&request.out_dir, config.ranks);
     options.steps = Some(config.steps as u64);
+    // `--profile`'s schedule keys (they were parsed and then ignored: `--profile
+    // active=1` recorded every step).
     options.schedule = Some(
         request
             .schedule
+            .or(request.profile.schedule)
             .unwrap_or_else(|| default_schedule(config.steps)),
     );
+    let kept = kept_steps(request, config.steps);
+    if let (Some(kept), true) = (&kept, request.progress) {
+        eprintln!("neuronprof run: {kept}");
+    }
     options.config.profile_memory = request.profile.memory;
     options.config.record_shapes = request.profile.shapes;
     options.config.with_flops = request.profile.flops;
@@ -498,6 +535,7 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     };
     Ok(RunOutcome {
         perfetto,
+        kept,
         report,
         files: profiled.files,
         summaries,
@@ -534,6 +572,9 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
         write!(out, "; {tps:.0} tokens/s of modeled time")?;
     }
     writeln!(out)?;
+    if let Some(kept) = &outcome.kept {
+        writeln!(out, "{kept}")?;
+    }
     writeln!(
         out,
         "\nrank  recorded steps  mean step  device busy  collectives  peak HBM allocated"
@@ -660,6 +701,26 @@ mod tests {
         assert_eq!((s.skip_first, s.warmup, s.active), (1, 1, 4));
         let s = default_schedule(1);
         assert_eq!((s.skip_first, s.warmup, s.active), (0, 0, 1));
+        let s = default_schedule(100_000);
+        assert_eq!(
+            (s.skip_first, s.warmup, s.active, s.repeat),
+            (1, 1, DEFAULT_MAX_RECORDED_STEPS as u64, 1)
+        );
+    }
+
+    #[test]
+    fn a_run_longer_than_the_default_window_says_which_steps_it_keeps() {
+        let request = RunRequest::new("gpt");
+        assert_eq!(kept_steps(&request, 6), None);
+        assert_eq!(kept_steps(&request, DEFAULT_MAX_RECORDED_STEPS + 2), None);
+        let kept = kept_steps(&request, 100_000).unwrap();
+        assert!(
+            kept.starts_with("the traces keep steps 2-11 of 100000"),
+            "{kept}"
+        );
+        let mut request = RunRequest::new("gpt");
+        request.profile = ProfileSpec::parse("active=2").unwrap();
+        assert_eq!(kept_steps(&request, 100_000), None, "a schedule was given");
     }
 
     #[test]

@@ -1,11 +1,18 @@
 //! `neuronprof monitor --prometheus`: a live 2-rank world in this process, its
-//! documents fed to the metrics server, scraped over loopback HTTP and parsed.
+//! documents fed to the metrics server, scraped over loopback HTTP and parsed; and where
+//! the command serves them: a bare port on loopback, saying who can read the metrics
+//! there, off the loopback only with `--listen-public` (or a non-loopback IP named) and
+//! then with a warning; a name it cannot resolve is an error naming it. (A name resolving
+//! off the loopback is refused: `metrics_server::reach`'s tests; the limits under hostile
+//! clients: `metrics-server/tests`.)
 
 #[path = "../../tests/support/skip.rs"]
 mod skip;
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -139,4 +146,68 @@ fn metrics_of_each_rank_are_served_over_http() {
     assert!(all
         .iter()
         .any(|(n, _, v)| n == "system_memory_total_bytes" && *v > 0.0));
+}
+
+/// `neuronprof monitor ARGS` with an empty endpoint folder of its own.
+fn monitor(args: &[&str]) -> Output {
+    let dir = std::env::temp_dir().join(format!("neuronprof-monitor-reach-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_neuronprof"))
+        .arg("monitor")
+        .args(args)
+        .env("XDG_RUNTIME_DIR", &dir)
+        .output()
+        .expect("running neuronprof monitor")
+}
+
+#[test]
+fn a_bare_port_is_served_on_loopback_saying_who_can_read_it() {
+    let output = monitor(&["--prometheus", "0", "--count", "1", "--period", "100ms"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("serving http://127.0.0.1:"), "{stderr}");
+    assert!(
+        stderr.contains("every user and process of this host can read them"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
+
+#[test]
+fn listen_public_serves_every_interface_with_a_warning() {
+    let output = monitor(&[
+        "--prometheus",
+        "0",
+        "--listen-public",
+        "--count",
+        "1",
+        "--period",
+        "100ms",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: serving the metrics of every process on this host at http://0.0.0.0:"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("on any of its network interfaces"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_addresses_and_a_lone_listen_public_are_errors() {
+    let output = monitor(&["--prometheus", "no-such-host.invalid:9464", "--count", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("no-such-host.invalid:9464"), "{stderr}");
+
+    let output = monitor(&["--listen-public", "--count", "1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("--prometheus"), "{stderr}");
 }

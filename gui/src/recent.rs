@@ -1,6 +1,14 @@
 //! Recently opened traces, kept in `$XDG_CONFIG_HOME/neuronprof/recent-traces` (or
 //! `~/.config/…`): one opening per line, its paths separated by tabs, newest first.
+//!
+//! A path is written byte for byte but for these escapes, so that any path survives
+//! (a file name may hold a tab, a newline or bytes that are not UTF-8): `\\` for a
+//! backslash, `\t` for a tab, `\n` for a newline, `\r` for a carriage return, and
+//! `\xHH` for a byte that is not part of UTF-8 text. A line that does not decode is
+//! skipped.
 
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::{Path, PathBuf};
 
 /// How many openings are remembered.
@@ -33,7 +41,7 @@ impl RecentFiles {
             entries: text
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .map(|l| l.split('\t').map(PathBuf::from).collect())
+                .filter_map(decode_line)
                 .take(MAX_RECENT)
                 .collect(),
         }
@@ -60,20 +68,71 @@ impl RecentFiles {
         self.entries.insert(0, absolute);
         self.entries.truncate(MAX_RECENT);
         if let Some(file) = &self.file {
-            let text: String = self
-                .entries
-                .iter()
-                .map(|e| {
-                    let line: Vec<String> = e.iter().map(|p| p.display().to_string()).collect();
-                    line.join("\t") + "\n"
-                })
-                .collect();
+            let text: String = self.entries.iter().map(|e| encode_line(e)).collect();
             if let Some(dir) = file.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
             let _ = std::fs::write(file, text);
         }
     }
+}
+
+/// One opening as a line of the file (with its newline).
+fn encode_line(paths: &[PathBuf]) -> String {
+    let fields: Vec<String> = paths.iter().map(|p| encode_path(p)).collect();
+    fields.join("\t") + "\n"
+}
+
+fn encode_path(path: &Path) -> String {
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+/// The paths of a line, or `None` when it does not decode.
+fn decode_line(line: &str) -> Option<Vec<PathBuf>> {
+    line.split('\t').map(decode_path).collect()
+}
+
+fn decode_path(field: &str) -> Option<PathBuf> {
+    let mut bytes = Vec::with_capacity(field.len());
+    let mut chars = field.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buffer = [0u8; 4];
+            bytes.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+            continue;
+        }
+        match chars.next()? {
+            '\\' => bytes.push(b'\\'),
+            't' => bytes.push(b'\t'),
+            'n' => bytes.push(b'\n'),
+            'r' => bytes.push(b'\r'),
+            'x' => {
+                let hex: String = chars.by_ref().take(2).collect();
+                bytes.push(
+                    u8::from_str_radix(&hex, 16)
+                        .ok()
+                        .filter(|_| hex.len() == 2)?,
+                );
+            }
+            _ => return None,
+        }
+    }
+    (!bytes.is_empty()).then(|| PathBuf::from(OsString::from_vec(bytes)))
 }
 
 #[cfg(test)]
@@ -97,6 +156,33 @@ mod tests {
                 vec![PathBuf::from("/b.json"), PathBuf::from("/c.json")]
             ]
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn paths_with_tabs_newlines_backslashes_and_other_bytes_come_back_whole() {
+        let dir = std::env::temp_dir().join(format!("gui-recent-odd-{}", std::process::id()));
+        let file = dir.join("recent-traces");
+        let _ = std::fs::remove_file(&file);
+        let odd = [
+            PathBuf::from("/traces/a\tb.json"),
+            PathBuf::from("/traces/line\nbreak.json"),
+            PathBuf::from("/traces/back\\slash\\t.json"),
+            PathBuf::from("/traces/cr\r.json"),
+            PathBuf::from(OsString::from_vec(
+                b"/traces/latin1-\xe9t\xe9.json".to_vec(),
+            )),
+            PathBuf::from("/traces/ünïcode.json"),
+        ];
+        let mut recent = RecentFiles::load(&file);
+        recent.add(&odd[..2]);
+        recent.add(&odd[2..]);
+        let again = RecentFiles::load(&file);
+        assert_eq!(again.paths(), &[odd[2..].to_vec(), odd[..2].to_vec()]);
+        // A damaged line is skipped; the others are kept.
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("/bad\\q.json\n{text}")).unwrap();
+        assert_eq!(RecentFiles::load(&file).paths().len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

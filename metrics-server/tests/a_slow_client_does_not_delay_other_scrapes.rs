@@ -17,7 +17,7 @@ use metrics_server::{Exposition, MetricsServer};
 /// generous for a loaded 2-core machine, well under the old loop's 2 s per client).
 const BOUND: Duration = Duration::from_millis(750);
 
-/// More slow clients than tiny_http's pool starts with (4), so the pool must grow.
+/// Slow clients connected at once.
 const SLOW_CLIENTS: usize = 6;
 
 fn server() -> MetricsServer {

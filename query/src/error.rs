@@ -28,6 +28,13 @@ pub enum QueryError {
     NotADataset(PathBuf),
     /// Writing the result failed.
     Io(std::io::Error),
+    /// The statement would write files, read files other than the given traces or
+    /// dataset (`COPY … TO`, `CREATE EXTERNAL TABLE`, `INSERT`), or change the session,
+    /// and the engine is read-only ([`QueryOptions::allow_write`](crate::QueryOptions)).
+    ReadOnly {
+        /// What kind of statement: the engine's words (`DML not supported: COPY`).
+        statement: String,
+    },
 }
 
 impl QueryError {
@@ -206,6 +213,13 @@ fn line_column_in(message: &str) -> Option<(u64, u64)> {
 impl fmt::Display for QueryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            QueryError::ReadOnly { statement } => write!(
+                f,
+                "the query is read-only: it reads the given traces and writes only the \
+                 result, so statements that write files, read other files or change the \
+                 session (COPY … TO, CREATE EXTERNAL TABLE, INSERT, SET …) are refused \
+                 ({statement}); pass --allow-write to run them"
+            ),
             QueryError::Sql {
                 message,
                 query,

@@ -60,6 +60,7 @@ use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::ListingOptions;
+use datafusion::execution::context::SQLOptions;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use exporters::tables::arrow::schema_of;
 use exporters::tables::{RankRow, ANALYSIS_TABLES, RANK_COLUMN, SCHEMAS, TABLES};
@@ -96,6 +97,10 @@ pub struct QueryOptions {
     /// Threads of the engine, and parallel reading groups per trace table (default: the
     /// machine's cores).
     pub threads: usize,
+    /// Run statements that write files, read files beyond the source or change the
+    /// session (DDL such as `CREATE EXTERNAL TABLE`, DML such as `COPY … TO` and
+    /// `INSERT`, `SET`); by default they are refused ([`QueryError::ReadOnly`]).
+    pub allow_write: bool,
 }
 
 impl Default for QueryOptions {
@@ -103,6 +108,7 @@ impl Default for QueryOptions {
         QueryOptions {
             lenient: false,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            allow_write: false,
         }
     }
 }
@@ -122,6 +128,7 @@ pub struct QueryOutcome {
 /// A SQL engine over one source.
 pub struct Engine {
     ctx: SessionContext,
+    allow_write: bool,
     runtime: tokio::runtime::Runtime,
     traces: Option<TraceFiles>,
 }
@@ -166,6 +173,7 @@ impl Engine {
         }
         Ok(Engine {
             ctx,
+            allow_write: options.allow_write,
             runtime,
             traces,
         })
@@ -180,11 +188,7 @@ impl Engine {
         out: &mut (dyn Write + Send),
     ) -> Result<QueryOutcome, QueryError> {
         let rows = self.runtime.block_on(async {
-            let frame = self
-                .ctx
-                .sql(sql)
-                .await
-                .map_err(|e| QueryError::from_datafusion(e, sql))?;
+            let frame = self.plan(sql).await?;
             let mut stream = frame
                 .execute_stream()
                 .await
@@ -202,16 +206,35 @@ impl Engine {
     /// Runs `sql` and returns its result as record batches.
     pub fn collect(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
         self.runtime.block_on(async {
-            let frame = self
-                .ctx
-                .sql(sql)
-                .await
-                .map_err(|e| QueryError::from_datafusion(e, sql))?;
+            let frame = self.plan(sql).await?;
             frame
                 .collect()
                 .await
                 .map_err(|e| QueryError::from_datafusion(e, sql))
         })
+    }
+
+    /// Plans `sql`, refusing what a read-only engine must not run: the planner reads
+    /// no file, so nothing has been written or read when it is refused.
+    async fn plan(&self, sql: &str) -> Result<datafusion::dataframe::DataFrame, QueryError> {
+        let state = self.ctx.state();
+        let plan = state
+            .create_logical_plan(sql)
+            .await
+            .map_err(|e| QueryError::from_datafusion(e, sql))?;
+        let options = SQLOptions::new()
+            .with_allow_ddl(self.allow_write)
+            .with_allow_dml(self.allow_write)
+            .with_allow_statements(self.allow_write);
+        options
+            .verify_plan(&plan)
+            .map_err(|e| QueryError::ReadOnly {
+                statement: e.message().into_owned(),
+            })?;
+        self.ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(|e| QueryError::from_datafusion(e, sql))
     }
 
     /// What the trace reads found so far (empty for a dataset).

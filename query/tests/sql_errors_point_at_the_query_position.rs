@@ -1,10 +1,18 @@
 //! A wrong query names the position of the offending text (line, column and a caret),
 //! for syntax errors and for unknown tables and columns (in any clause).
+//!
+//! The engine is read-only unless told otherwise: `COPY … TO` (writes a file),
+//! `CREATE EXTERNAL TABLE` (reads any file), `INSERT`, `CREATE VIEW` and `SET` are
+//! refused with an error that names the statement and `--allow-write`, and nothing is
+//! written; with `allow_write` they run. (Before, any of them ran: `COPY (SELECT …) TO
+//! '/any/path'` wrote the file.)
 
 use query::{Engine, OutputFormat, QueryError, QueryOptions, Source};
 
-fn engine() -> (Engine, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("query-errors-{}", std::process::id()));
+/// A one-kernel trace in a new scratch folder `query-errors-NAME-PID`.
+fn scratch(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("query-errors-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("rank0.json");
     std::fs::write(
@@ -13,10 +21,20 @@ fn engine() -> (Engine, std::path::PathBuf) {
             "ts": 5.0, "dur": 10, "args": {"stream": 7}}]}"#,
     )
     .unwrap();
-    (
-        Engine::new(Source::Traces(vec![path]), &QueryOptions::default()).unwrap(),
-        dir,
-    )
+    (dir, path)
+}
+
+fn engine_over(trace: &std::path::Path, allow_write: bool) -> Engine {
+    let options = QueryOptions {
+        allow_write,
+        ..QueryOptions::default()
+    };
+    Engine::new(Source::Traces(vec![trace.to_owned()]), &options).unwrap()
+}
+
+fn engine() -> (Engine, std::path::PathBuf) {
+    let (dir, path) = scratch("position");
+    (engine_over(&path, false), dir)
 }
 
 fn error(engine: &Engine, sql: &str) -> (String, Option<(u64, u64)>) {
@@ -76,5 +94,72 @@ fn sql_errors_point_at_the_query_position() {
         String::from_utf8(out).unwrap(),
         "name,dur_ns,rank\ngemm,10000,0\n"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writing_and_file_reading_statements_are_refused_by_default() {
+    let (dir, trace) = scratch("refused");
+    let engine = engine_over(&trace, false);
+    let copied = dir.join("copied.csv");
+    let secret = dir.join("secret.csv");
+    std::fs::write(&secret, "a\n1\n").unwrap();
+    for (sql, says) in [
+        (
+            format!("COPY (SELECT name FROM kernels) TO '{}'", copied.display()),
+            "COPY",
+        ),
+        (
+            format!(
+                "CREATE EXTERNAL TABLE secret STORED AS CSV LOCATION '{}'",
+                secret.display()
+            ),
+            "CreateExternalTable",
+        ),
+        ("CREATE VIEW v AS SELECT 1".to_owned(), "CreateView"),
+        (
+            "INSERT INTO kernels SELECT * FROM kernels".to_owned(),
+            "Insert",
+        ),
+        (
+            "SET datafusion.execution.batch_size = 1".to_owned(),
+            "SetVariable",
+        ),
+    ] {
+        let err = engine
+            .run(&sql, OutputFormat::Csv, &mut Vec::new())
+            .expect_err(&sql);
+        assert!(matches!(err, QueryError::ReadOnly { .. }), "{sql}: {err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(says) && text.contains("--allow-write") && text.contains("read-only"),
+            "{sql}: {text}"
+        );
+        assert!(
+            matches!(engine.collect(&sql), Err(QueryError::ReadOnly { .. })),
+            "{sql}: collect too"
+        );
+    }
+    assert!(!copied.exists(), "COPY wrote {}", copied.display());
+    // Reading the traces is what the engine is for.
+    let mut out = Vec::new();
+    engine
+        .run("SELECT name FROM kernels", OutputFormat::Csv, &mut out)
+        .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "name\ngemm\n");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn allow_write_runs_them() {
+    let (dir, trace) = scratch("allowed");
+    let engine = engine_over(&trace, true);
+    let copied = dir.join("copied.csv");
+    let sql = format!("COPY (SELECT name FROM kernels) TO '{}'", copied.display());
+    engine
+        .run(&sql, OutputFormat::Csv, &mut Vec::new())
+        .unwrap();
+    let written = std::fs::read_to_string(&copied).unwrap();
+    assert!(written.contains("gemm"), "{written}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -118,6 +118,8 @@
 //!   record. Producer and consumer positions sit on separate 128-byte-aligned lines; the
 //!   producer keeps a cached copy of the consumer position and reads the shared one only
 //!   when the ring looks full. Consumers take a per-ring lock that producers never touch.
+//!   The last eighth of a ring is kept for user ranges (the steps) and flow ends, so a
+//!   ring that overflows drops other records first.
 //! - **One-time thread registration.** A thread's first record (enabled) allocates its
 //!   ring, touches each of its pages (so the recording path never page-faults later),
 //!   takes the registry lock and reads its OS thread id and name: about 0.7 ms for the

@@ -5,6 +5,12 @@
 //! the consumer's `tail` only when its cached copy says the ring looks full. A full ring
 //! drops the record and counts it: the producer never waits.
 //!
+//! The last eighth of the slots is kept for the records an analysis cannot do without
+//! and that are small and few ([`must_keep`]: user ranges, `ProfilerStep#N` among them,
+//! and flow ends): other records count as dropped once only that reserve is free, so a
+//! ring that overflows because its drainer fell behind still keeps the step markers and
+//! the flows' ends, in the order they were recorded among the other records.
+//!
 //! Positions are 64-bit counters that never wrap in practice (2^64 records), so
 //! `head - tail` is the number of unread records and `head` is the number recorded.
 
@@ -49,12 +55,24 @@ const _: () = {
     assert!(offset_of!(Record, start_ns) == 8);
 };
 
+/// Whether `record` may take the ring's reserved slots: a user range's begin or end
+/// (the steps) or a flow's end.
+#[inline(always)]
+pub(crate) fn must_keep(record: &Record) -> bool {
+    use crate::{Phase, RecordKind};
+    record.kind == RecordKind::UserRange as u8
+        || (record.kind == RecordKind::Flow as u8 && record.phase == Phase::End as u8)
+}
+
 /// A single-producer, lock-serialized-consumer ring of records.
 pub(crate) struct Ring {
     producer: CachePadded<Producer>,
     consumer: CachePadded<Consumer>,
     slots: Box<[UnsafeCell<MaybeUninit<Record>>]>,
     mask: u64,
+    /// Unread records beyond which only [`must_keep`] records are stored, minus one:
+    /// `mask` less the reserve (an eighth of the slots).
+    ordinary_mask: u64,
 }
 
 // SAFETY: the ring is shared between its producer thread and consumers. Slots are only
@@ -101,6 +119,7 @@ impl Ring {
             consumer: CachePadded::default(),
             slots,
             mask: capacity as u64 - 1,
+            ordinary_mask: (capacity - capacity / 8) as u64 - 1,
         }
     }
 
@@ -132,8 +151,9 @@ impl Ring {
         self.recorded() == tail
     }
 
-    /// Appends `record`, or counts it as dropped if the ring is full. Returns whether it
-    /// was stored. Never blocks.
+    /// Appends `record`, or counts it as dropped if the ring is full (for a record that
+    /// is not [`must_keep`]: full but for the reserve). Returns whether it was stored.
+    /// Never blocks.
     ///
     /// # Safety
     ///
@@ -145,9 +165,14 @@ impl Ring {
         // SAFETY: `cached_tail` is only accessed by the producer, and the caller
         // guarantees there is one producer at a time, so this is an exclusive access.
         let cached_tail = unsafe { &mut *producer.cached_tail.get() };
-        if head - *cached_tail > self.mask {
+        let limit = if must_keep(record) {
+            self.mask
+        } else {
+            self.ordinary_mask
+        };
+        if head - *cached_tail > limit {
             *cached_tail = self.consumer.0.tail.load(Ordering::Acquire);
-            if head - *cached_tail > self.mask {
+            if head - *cached_tail > limit {
                 // Single writer: a plain load + store is exact and avoids a locked RMW.
                 let dropped = producer.dropped.load(Ordering::Relaxed);
                 producer.dropped.store(dropped + 1, Ordering::Relaxed);
@@ -240,6 +265,45 @@ mod tests {
         assert_eq!(seen, [0, 1, 2, 3, 10]);
         assert!(ring.is_empty());
         assert_eq!(ring.capacity(), 4);
+    }
+
+    #[test]
+    fn a_full_ring_keeps_its_reserve_for_user_ranges_and_flow_ends() {
+        let ring = Ring::with_capacity(64);
+        let keep = |kind, phase, n| Record::new(kind, phase, 0, n, n, Payload::default());
+        // 64 slots, 8 of them reserved: ordinary records stop at 56.
+        let stored = (0..100)
+            // SAFETY: this test is the only producer.
+            .filter(|&n| unsafe { ring.push(&rec(n)) })
+            .count();
+        assert_eq!((stored, ring.dropped()), (56, 44));
+        // A flow's start is ordinary; its end, and a user range, take the reserve.
+        let flow_start = keep(RecordKind::Flow, Phase::Begin, 100);
+        // SAFETY: single producer.
+        assert!(!unsafe { ring.push(&flow_start) });
+        let mut kept = Vec::new();
+        for n in 101..120 {
+            let (kind, phase) = match n % 3 {
+                0 => (RecordKind::UserRange, Phase::Begin),
+                1 => (RecordKind::UserRange, Phase::End),
+                _ => (RecordKind::Flow, Phase::End),
+            };
+            // SAFETY: single producer.
+            if unsafe { ring.push(&keep(kind, phase, n)) } {
+                kept.push(n);
+            }
+        }
+        assert_eq!(
+            kept,
+            (101..109).collect::<Vec<u64>>(),
+            "the 8 reserved slots"
+        );
+        assert_eq!(ring.dropped(), 44 + 1 + 11);
+        // They come out after the ordinary records, in order.
+        let mut seen = Vec::new();
+        ring.drain_with(usize::MAX, |r| seen.push(r.start_ns));
+        assert_eq!(seen[..56], (0..56).collect::<Vec<u64>>()[..]);
+        assert_eq!(seen[56..], kept[..]);
     }
 
     #[test]

@@ -4,7 +4,11 @@
  * also exports the nph_* recording calls of runtime-hooks/include/neuronprof_hooks.h.
  *
  * Calls that can fail return NPC_OK (0) or an NPC_ERR_* status and leave a message
- * for npc_last_error (per thread). Structs are plain data; unused fields must be 0.
+ * for npc_last_error (per thread). No call unwinds into C: a panic (a bug) becomes
+ * NPC_ERR_PANIC, or for a call returning something else the value its comment gives for
+ * a failure (0, -1, 1 for npc_event_query, NULL), with the message for npc_last_error.
+ * NEURONPROF_CAPI_PANIC=<npc_name> makes that call panic (tests: one entry point at a
+ * time). Structs are plain data; unused fields must be 0.
  * Times named *_ns are the process timeline of nph_now_ns; *_unix_ns are ns since the
  * Unix epoch (what Kineto activities carry). Types end in _t; the Rust names are
  * NpcLaunch, NpcKernelSpan, NpcMemoryStats, NpcActivity, NpcWindow, NpcTensor, NpcOp,
@@ -258,7 +262,7 @@ uint64_t npc_free(uint16_t device, uint64_t addr, const uint16_t *used_by, uint3
 int32_t npc_memory_stats(uint16_t device, npc_memory_stats_t *out);
 int32_t npc_device_stats(uint16_t device, npc_device_stats_t *out); /* c10 DeviceStats */
 /* Every block of every segment, by address: writes up to cap, returns the count (-1: no
- * device). */
+ * device, or a panic: npc_last_error). */
 int64_t npc_memory_blocks(uint16_t device, npc_block_t *out, size_t cap);
 int32_t npc_reset_peak_memory_stats(uint16_t device);        /* peaks := current */
 int32_t npc_reset_accumulated_memory_stats(uint16_t device); /* allocs, frees, ooms := 0 */

@@ -193,7 +193,9 @@ pub extern "C" fn npc_collect() -> *mut NpcWindow {
 /// Drops every record recorded so far; returns how many.
 #[no_mangle]
 pub extern "C" fn npc_discard() -> u64 {
-    runtime_hooks::drain_with(usize::MAX, |_| {}) as u64
+    crate::error::guard_value("npc_discard", 0, || {
+        runtime_hooks::drain_with(usize::MAX, |_| {}) as u64
+    })
 }
 
 /// Records lost in `window` (full rings; 0 for null): the trace's `dropped_records`.
@@ -203,8 +205,10 @@ pub extern "C" fn npc_discard() -> u64 {
 /// `window` must be null or from `npc_collect` and not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn npc_window_dropped(window: *const NpcWindow) -> u64 {
-    // SAFETY: the caller guarantees a live window or null.
-    unsafe { window.as_ref() }.map_or(0, |w| w.dropped_records)
+    crate::error::guard_value("npc_window_dropped", 0, || {
+        // SAFETY: the caller guarantees a live window or null.
+        unsafe { window.as_ref() }.map_or(0, |w| w.dropped_records)
+    })
 }
 
 /// Records of `window` that could not be paired (a begin without its end); 0 for null.
@@ -214,8 +218,10 @@ pub unsafe extern "C" fn npc_window_dropped(window: *const NpcWindow) -> u64 {
 /// `window` must be null or from `npc_collect` and not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn npc_window_unpaired(window: *const NpcWindow) -> u64 {
-    // SAFETY: the caller guarantees a live window or null.
-    unsafe { window.as_ref() }.map_or(0, |w| w.unpaired_records)
+    crate::error::guard_value("npc_window_unpaired", 0, || {
+        // SAFETY: the caller guarantees a live window or null.
+        unsafe { window.as_ref() }.map_or(0, |w| w.unpaired_records)
+    })
 }
 
 /// Number of activities in `window` (0 for null).
@@ -225,8 +231,10 @@ pub unsafe extern "C" fn npc_window_unpaired(window: *const NpcWindow) -> u64 {
 /// `window` must be null or from `npc_collect` and not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn npc_window_len(window: *const NpcWindow) -> usize {
-    // SAFETY: the caller guarantees a live window or null.
-    unsafe { window.as_ref() }.map_or(0, |w| w.activities.len())
+    crate::error::guard_value("npc_window_len", 0, || {
+        // SAFETY: the caller guarantees a live window or null.
+        unsafe { window.as_ref() }.map_or(0, |w| w.activities.len())
+    })
 }
 
 /// Activity `index` of `window`; null when out of range.
@@ -240,10 +248,12 @@ pub unsafe extern "C" fn npc_window_get(
     window: *const NpcWindow,
     index: usize,
 ) -> *const NpcActivity {
-    // SAFETY: the caller guarantees a live window or null.
-    unsafe { window.as_ref() }
-        .and_then(|w| w.activities.get(index))
-        .map_or(std::ptr::null(), |a| a as *const NpcActivity)
+    crate::error::guard_value("npc_window_get", std::ptr::null(), || {
+        // SAFETY: the caller guarantees a live window or null.
+        unsafe { window.as_ref() }
+            .and_then(|w| w.activities.get(index))
+            .map_or(std::ptr::null(), |a| a as *const NpcActivity)
+    })
 }
 
 /// Frees a window from `npc_collect` (null is ignored).
@@ -253,11 +263,13 @@ pub unsafe extern "C" fn npc_window_get(
 /// `window` must be null or from `npc_collect`, freed at most once.
 #[no_mangle]
 pub unsafe extern "C" fn npc_window_free(window: *mut NpcWindow) {
-    if !window.is_null() {
-        // SAFETY: the caller guarantees it came from Box::into_raw in npc_collect and
-        // is freed once.
-        drop(unsafe { Box::from_raw(window) });
-    }
+    crate::error::guard_value("npc_window_free", (), || {
+        if !window.is_null() {
+            // SAFETY: the caller guarantees it came from Box::into_raw in npc_collect and
+            // is freed once.
+            drop(unsafe { Box::from_raw(window) });
+        }
+    })
 }
 
 #[cfg(test)]

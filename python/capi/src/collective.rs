@@ -162,21 +162,25 @@ unsafe fn convert(c: &NpcCollective) -> Result<ExternalCollective, String> {
 /// is tagged `<pid>/rank<rank>` (`neuron_backend::monitor::set_process_rank`).
 #[no_mangle]
 pub extern "C" fn npc_monitor_set_rank(rank: u32, world_size: u32) -> i32 {
-    if rank >= world_size {
-        return fail(
-            NPC_ERR_ARGUMENT,
-            format!("npc_monitor_set_rank: rank {rank} of a job of {world_size}"),
-        );
-    }
-    neuron_backend::monitor::set_process_rank(rank as usize, world_size as usize);
-    NPC_OK
+    crate::error::guard_value("npc_monitor_set_rank", crate::NPC_ERR_PANIC, || {
+        if rank >= world_size {
+            return fail(
+                NPC_ERR_ARGUMENT,
+                format!("npc_monitor_set_rank: rank {rank} of a job of {world_size}"),
+            );
+        }
+        neuron_backend::monitor::set_process_rank(rank as usize, world_size as usize);
+        NPC_OK
+    })
 }
 
 /// The collective queue of the `slot`-th process group of this process on `device`
 /// (the core's collective queues, round-robin); -1 for a device that does not exist.
 #[no_mangle]
 pub extern "C" fn npc_collective_queue(device_index: u16, slot: u32) -> i32 {
-    device(device_index).map_or(-1, |d| d.collective_queue(slot as usize) as i32)
+    crate::error::guard_value("npc_collective_queue", -1, || {
+        device(device_index).map_or(-1, |d| d.collective_queue(slot as usize) as i32)
+    })
 }
 
 /// Issues collective `c` on its queue (recorded `nrt_cc_execute` launch) and writes the

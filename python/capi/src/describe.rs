@@ -66,9 +66,11 @@ pub unsafe extern "C" fn npc_device_properties(
     buf: *mut c_char,
     buf_len: usize,
 ) -> usize {
-    let text = describe(device, |d| d.properties().to_string()).unwrap_or_default();
-    // SAFETY: forwarded from the caller.
-    unsafe { write_c_string(&text, buf, buf_len) }
+    crate::error::guard_value("npc_device_properties", 0, || {
+        let text = describe(device, |d| d.properties().to_string()).unwrap_or_default();
+        // SAFETY: forwarded from the caller.
+        unsafe { write_c_string(&text, buf, buf_len) }
+    })
 }
 
 /// Writes the process name of device `device`'s rows (`NeuronCore 0 (trn2, LNC=2)`);
@@ -79,9 +81,11 @@ pub unsafe extern "C" fn npc_device_properties(
 /// `buf` must be null with `buf_len == 0`, or point to `buf_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn npc_device_name(device: u16, buf: *mut c_char, buf_len: usize) -> usize {
-    let text = describe(device, DeviceInfo::process_name).unwrap_or_default();
-    // SAFETY: forwarded from the caller.
-    unsafe { write_c_string(&text, buf, buf_len) }
+    crate::error::guard_value("npc_device_name", 0, || {
+        let text = describe(device, DeviceInfo::process_name).unwrap_or_default();
+        // SAFETY: forwarded from the caller.
+        unsafe { write_c_string(&text, buf, buf_len) }
+    })
 }
 
 /// Writes the name of execution queue `queue` of device `device` (`stream 0
@@ -97,9 +101,11 @@ pub unsafe extern "C" fn npc_queue_name(
     buf: *mut c_char,
     buf_len: usize,
 ) -> usize {
-    let text = describe(device, |d| d.queue_name(queue)).unwrap_or_default();
-    // SAFETY: forwarded from the caller.
-    unsafe { write_c_string(&text, buf, buf_len) }
+    crate::error::guard_value("npc_queue_name", 0, || {
+        let text = describe(device, |d| d.queue_name(queue)).unwrap_or_default();
+        // SAFETY: forwarded from the caller.
+        unsafe { write_c_string(&text, buf, buf_len) }
+    })
 }
 
 #[cfg(test)]

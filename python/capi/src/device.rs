@@ -266,7 +266,9 @@ pub unsafe extern "C" fn npc_init(profile: *const c_char) -> i32 {
 /// Number of devices (logical NeuronCores); 0 when the runtime failed to start.
 #[no_mangle]
 pub extern "C" fn npc_device_count() -> i32 {
-    runtime().map_or(0, |r| r.device_count() as i32)
+    crate::error::guard_value("npc_device_count", 0, || {
+        runtime().map_or(0, |r| r.device_count() as i32)
+    })
 }
 
 fn stats_of(device: &Device) -> NpcMemoryStats {
@@ -426,32 +428,34 @@ pub unsafe extern "C" fn npc_memory_blocks(
     out: *mut NpcBlock,
     cap: usize,
 ) -> i64 {
-    let Ok(device) = device(device_index) else {
-        return -1;
-    };
-    let blocks = device.memory_blocks();
-    if !out.is_null() {
-        for (i, b) in blocks.iter().take(cap).enumerate() {
-            let block = NpcBlock {
-                segment_addr: b.segment_addr,
-                segment_bytes: b.segment_bytes,
-                addr: b.addr,
-                bytes: b.bytes,
-                requested_bytes: b.requested_bytes,
-                stream: b.stream,
-                small_pool: u8::from(b.small_pool),
-                state: match b.state {
-                    neuron_backend::BlockState::Allocated => NPC_BLOCK_ALLOCATED,
-                    neuron_backend::BlockState::PendingFree => NPC_BLOCK_PENDING_FREE,
-                    neuron_backend::BlockState::Free => NPC_BLOCK_FREE,
-                },
-                reserved: 0,
-            };
-            // SAFETY: i < cap, and the caller guarantees `cap` writable blocks.
-            unsafe { out.add(i).write(block) };
+    crate::error::guard_value("npc_memory_blocks", -1, || {
+        let Ok(device) = device(device_index) else {
+            return -1;
+        };
+        let blocks = device.memory_blocks();
+        if !out.is_null() {
+            for (i, b) in blocks.iter().take(cap).enumerate() {
+                let block = NpcBlock {
+                    segment_addr: b.segment_addr,
+                    segment_bytes: b.segment_bytes,
+                    addr: b.addr,
+                    bytes: b.bytes,
+                    requested_bytes: b.requested_bytes,
+                    stream: b.stream,
+                    small_pool: u8::from(b.small_pool),
+                    state: match b.state {
+                        neuron_backend::BlockState::Allocated => NPC_BLOCK_ALLOCATED,
+                        neuron_backend::BlockState::PendingFree => NPC_BLOCK_PENDING_FREE,
+                        neuron_backend::BlockState::Free => NPC_BLOCK_FREE,
+                    },
+                    reserved: 0,
+                };
+                // SAFETY: i < cap, and the caller guarantees `cap` writable blocks.
+                unsafe { out.add(i).write(block) };
+            }
         }
-    }
-    blocks.len() as i64
+        blocks.len() as i64
+    })
 }
 
 /// Allocates a block for `bytes` on `device` for work on queue `queue` (the caller's
@@ -561,14 +565,20 @@ fn with_device(device_index: u16, f: impl FnOnce(&Device)) -> i32 {
 /// Sets `device`'s memory peaks to the current values (`reset_peak_memory_stats`).
 #[no_mangle]
 pub extern "C" fn npc_reset_peak_memory_stats(device_index: u16) -> i32 {
-    with_device(device_index, Device::reset_peak_memory_stats)
+    crate::error::guard_value("npc_reset_peak_memory_stats", crate::NPC_ERR_PANIC, || {
+        with_device(device_index, Device::reset_peak_memory_stats)
+    })
 }
 
 /// Zeroes `device`'s counts of allocations, frees and out-of-memory failures
 /// (`reset_accumulated_memory_stats`).
 #[no_mangle]
 pub extern "C" fn npc_reset_accumulated_memory_stats(device_index: u16) -> i32 {
-    with_device(device_index, Device::reset_accumulated_memory_stats)
+    crate::error::guard_value(
+        "npc_reset_accumulated_memory_stats",
+        crate::NPC_ERR_PANIC,
+        || with_device(device_index, Device::reset_accumulated_memory_stats),
+    )
 }
 
 /// Releases `device`'s cached, fully free segments; returns the bytes released.

@@ -127,10 +127,12 @@ pub unsafe extern "C" fn npc_program_build(
 /// `program` must be null or a program of `npc_program_build` not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn npc_program_free(program: *mut NpcProgram) {
-    if !program.is_null() {
-        // SAFETY: the caller guarantees it came from npc_program_build, once.
-        drop(unsafe { Box::from_raw(program) });
-    }
+    crate::error::guard_value("npc_program_free", (), || {
+        if !program.is_null() {
+            // SAFETY: the caller guarantees it came from npc_program_build, once.
+            drop(unsafe { Box::from_raw(program) });
+        }
+    })
 }
 
 /// Kernels one call of the program launches (0 for null).
@@ -140,8 +142,10 @@ pub unsafe extern "C" fn npc_program_free(program: *mut NpcProgram) {
 /// `program` must be null or a live program.
 #[no_mangle]
 pub unsafe extern "C" fn npc_program_segments(program: *const NpcProgram) -> usize {
-    // SAFETY: the caller guarantees a live program or null.
-    unsafe { program.as_ref() }.map_or(0, |p| p.program.segments.len())
+    crate::error::guard_value("npc_program_segments", 0, || {
+        // SAFETY: the caller guarantees a live program or null.
+        unsafe { program.as_ref() }.map_or(0, |p| p.program.segments.len())
+    })
 }
 
 fn json_string(out: &mut String, text: &str) {
@@ -225,20 +229,22 @@ pub unsafe extern "C" fn npc_program_describe(
     buf: *mut c_char,
     buf_len: usize,
 ) -> usize {
-    // SAFETY: the caller guarantees a live program or null.
-    let Some(program) = (unsafe { program.as_ref() }) else {
-        return 0;
-    };
-    let text = describe_json(&program.program);
-    if !buf.is_null() && buf_len > 0 {
-        let n = text.len().min(buf_len - 1);
-        // SAFETY: the caller guarantees `buf_len` writable bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
+    crate::error::guard_value("npc_program_describe", 0, || {
+        // SAFETY: the caller guarantees a live program or null.
+        let Some(program) = (unsafe { program.as_ref() }) else {
+            return 0;
+        };
+        let text = describe_json(&program.program);
+        if !buf.is_null() && buf_len > 0 {
+            let n = text.len().min(buf_len - 1);
+            // SAFETY: the caller guarantees `buf_len` writable bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+                *buf.add(n) = 0;
+            }
         }
-    }
-    text.len()
+        text.len()
+    })
 }
 
 /// Launches kernel `segment` of `program` on `device`'s `queue` with correlation id

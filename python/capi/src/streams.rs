@@ -53,14 +53,18 @@ impl From<NpcEvent> for ExternalEvent {
 /// device that does not exist.
 #[no_mangle]
 pub extern "C" fn npc_queue_count(device_index: u16) -> u32 {
-    device(device_index).map_or(0, |d| d.external_queue_count() as u32)
+    crate::error::guard_value("npc_queue_count", 0, || {
+        device(device_index).map_or(0, |d| d.external_queue_count() as u32)
+    })
 }
 
 /// The next user stream of `device`'s pool (round-robin, as CUDA's pool); the queue
 /// index, or -1 for a device that does not exist. Priority has no effect on the model.
 #[no_mangle]
 pub extern "C" fn npc_stream_pool(device_index: u16) -> i32 {
-    device(device_index).map_or(-1, |d| d.external_pool_queue() as i32)
+    crate::error::guard_value("npc_stream_pool", -1, || {
+        device(device_index).map_or(-1, |d| d.external_pool_queue() as i32)
+    })
 }
 
 /// Records an event on `queue` of `device` into `out`.
@@ -127,12 +131,14 @@ pub unsafe extern "C" fn npc_event_wait(
 /// `event` must point to a valid `NpcEvent`.
 #[no_mangle]
 pub unsafe extern "C" fn npc_event_query(event: *const NpcEvent) -> i32 {
-    if event.is_null() {
-        return 1;
-    }
-    // SAFETY: checked non-null; the caller guarantees it points to an NpcEvent.
-    let event = unsafe { *event };
-    i32::from(event.corr_id == 0 || ExternalEvent::from(event).query())
+    crate::error::guard_value("npc_event_query", 1, || {
+        if event.is_null() {
+            return 1;
+        }
+        // SAFETY: checked non-null; the caller guarantees it points to an NpcEvent.
+        let event = unsafe { *event };
+        i32::from(event.corr_id == 0 || ExternalEvent::from(event).query())
+    })
 }
 
 /// Waits (really) until `event` completes, recorded as `nrt_event_synchronize`; returns

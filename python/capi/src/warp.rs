@@ -281,16 +281,18 @@ pub unsafe extern "C" fn npc_warp_trace_file(path: *const c_char, stats: *mut Np
 /// `values` must be null with `len == 0`, or point to `len` writable `int64_t`s.
 #[no_mangle]
 pub unsafe extern "C" fn npc_warp_unix_ns(values: *mut i64, len: usize) -> u64 {
-    if values.is_null() || len == 0 {
-        return 0;
-    }
-    // SAFETY: the caller guarantees `len` writable values.
-    let values = unsafe { std::slice::from_raw_parts_mut(values, len) };
-    let warp = Warp::now();
-    for v in values.iter_mut() {
-        *v = warp.unix(*v);
-    }
-    warp.inexact.get()
+    crate::error::guard_value("npc_warp_unix_ns", 0, || {
+        if values.is_null() || len == 0 {
+            return 0;
+        }
+        // SAFETY: the caller guarantees `len` writable values.
+        let values = unsafe { std::slice::from_raw_parts_mut(values, len) };
+        let warp = Warp::now();
+        for v in values.iter_mut() {
+            *v = warp.unix(*v);
+        }
+        warp.inexact.get()
+    })
 }
 
 /// Warps `len` Unix-epoch intervals, `values[2i]` (start) and `values[2i + 1]` (end), in
@@ -308,29 +310,31 @@ pub unsafe extern "C" fn npc_warp_unix_intervals(
     inside: *mut u8,
     len: usize,
 ) -> u64 {
-    if values.is_null() || inside.is_null() || len == 0 {
-        return 0;
-    }
-    // SAFETY: the caller guarantees `2 * len` writable values and `len` writable bytes.
-    let (values, inside) = unsafe {
-        (
-            std::slice::from_raw_parts_mut(values, 2 * len),
-            std::slice::from_raw_parts_mut(inside, len),
-        )
-    };
-    let warp = Warp::now();
-    for (pair, inside) in values.chunks_exact_mut(2).zip(inside.iter_mut()) {
-        *inside = u8::from(warp.covers(pair[0], pair[1]));
-        pair[0] = warp.unix(pair[0]);
-        pair[1] = warp.unix(pair[1]);
-    }
-    warp.inexact.get()
+    crate::error::guard_value("npc_warp_unix_intervals", 0, || {
+        if values.is_null() || inside.is_null() || len == 0 {
+            return 0;
+        }
+        // SAFETY: the caller guarantees `2 * len` writable values and `len` writable bytes.
+        let (values, inside) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(values, 2 * len),
+                std::slice::from_raw_parts_mut(inside, len),
+            )
+        };
+        let warp = Warp::now();
+        for (pair, inside) in values.chunks_exact_mut(2).zip(inside.iter_mut()) {
+            *inside = u8::from(warp.covers(pair[0], pair[1]));
+            pair[0] = warp.unix(pair[0]);
+            pair[1] = warp.unix(pair[1]);
+        }
+        warp.inexact.get()
+    })
 }
 
 /// Total time cut from the process timeline so far, ns.
 #[no_mangle]
 pub extern "C" fn npc_cut_total_ns() -> u64 {
-    clock::cut_total_ns()
+    crate::error::guard_value("npc_cut_total_ns", 0, clock::cut_total_ns)
 }
 
 #[cfg(test)]

@@ -12,7 +12,12 @@
 //!   after a copy that takes milliseconds on the device, busy without it) and the error
 //!   raises at the op;
 //! - in both, an argument error (found by the meta kernel too) raises at the op, with
-//!   PyTorch's own type and message.
+//!   PyTorch's own type and message;
+//! - a panic inside an entry point of the C ABI (`tests/torch_panic_driver.py`:
+//!   `npc_memory_blocks`, behind `torch.neuron.memory._snapshot()`, made to panic with
+//!   `NEURONPROF_CAPI_PANIC`) raises a RuntimeError at that call and the process goes on;
+//!   before every entry point was under the panic guard, it unwound into C and aborted
+//!   the Python process.
 //!
 //! Needs a Python with torch 2.15 (see `support/torch.rs`); without one the skip is
 //! recorded (`tests/support/skip.rs`), and under CI it fails.
@@ -123,4 +128,34 @@ fn torch_kernel_errors() {
     );
     assert_eq!(blocking["sync_after"], Value::Null, "{blocking}");
     assert!(!stderr.contains("never reported"), "{stderr}");
+}
+
+#[test]
+fn a_panic_in_the_c_abi_is_a_python_exception() {
+    let Some(python) = torch::torch_python() else {
+        skip::skipped(
+            "neuronprof-capi: a_panic_in_the_c_abi_is_a_python_exception",
+            torch::NO_TORCH,
+        );
+        return;
+    };
+    let (run, _stderr) = torch::run_driver(
+        &python,
+        "torch_panic_driver.py",
+        &[],
+        &[("NEURONPROF_CAPI_PANIC", "npc_memory_blocks")],
+    );
+    assert_eq!(run["asked"], "npc_memory_blocks", "{run}");
+    let caught = &run["snapshot"];
+    assert_eq!(caught[0], "RuntimeError", "{run}");
+    let message = caught[1].as_str().unwrap();
+    assert!(
+        message.contains("neuronprof_capi panicked in npc_memory_blocks")
+            && message.contains("NEURONPROF_CAPI_PANIC=npc_memory_blocks asked it to panic"),
+        "{message}"
+    );
+    assert_eq!(
+        run["after"], 32.0,
+        "the device works after the panic: {run}"
+    );
 }

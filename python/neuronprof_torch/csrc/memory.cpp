@@ -228,8 +228,11 @@ py::dict memory_snapshot() {
   py::list device_traces;
   for (int d = 0; d < devices; ++d) {
     const int64_t n = npc_memory_blocks(static_cast<uint16_t>(d), nullptr, 0);
-    std::vector<npc_block_t> blocks(n > 0 ? static_cast<size_t>(n) : 0);
-    if (n > 0) npc_memory_blocks(static_cast<uint16_t>(d), blocks.data(), blocks.size());
+    if (n < 0) throw_last_error("npc_memory_blocks", static_cast<int32_t>(n));
+    std::vector<npc_block_t> blocks(static_cast<size_t>(n));
+    if (n > 0 && npc_memory_blocks(static_cast<uint16_t>(d), blocks.data(), blocks.size()) < 0) {
+      throw_last_error("npc_memory_blocks", -1);
+    }
     for (size_t i = 0; i < blocks.size();) {
       const npc_block_t& first = blocks[i];
       py::dict segment;

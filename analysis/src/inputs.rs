@@ -12,6 +12,15 @@
 //! crate) is a trace too: given as a path, found in a given directory, or found under a
 //! given data path's `profiles/global/`; [`open_trace`] opens either kind.
 //!
+//! TorchNeuron's framework trace (`trace.json`, Kineto JSON without device rows) and the
+//! profile of the same process are one rank: [`find_traces`] pairs a Kineto file with a
+//! profile whose host rows have the file's process id (the nearest in time when several
+//! do) and lists the pair in [`TraceInputs::paired`] in place of the file; from then on
+//! [`open_trace`] reads that profile merged with its trace
+//! (`neuron_explorer::open_trace_with_framework`: host operators linked to their device
+//! executions). The pairing is remembered for the process, by profile path, so every
+//! reader of the path (the loader, `inspect`, `export`, replay) sees the same merge.
+//!
 //! [`group_ranks`] decides which files are one rank. A file's rank is its
 //! `distributedInfo.rank`; a file without one belongs to the process that wrote it
 //! (`host_name` and the pid of its first host event). Files of one rank are that rank's
@@ -23,9 +32,11 @@
 //! Processes without a `distributedInfo` rank are numbered in the order of their files,
 //! after the ranks the other files claim.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::Serialize;
 use trace_format::{Event, Ident, Phase, TraceMeta, TraceReader, TraceSink};
@@ -42,6 +53,44 @@ pub struct TraceInputs {
     pub files: Vec<PathBuf>,
     /// Entries of the given directories that are not traces.
     pub skipped: Vec<Skipped>,
+    /// Framework traces read merged with a profile of the same process (the trace is
+    /// not in [`TraceInputs::files`]; the profile is).
+    pub paired: Vec<Paired>,
+}
+
+/// A framework trace merged with the profile of its process.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Paired {
+    /// The profile folder.
+    pub profile: PathBuf,
+    /// The framework trace (Kineto JSON).
+    pub framework: PathBuf,
+    /// The process both recorded.
+    pub pid: i64,
+}
+
+impl std::fmt::Display for Paired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} read merged with {} (framework trace and system profile of process {})",
+            self.profile.display(),
+            self.framework.display(),
+            self.pid
+        )
+    }
+}
+
+/// Profile folder → the framework trace it is read with (see the module docs).
+static FRAMEWORK_TRACES: Mutex<BTreeMap<PathBuf, PathBuf>> = Mutex::new(BTreeMap::new());
+
+/// The framework trace [`open_trace`] merges with the profile at `profile`, if paired.
+pub fn paired_framework(profile: &Path) -> Option<PathBuf> {
+    FRAMEWORK_TRACES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(profile)
+        .cloned()
 }
 
 /// A directory entry that is not a trace, and why.
@@ -103,7 +152,84 @@ pub fn find_traces<P: AsRef<Path>>(paths: &[P]) -> Result<TraceInputs, AnalysisE
             ));
         }
     }
+    pair_framework_traces(&mut out);
     Ok(out)
+}
+
+/// Pairs each profile with the Kineto file of the same process that has no device rows
+/// (TorchNeuron's framework trace), the nearest in time when several match; see the
+/// module docs. Only reads anything when both kinds are among the inputs.
+fn pair_framework_traces(out: &mut TraceInputs) {
+    let (profiles, kineto): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        out.files.iter().partition(|p| p.is_dir());
+    if profiles.is_empty() || kineto.is_empty() {
+        return;
+    }
+    let probes: Vec<(PathBuf, Probe)> = kineto
+        .iter()
+        .map(|path| {
+            let mut probe = Probe::default();
+            let _ = TraceReader::open(path).lenient(true).read(&mut probe);
+            ((*path).clone(), probe)
+        })
+        .collect();
+    let mut taken: Vec<PathBuf> = Vec::new();
+    let mut paired = Vec::new();
+    for profile in profiles {
+        let pids = neuron_explorer::framework::profile_pids(profile);
+        let first_ns = profile_first_ns(profile);
+        let candidate = probes
+            .iter()
+            .filter(|(path, probe)| {
+                probe.pid.is_some_and(|pid| pids.contains(&pid)) && !taken.contains(path)
+            })
+            .filter(|(path, _)| !has_device_rows(path))
+            .min_by_key(|(_, probe)| match (probe.first_ts_ns, first_ns) {
+                (Some(a), Some(b)) => (a - b).unsigned_abs(),
+                _ => u64::MAX,
+            });
+        if let Some((path, probe)) = candidate {
+            taken.push(path.clone());
+            paired.push(Paired {
+                profile: profile.clone(),
+                framework: path.clone(),
+                pid: probe.pid.unwrap_or_default(),
+            });
+        }
+    }
+    out.files.retain(|f| !taken.contains(f));
+    let mut map = FRAMEWORK_TRACES.lock().unwrap_or_else(|p| p.into_inner());
+    for p in &paired {
+        map.insert(p.profile.clone(), p.framework.clone());
+    }
+    out.paired.extend(paired);
+}
+
+/// A profile's earliest event time, from its first events (`None` when unreadable).
+fn profile_first_ns(profile: &Path) -> Option<i64> {
+    let mut probe = Probe::default();
+    let reader = neuron_explorer::open_trace(profile, true).ok()?;
+    let _ = reader.read(&mut probe);
+    probe.first_ts_ns
+}
+
+/// Whether a Kineto file has device work (then it is no framework-only trace).
+fn has_device_rows(path: &Path) -> bool {
+    let mut device = false;
+    let mut sink = trace_format::from_fn(|_, e: &Event<'_>| {
+        let category = e.category.as_ref().map(|c| c.normalized());
+        if e.phase == Phase::Complete
+            && category
+                .as_ref()
+                .is_some_and(|c| crate::classify::is_device_work_category(c.as_str()))
+        {
+            device = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    let _ = TraceReader::open(path).lenient(true).read(&mut sink);
+    device
 }
 
 /// `Ok` for a trace file in a directory, else why it is skipped.
@@ -134,7 +260,13 @@ fn classify(entry: &Path) -> Result<(), String> {
 /// name the path.
 pub fn open_trace(path: &Path, lenient: bool) -> Result<TraceReader<'static>, AnalysisError> {
     if path.is_dir() {
-        return neuron_explorer::open_trace(path, lenient).map_err(|e| AnalysisError::Input {
+        let opened = match paired_framework(path) {
+            Some(framework) => {
+                neuron_explorer::open_trace_with_framework(path, &framework, lenient)
+            }
+            None => neuron_explorer::open_trace(path, lenient),
+        };
+        return opened.map_err(|e| AnalysisError::Input {
             path: path.to_path_buf(),
             reason: e.to_string(),
         });

@@ -285,6 +285,20 @@ pub struct EngineRow {
     pub is_wait: bool,
 }
 
+/// One `neuron_throttle` event: a span of thermal or power throttling of one physical
+/// core (a Neuron Explorer profile's `Throttle` table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThrottleRow {
+    /// The device (`pid`).
+    pub device: i64,
+    /// `core` arg (physical core), 0 when absent.
+    pub core: i64,
+    /// Start, ns relative to the file's time base.
+    pub ts_rel_ns: i64,
+    /// Duration, ns.
+    pub dur_ns: i64,
+}
+
 /// One `neuron_dma` event: a DMA transfer on one queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DmaRow {
@@ -661,6 +675,8 @@ pub struct RankTrace {
     pub graph_passes_unreadable: Vec<u64>,
     /// `neuron_dma` events, in file order.
     pub dma_rows: Vec<DmaRow>,
+    /// `neuron_throttle` events (measured throttling), in file order.
+    pub throttle_rows: Vec<ThrottleRow>,
     /// Largest end over all complete events (ns, relative).
     pub max_end_rel_ns: Option<i64>,
     /// Lenient reads: the first errors of skipped events, then the error that stopped the

@@ -203,3 +203,49 @@ fn strip_instructions(mut trace: analysis::RankTrace) -> analysis::RankTrace {
     trace.engine_rows.clear();
     trace
 }
+
+/// A Neuron Explorer profile's `Throttle` rows, as the `neuron-explorer` reader gives
+/// them (`neuron_throttle`, one track per physical core): the time any core of the
+/// device was throttled in the window, and the spans starting in it; a Kineto trace of
+/// the emulator has none.
+#[test]
+fn measured_throttling_is_the_union_of_throttle_spans_in_the_window() {
+    let dir = temp_dir("throttle");
+    let path = synthetic(&dir, true);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let throttle = |core: i64, ts: i64, dur: i64| {
+        format!(
+            r#"{{"ph": "X", "cat": "neuron_throttle", "name": "throttle activity_0", "pid": 0, "tid": {}, "ts": {ts}, "dur": {dur}, "args": {{"device": 0, "core": {core}, "type": "activity_0", "k": 3, "n": 4, "utilization_limit_pct": 75.0}}}}"#,
+            8500 + core
+        )
+    };
+    // Core 0 throttled 10..30 µs, core 1 20..40 µs (overlapping: 30 µs of the window),
+    // and a span from 90 µs that runs past the step's end (10 µs of it counts).
+    let rows = [
+        throttle(0, 10, 20),
+        throttle(1, 20, 20),
+        throttle(0, 90, 50),
+    ]
+    .join(",\n");
+    let throttled = dir.join("throttled.json");
+    std::fs::write(
+        &throttled,
+        text.replacen(
+            "\"traceEvents\": [",
+            &format!("\"traceEvents\": [{rows},\n"),
+            1,
+        ),
+    )
+    .unwrap();
+    let set = load_paths(&[throttled], &LoadOptions::default()).unwrap();
+    let d = &utilization(&set.ranks[0], &UtilizationOptions::default())[0];
+    assert_eq!(d.throttled_us, Some(40.0));
+    assert!(close(d.throttled_pct.unwrap(), 40.0));
+    assert_eq!(d.throttle_events, 3);
+    // Not device work: busy time is the kernels' as before.
+    assert!(close(d.device_busy_pct, 30.0), "{}", d.device_busy_pct);
+
+    let plain = load_paths(&[path], &LoadOptions::default()).unwrap();
+    let d = &utilization(&plain.ranks[0], &UtilizationOptions::default())[0];
+    assert_eq!((d.throttled_us, d.throttle_events), (None, 0));
+}

@@ -129,6 +129,10 @@ fn neuron_explorer_info(meta: &trace_format::TraceMeta) -> Option<NeuronExplorer
         problems: strings(&findings, "problems"),
         unknown: strings(&findings, "unknown"),
         missing: strings(&findings, "missing"),
+        framework: findings
+            .get("framework")
+            .and_then(|f| f.as_str())
+            .map(str::to_owned),
     })
 }
 

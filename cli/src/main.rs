@@ -153,6 +153,11 @@ enum Command {
         /// Also write all ranks as one Perfetto trace (OUT/trace.pftrace).
         #[arg(long)]
         perfetto: bool,
+        /// What the run writes: kineto (one .pt.trace.json per rank) or neuron-explorer
+        /// (one Neuron Explorer profile per rank, OUT/profiles/global/NAME@latest/, the
+        /// Parquet tables a Trainium capture is ingested as).
+        #[arg(long, default_value = "kineto", value_parser = ["kineto", "neuron-explorer"])]
+        output: String,
     },
     /// The tour: gpt on 4 ranks with one slow rank, profiled; prints the summary and
     /// where the traces are.
@@ -504,6 +509,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             detail,
             profile,
             perfetto,
+            output,
         } => {
             let request = neuronprof::run::RunRequest {
                 ranks,
@@ -527,6 +533,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .unwrap_or_default(),
                 perfetto,
                 progress: true,
+                output: neuronprof::run::RunOutput::parse(&output)?,
                 gpt: (shape == "demo").then_some(neuronprof::run::DEMO_GPT),
                 ..neuronprof::run::RunRequest::new(&workload)
             };

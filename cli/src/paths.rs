@@ -9,6 +9,9 @@ use std::path::PathBuf;
 pub fn collect_trace_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let found = analysis::inputs::find_traces(paths)?;
     report_skipped(&found.skipped);
+    for pair in &found.paired {
+        eprintln!("neuronprof: {pair}");
+    }
     Ok(found.files)
 }
 

@@ -65,6 +65,32 @@ pub struct RunRequest {
     pub perfetto: bool,
     /// Show the steps done on standard error (when it is a terminal).
     pub progress: bool,
+    /// What the run leaves in `out_dir`: Kineto traces, or Neuron Explorer profiles.
+    pub output: RunOutput,
+}
+
+/// What `run --output` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunOutput {
+    /// One Kineto trace per rank (`*.pt.trace.json`).
+    #[default]
+    Kineto,
+    /// One Neuron Explorer profile per rank, in the layout `neuron-explorer view
+    /// --ingest-only --data-path OUT` writes: `OUT/profiles/global/<rank
+    /// trace>@latest/<Table>.parquet` (the tables `export --format neuron-explorer`
+    /// writes). The ranks' Kineto traces are converted as the run ends and removed.
+    NeuronExplorer,
+}
+
+impl RunOutput {
+    /// `kineto` or `neuron-explorer`.
+    pub fn parse(text: &str) -> anyhow::Result<RunOutput> {
+        match text {
+            "kineto" => Ok(RunOutput::Kineto),
+            "neuron-explorer" => Ok(RunOutput::NeuronExplorer),
+            other => bail!("--output {other:?}: expected kineto or neuron-explorer"),
+        }
+    }
 }
 
 /// What `--profile` sets: the profiler's options, as torch.profiler's arguments.
@@ -167,6 +193,7 @@ impl RunRequest {
             profile: ProfileSpec::default(),
             perfetto: false,
             progress: false,
+            output: RunOutput::Kineto,
         }
     }
 
@@ -237,6 +264,14 @@ pub fn check_out_dir(dir: &std::path::Path) -> anyhow::Result<()> {
         bail!(
             "{} already holds {traces} trace file(s) of another run; choose another --out \
              or remove them",
+            dir.display()
+        );
+    }
+    let profiles = neuron_explorer::find_profiles(&dir.join("profiles").join("global")).len();
+    if profiles > 0 {
+        bail!(
+            "{} already holds {profiles} Neuron Explorer profile(s) of another run (under \
+             profiles/global); choose another --out or remove them",
             dir.display()
         );
     }
@@ -329,8 +364,10 @@ pub fn device_info(profile: &DeviceProfile, index: u16) -> DeviceInfo {
 pub struct RunOutcome {
     /// The workload's own report (losses, accuracy, tokens/s).
     pub report: RunReport,
-    /// Trace files, one per rank.
+    /// Trace files (or profile folders, `--output neuron-explorer`), one per rank.
     pub files: Vec<PathBuf>,
+    /// The directory they are in (a data path, `--output neuron-explorer`).
+    pub out_dir: PathBuf,
     /// Each rank's summary of its recorded window, in rank order.
     pub summaries: Vec<(u32, Summary)>,
     /// The rank the others waited for most in collectives, from the analysis.
@@ -515,9 +552,6 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
         .map(|(i, r)| (r.rank().unwrap_or(i as u32), r.summary()))
         .collect();
 
-    let set = load_paths(&profiled.files, &LoadOptions::default())
-        .context("reading the traces back for analysis")?;
-    let analysis = analyze(&set, &ReportOptions::default());
     let perfetto = if request.perfetto {
         let out = request.out_dir.join("trace.pftrace");
         crate::export::run_export(&crate::export::ExportRequest {
@@ -533,11 +567,19 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     } else {
         None
     };
+    let files = match request.output {
+        RunOutput::Kineto => profiled.files,
+        RunOutput::NeuronExplorer => write_profiles(&profiled.files, &request.out_dir)?,
+    };
+    let set = load_paths(&files, &LoadOptions::default())
+        .context("reading the traces back for analysis")?;
+    let analysis = analyze(&set, &ReportOptions::default());
     Ok(RunOutcome {
         perfetto,
         kept,
         report,
-        files: profiled.files,
+        files,
+        out_dir: request.out_dir.clone(),
         summaries,
         bottleneck_rank: analysis.collectives.bottleneck_rank,
         insights: analysis
@@ -620,15 +662,40 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
             perfetto.display()
         )?;
     }
-    if let Some(dir) = outcome.files.first().and_then(|f| f.parent()) {
+    if !outcome.files.is_empty() {
+        let dir = outcome.out_dir.display();
         writeln!(
             out,
-            "\nnext: neuronprof analyze {}    neuronprof inspect {}",
-            dir.display(),
-            dir.display()
+            "\nnext: neuronprof analyze {dir}    neuronprof inspect {dir}"
         )?;
     }
     Ok(())
+}
+
+/// `--output neuron-explorer`: each rank's Kineto trace written as a profile folder
+/// `OUT/profiles/global/<trace name>@latest` (`neuron_explorer::write_profile`), then
+/// removed; the folders, in the traces' order.
+fn write_profiles(traces: &[PathBuf], out_dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    let global = out_dir.join("profiles").join("global");
+    let mut dirs = Vec::with_capacity(traces.len());
+    for trace in traces {
+        let name = trace
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| {
+                [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"]
+                    .iter()
+                    .find_map(|suffix| n.strip_suffix(suffix))
+                    .unwrap_or(n)
+            })
+            .unwrap_or("trace");
+        let dir = global.join(format!("{name}@latest"));
+        neuron_explorer::write_profile(trace, &dir)
+            .with_context(|| format!("writing {} as {}", trace.display(), dir.display()))?;
+        std::fs::remove_file(trace).with_context(|| format!("removing {}", trace.display()))?;
+        dirs.push(dir);
+    }
+    Ok(dirs)
 }
 
 #[cfg(test)]

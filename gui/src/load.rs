@@ -26,19 +26,27 @@ pub fn is_trace_file(path: &Path) -> bool {
 }
 
 /// Expands directories into the trace files directly inside them (sorted by name);
-/// files are kept as given. An empty result or a missing path is an error.
+/// files are kept as given. A Neuron Explorer profile folder (`…@latest`) is a trace of
+/// its own; a data path (`profiles/global/*@latest`) or a folder holding profile
+/// folders gives its profiles, before its trace files. An empty result or a missing
+/// path is an error.
 pub fn collect_trace_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta =
             std::fs::metadata(path).with_context(|| format!("opening {}", path.display()))?;
-        if meta.is_dir() {
+        if meta.is_dir() && analysis::inputs::is_profile_dir(path) {
+            files.push(path.clone());
+        } else if meta.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(path)
                 .with_context(|| format!("listing {}", path.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.is_file() && is_trace_file(p))
                 .collect();
             found.sort();
+            let mut profiles = analysis::inputs::find_profiles(path);
+            profiles.append(&mut found);
+            let found = profiles;
             if found.is_empty() {
                 anyhow::bail!(
                     "{}: no .json or .json.gz trace in this directory",
@@ -74,10 +82,7 @@ impl Progress {
     pub fn for_files(files: &[PathBuf]) -> Self {
         Progress {
             bytes_read: files.iter().map(|_| AtomicU64::new(0)).collect(),
-            total_bytes: files
-                .iter()
-                .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-                .collect(),
+            total_bytes: files.iter().map(|f| input_bytes(f)).collect(),
             timeline_done: AtomicBool::new(false),
             stage: Mutex::new("reading".to_owned()),
         }
@@ -102,6 +107,20 @@ impl Progress {
     }
 }
 
+/// The size of a trace file, or of a profile folder's tables.
+fn input_bytes(path: &Path) -> u64 {
+    if !path.is_dir() {
+        return std::fs::metadata(path).map_or(0, |m| m.len());
+    }
+    std::fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    })
+}
+
 struct CountingReader<'p, R> {
     inner: R,
     counter: &'p AtomicU64,
@@ -118,18 +137,29 @@ impl<R: Read> Read for CountingReader<'_, R> {
 /// Reads one file leniently: a damaged trace gives what precedes the damage, with a
 /// warning naming the file, byte offset and event index.
 fn read_file(path: &Path, counter: &AtomicU64) -> anyhow::Result<FileResult> {
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    // No BufReader: the trace reader reads in large blocks into its own buffer.
-    let reader = CountingReader {
-        inner: file,
-        counter,
-    };
     let mut sink = FileSink::default();
-    // Read once (no pre-scan): a late `baseTimeNanoseconds` is added below instead.
-    let report = TraceReader::from_reader(&path.display().to_string(), reader)
-        .lenient(true)
-        .read(&mut sink)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let report = if path.is_dir() {
+        // A Neuron Explorer profile folder, read as the same events (its tables are
+        // counted as read once it is done).
+        let report = analysis::inputs::open_trace(path, true)?
+            .read(&mut sink)
+            .with_context(|| format!("reading {}", path.display()))?;
+        counter.store(input_bytes(path), Ordering::Relaxed);
+        report
+    } else {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        // No BufReader: the trace reader reads in large blocks into its own buffer.
+        let reader = CountingReader {
+            inner: file,
+            counter,
+        };
+        // Read once (no pre-scan): a late `baseTimeNanoseconds` is added below instead.
+        TraceReader::from_reader(&path.display().to_string(), reader)
+            .lenient(true)
+            .read(&mut sink)
+            .with_context(|| format!("reading {}", path.display()))?
+    };
     let mut info = FileInfo {
         path: path.to_path_buf(),
         ..FileInfo::default()

@@ -143,3 +143,55 @@ fn neuron_rank_traces_show_engines_dma_counters_and_the_heatmap() {
         assert!(view.viewport.start_ns <= s as f64 && view.viewport.end_ns >= e as f64);
     }
 }
+
+/// The same rank traces as a Neuron Explorer data path (`profiles/global/*@latest`, the
+/// Parquet tables a Trainium capture is ingested as): the folder opens as the traces do,
+/// each profile a rank with its engines, DMA queues and collectives.
+#[test]
+fn a_data_path_of_neuron_explorer_profiles_opens_with_engines_and_dma() {
+    let data = std::env::temp_dir().join(format!("gui-profiles-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let mut traces = gui::load::collect_trace_files(&[data_dir()]).unwrap();
+    traces.sort();
+    for (rank, trace) in traces.iter().enumerate() {
+        let dir = data.join(format!("profiles/global/rank{rank}@latest"));
+        neuron_explorer::write_profile(trace, &dir).unwrap();
+    }
+    let files = gui::load::collect_trace_files(std::slice::from_ref(&data)).unwrap();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().all(|f| f.is_dir()));
+
+    let mut harness = support::viewer(vec![data.clone()]);
+    support::wait_loaded(&mut harness);
+    let loaded = harness.state().loaded.as_ref().unwrap();
+    let timeline = loaded.timeline.clone();
+    assert_eq!(timeline.files.len(), 2);
+    for rank in [0, 1] {
+        let in_rank = |suffix: &str| {
+            timeline
+                .groups
+                .iter()
+                .find(|g| {
+                    g.label.starts_with(&format!("rank {rank} ")) && g.label.ends_with(suffix)
+                })
+                .unwrap_or_else(|| panic!("rank {rank} group ending {suffix:?}"))
+        };
+        assert!(in_rank(" · engines")
+            .tracks
+            .iter()
+            .any(|&t| timeline.tracks[t as usize].label.contains("TensorE")));
+        assert!(in_rank(" · DMA queues").tracks.len() > 8);
+    }
+    let collectives = timeline
+        .tracks
+        .iter()
+        .flat_map(|t| t.rows())
+        .flat_map(|row| (0..row.len()).map(move |i| row.name[i]))
+        .filter(|&n| timeline.names.get(n) == "allreduce")
+        .count();
+    assert!(
+        collectives > 0,
+        "the collectives come back from CcOp (named by operation)"
+    );
+    let _ = std::fs::remove_dir_all(&data);
+}

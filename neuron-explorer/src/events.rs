@@ -6,13 +6,24 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use trace_format::{ArgValue, Args, Category, Event, FlowEnd, Ident, Phase};
+use trace_format::{ArgValue, Args, Category, Event, FlowEnd};
 
 use crate::error::NeuronError;
+use crate::framework::{Links, MERGED_FLOW_OFFSET, SEQUENCE_KEY};
 use crate::layout::ProfileLayout;
 use crate::schema;
 use crate::survey::{Findings, Survey};
 use crate::table::{Batch, TableReader};
+
+mod counters;
+mod engines;
+mod sync;
+
+use counters::counter;
+
+pub use sync::{
+    engine_name, BARRIER_CATEGORY, BARRIER_TID_BASE, THROTTLE_CATEGORY, THROTTLE_TID_BASE,
+};
 
 /// `SystemProfileEvents.name` of a device execution (one per physical core).
 pub const EXEC_NAME: &str = "nc_exec_running";
@@ -41,6 +52,10 @@ const STAGES: &[&str] = &[
     "SystemProfileEvents",
     "CcOp",
     "Instruction",
+    "ActiveTime",
+    "CoreBarriers",
+    "Throttle",
+    "SemaphoreUpdate",
     "Dma",
     "HbmUsage",
     "CpuUsage",
@@ -73,6 +88,10 @@ pub struct Converter {
     finished: bool,
     /// Written by `neuronprof export` (`Metadata.explorer_version`).
     exported: bool,
+    /// With a framework trace merged: how rows link to its driver calls.
+    links: Option<Links>,
+    /// Added to flow ids ([`MERGED_FLOW_OFFSET`] when a framework trace is merged).
+    flow_offset: i64,
 }
 
 impl Converter {
@@ -108,7 +127,24 @@ impl Converter {
             device_pids: BTreeSet::new(),
             finished: false,
             exported,
+            links: None,
+            flow_offset: 0,
         }
+    }
+
+    /// Merges a framework trace: the profile's own `framework` rows are left out, flow
+    /// ids move by [`MERGED_FLOW_OFFSET`], and runtime calls and device executions take
+    /// the `External id` (and, without a stream of their own, the thread) of the driver
+    /// call they link to (see [`crate::framework`]).
+    pub(crate) fn with_links(mut self, links: Links) -> Self {
+        self.links = Some(links);
+        self.flow_offset = MERGED_FLOW_OFFSET;
+        self
+    }
+
+    /// What merging a framework trace linked (`None` without one).
+    pub(crate) fn links(&self) -> Option<&Links> {
+        self.links.as_ref()
     }
 
     /// The survey this converter works from.
@@ -137,6 +173,8 @@ impl Converter {
                 let table = match stage {
                     "Dma" if self.layout.has("DmaPacketAggregated") => "DmaPacketAggregated",
                     "Dma" if self.layout.has("DmaPacket") => "DmaPacket",
+                    // The merged intervals of what `Instruction` gives row by row.
+                    "ActiveTime" if self.layout.has("Instruction") => continue,
                     "Dma" => {
                         findings.missing.push(
                             "DmaPacketAggregated / DmaPacket: no DMA rows (captured without \
@@ -148,6 +186,14 @@ impl Converter {
                     t => t,
                 };
                 if !self.layout.has(table) {
+                    if table == "Instruction" && self.layout.has("ActiveTime") {
+                        findings.missing.push(
+                            "Instruction: no instruction rows (engine utilization from \
+                             ActiveTime; no executed flops, so no HFU)"
+                                .into(),
+                        );
+                        continue;
+                    }
                     if let Some(lost) = missing_means(table) {
                         findings.missing.push(format!("{table}: {lost}"));
                     }
@@ -180,6 +226,10 @@ impl Converter {
                 "HbmUsage" => self.hbm_rows(&batch, &mut events),
                 "CpuUsage" => self.cpu_rows(&batch, &mut events),
                 "HostMemUsage" => self.host_mem_rows(&batch, &mut events),
+                "ActiveTime" => self.active_rows(&batch, &mut events),
+                "CoreBarriers" => self.barrier_rows(&batch, &mut events),
+                "SemaphoreUpdate" => self.semaphore_rows(&batch, &mut events),
+                "Throttle" => self.throttle_rows(&batch, &mut events),
                 _ => Ok(()),
             };
             match result {
@@ -268,19 +318,44 @@ impl Converter {
             let nc = nc.as_ref().and_then(|c| c.get(row));
             let pcore = pcore.as_ref().and_then(|c| c.get(row));
             let worker = worker.as_ref().and_then(|c| c.get(row));
-            let flow_ids: Vec<i64> = flows
+            let raw_flows: Vec<i64> = flows
                 .as_ref()
                 .map(|f| f.get(row))
                 .unwrap_or_default()
                 .iter()
                 .filter_map(|f| f.trim().parse().ok())
                 .collect();
+            let flow_ids: Vec<i64> = raw_flows.iter().map(|f| f + self.flow_offset).collect();
             let stream = stream.as_ref().and_then(|s| s.get(row));
             let extra = extra
                 .as_ref()
                 .and_then(|e| e.get(row))
                 .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
             let extra = extra.as_ref().and_then(serde_json::Value::as_object);
+            let driver = match self.links.as_mut() {
+                Some(links) if source == "framework" => {
+                    links.dropped_framework_rows += 1;
+                    continue;
+                }
+                Some(links) => {
+                    let sequence = extra.and_then(|e| e.get(SEQUENCE_KEY)).and_then(|v| {
+                        v.as_i64()
+                            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+                    });
+                    let driver = links.driver(sequence, &raw_flows);
+                    match (source, driver) {
+                        ("neuron_rt", Some(d)) => {
+                            links.linked_runtime += 1;
+                            links.gaps_ns.push(start_ns - d.start_ns);
+                        }
+                        ("neuron_hw", Some(_)) if name == EXEC_NAME => links.linked_executions += 1,
+                        ("neuron_hw", None) if name == EXEC_NAME => links.unlinked_executions += 1,
+                        _ => {}
+                    }
+                    driver
+                }
+                None => None,
+            };
             let extra_str = |key: &str| {
                 extra.and_then(|e| e.get(key)).and_then(|v| {
                     v.as_str()
@@ -304,6 +379,11 @@ impl Converter {
                         "kernel_name" => kernel_name = v.as_str().map(str::to_owned),
                         _ => args.push(k.clone(), json_arg(v)),
                     }
+                }
+            }
+            if let Some(external) = driver.and_then(|d| d.external_id) {
+                if args.get("External id").is_none() {
+                    args.push("External id", external);
                 }
             }
             let mut put = |key: &'static str, value: ArgValue<'static>| {
@@ -330,7 +410,10 @@ impl Converter {
                     ArgValue::Str(Cow::Owned(format!("[{}]", ids.join(", ")))),
                 );
             }
-            let stream_id = stream.and_then(|s| s.trim().parse::<i64>().ok());
+            // The schema: a runtime call's stream is its driver call's thread.
+            let stream_id = stream
+                .and_then(|s| s.trim().parse::<i64>().ok())
+                .or_else(|| driver.and_then(|d| d.tid));
             let dur_ns = end_ns - start_ns;
             match source {
                 "neuron_hw" if name == EXEC_NAME => {
@@ -577,186 +660,6 @@ impl Converter {
         }
         Ok(())
     }
-
-    fn instruction_rows(
-        &mut self,
-        b: &Batch,
-        out: &mut Vec<Event<'static>>,
-    ) -> Result<(), NeuronError> {
-        let start = b.int_req("start_ts")?;
-        let end = b.int_req("end_ts")?;
-        let engine = b.str_req("engine")?;
-        let pcore = b.int("pcore_idx")?;
-        let opcode = b.str_req("opcode")?;
-        let hlo = b.str("hlo_name")?;
-        let raw = b.int("raw_flops")?;
-        let adjusted = b.int("adjusted_flops")?;
-        let device = self.device_pid;
-        self.device_pids.insert(device);
-        for row in 0..b.len() {
-            let start_ns = b.need("start_ts", row, start.get(row))?;
-            let end_ns = b.need("end_ts", row, end.get(row))?;
-            let engine = b.need("engine", row, engine.get(row))?;
-            let opcode = b.need("opcode", row, opcode.get(row))?;
-            let core = pcore.as_ref().and_then(|p| p.get(row)).unwrap_or(0);
-            let next = self.engines.len() as i64;
-            let engine_idx = *self.engines.entry(engine.to_owned()).or_insert(next);
-            let tid = ENGINE_TID_BASE + 100 * core + engine_idx;
-            self.tracks
-                .insert((device, tid, format!("{engine} (core {core})")));
-            let mut e = Event::complete(
-                Category::Other(Cow::Borrowed(INSTRUCTION_CATEGORY)),
-                opcode.to_owned(),
-                device,
-                tid,
-                start_ns,
-                end_ns - start_ns,
-            )
-            .with_arg("device", device)
-            .with_arg("core", core)
-            .with_arg("engine", engine.to_owned());
-            let flops = adjusted
-                .as_ref()
-                .and_then(|a| a.get(row))
-                .or_else(|| raw.as_ref().and_then(|r| r.get(row)));
-            if let Some(f) = flops.filter(|f| *f > 0) {
-                e = e.with_arg("flops", f);
-            }
-            if let Some(h) = hlo.as_ref().and_then(|h| h.get(row)) {
-                e = e.with_arg("hlo_name", h.to_owned());
-            }
-            out.push(e);
-        }
-        Ok(())
-    }
-
-    fn dma_rows(&mut self, b: &Batch, out: &mut Vec<Event<'static>>) -> Result<(), NeuronError> {
-        let start = b.int_req("start_ts")?;
-        let end = b.int_req("end_ts")?;
-        let pcore = b.int("pcore_idx")?;
-        let queue = b.int("queue_idx")?;
-        let queue_name = b.str("queue_name")?;
-        let op = b.str("op")?;
-        let bytes = b.int_req("transfer_bytes")?;
-        let source = b.str("source")?;
-        let dest = b.str("dest")?;
-        let device = self.device_pid;
-        self.device_pids.insert(device);
-        for row in 0..b.len() {
-            let start_ns = b.need("start_ts", row, start.get(row))?;
-            let end_ns = b.need("end_ts", row, end.get(row))?;
-            let bytes = b.need("transfer_bytes", row, bytes.get(row))?;
-            let pcore = pcore.as_ref().and_then(|p| p.get(row));
-            let core = pcore.unwrap_or(0);
-            let q = queue.as_ref().and_then(|q| q.get(row)).unwrap_or(0);
-            let tid = DMA_TID_BASE + 1000 * core + q;
-            let qname = queue_name.as_ref().and_then(|n| n.get(row));
-            self.tracks.insert((
-                device,
-                tid,
-                format!("DMA {} (core {core})", qname.unwrap_or("queue")),
-            ));
-            let name = match op.as_ref().and_then(|o| o.get(row)) {
-                Some(op) => format!("dma {op}"),
-                None => "dma".to_owned(),
-            };
-            let dur_ns = end_ns - start_ns;
-            let mut e = Event::complete(
-                Category::Other(Cow::Borrowed(DMA_CATEGORY)),
-                name,
-                device,
-                tid,
-                start_ns,
-                dur_ns,
-            )
-            .with_arg("device", device)
-            .with_arg("dma queue", q)
-            .with_arg("bytes", bytes);
-            if let Some(core) = pcore {
-                e = e.with_arg("core", core);
-            }
-            if let Some(n) = qname {
-                e = e.with_arg("queue_name", n.to_owned());
-            }
-            if let Some(s) = source.as_ref().and_then(|s| s.get(row)) {
-                e = e.with_arg("source", s.to_owned());
-            }
-            if let Some(d) = dest.as_ref().and_then(|d| d.get(row)) {
-                e = e.with_arg("dest", d.to_owned());
-            }
-            if dur_ns > 0 {
-                e = e.with_arg(
-                    "memory bandwidth (GB/s)",
-                    (bytes as f64 / dur_ns as f64 * 1000.0).round() / 1000.0,
-                );
-            }
-            out.push(e);
-        }
-        Ok(())
-    }
-
-    fn hbm_rows(&mut self, b: &Batch, out: &mut Vec<Event<'static>>) -> Result<(), NeuronError> {
-        let ts = b.int_req("timestamp")?;
-        let throughput = b.float("current_throughput")?;
-        let total = b.int("total_transfer_bytes")?;
-        let device = self.device_pid;
-        for row in 0..b.len() {
-            let ts_ns = b.need("timestamp", row, ts.get(row))?;
-            let mut args = Args::new();
-            if let Some(t) = throughput.as_ref().and_then(|t| t.get(row)) {
-                args.push("HBM throughput (B/s)", t);
-            }
-            if let Some(t) = total.as_ref().and_then(|t| t.get(row)) {
-                args.push("HBM transfer bytes", t);
-            }
-            out.push(counter("HBM", device.into(), ts_ns, args));
-        }
-        Ok(())
-    }
-
-    fn cpu_rows(&mut self, b: &Batch, out: &mut Vec<Event<'static>>) -> Result<(), NeuronError> {
-        let ts = b.int_req("timestamp")?;
-        let util = b.float("util_percent")?;
-        let cpu = b.str("cpu_id")?;
-        let instance = b.str("instance_id")?;
-        for row in 0..b.len() {
-            let ts_ns = b.need("timestamp", row, ts.get(row))?;
-            let cpu = cpu.as_ref().and_then(|c| c.get(row)).unwrap_or("all");
-            let util = util.as_ref().and_then(|u| u.get(row)).unwrap_or(0.0);
-            let pid = host_pid(instance.as_ref().and_then(|i| i.get(row)));
-            out.push(counter(
-                "CPU utilization (%)",
-                pid,
-                ts_ns,
-                Args::new().with(format!("cpu {cpu}"), util),
-            ));
-        }
-        Ok(())
-    }
-
-    fn host_mem_rows(
-        &mut self,
-        b: &Batch,
-        out: &mut Vec<Event<'static>>,
-    ) -> Result<(), NeuronError> {
-        let ts = b.int_req("timestamp")?;
-        let used = b.int("used_bytes")?;
-        let percent = b.float("used_percent")?;
-        let instance = b.str("instance_id")?;
-        for row in 0..b.len() {
-            let ts_ns = b.need("timestamp", row, ts.get(row))?;
-            let mut args = Args::new();
-            if let Some(u) = used.as_ref().and_then(|u| u.get(row)) {
-                args.push("used bytes", u);
-            }
-            if let Some(p) = percent.as_ref().and_then(|p| p.get(row)) {
-                args.push("used (%)", p);
-            }
-            let pid = host_pid(instance.as_ref().and_then(|i| i.get(row)));
-            out.push(counter("Host memory", pid, ts_ns, args));
-        }
-        Ok(())
-    }
 }
 
 /// What the analyses lose when `table` is missing (`None`: nothing they use).
@@ -769,22 +672,6 @@ fn missing_means(table: &str) -> Option<&'static str> {
         "HostMemUsage" => "no host memory counters",
         _ => return None,
     })
-}
-
-/// The pid of a host counter: `host <instance_id>`.
-fn host_pid(instance: Option<&str>) -> Ident<'static> {
-    Ident::Str(Cow::Owned(format!("host {}", instance.unwrap_or("?"))))
-}
-
-fn counter(name: &str, pid: Ident<'static>, ts_ns: i64, args: Args<'static>) -> Event<'static> {
-    let mut e = Event::new(Phase::Counter);
-    e.category = Some(Category::Other(Cow::Borrowed(COUNTER_CATEGORY)));
-    e.name = Some(Cow::Owned(name.to_owned()));
-    e.pid = Some(pid);
-    e.tid = Some(0i64.into());
-    e.ts_ns = Some(ts_ns);
-    e.args = Some(args);
-    e
 }
 
 /// `AllReduce`, `all-reduce`, `all_reduce` → `allreduce` (the spelling the collective

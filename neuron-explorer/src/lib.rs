@@ -61,6 +61,7 @@
 
 mod error;
 mod events;
+pub mod framework;
 mod layout;
 pub mod schema;
 mod stream;
@@ -73,9 +74,9 @@ use std::path::Path;
 
 pub use error::NeuronError;
 pub use events::{
-    collective_name, Converter, CC_STREAM_BASE, COUNTER_CATEGORY, DMA_CATEGORY, DMA_TID_BASE,
-    ENGINE_TID_BASE, EXEC_NAME, HW_CATEGORY, HW_TID_BASE, INSTRUCTION_CATEGORY,
-    SYNTHETIC_CORRELATION,
+    collective_name, engine_name, Converter, BARRIER_CATEGORY, BARRIER_TID_BASE, CC_STREAM_BASE,
+    COUNTER_CATEGORY, DMA_CATEGORY, DMA_TID_BASE, ENGINE_TID_BASE, EXEC_NAME, HW_CATEGORY,
+    HW_TID_BASE, INSTRUCTION_CATEGORY, SYNTHETIC_CORRELATION, THROTTLE_CATEGORY, THROTTLE_TID_BASE,
 };
 pub use layout::{find_profiles, is_profile_dir, ProfileLayout};
 pub use stream::{KinetoStream, FINDINGS_KEY, PROFILE_KEY};
@@ -90,5 +91,16 @@ pub fn open_trace(
     lenient: bool,
 ) -> Result<trace_format::TraceReader<'static>, NeuronError> {
     let stream = KinetoStream::open(dir, lenient)?;
+    Ok(trace_format::TraceReader::from_reader(&dir.display().to_string(), stream).lenient(lenient))
+}
+
+/// A [`trace_format::TraceReader`] over the profile folder `dir` merged with TorchNeuron's
+/// framework trace `framework` of the same process ([`KinetoStream::open_with_framework`]).
+pub fn open_trace_with_framework(
+    dir: &Path,
+    framework: &Path,
+    lenient: bool,
+) -> Result<trace_format::TraceReader<'static>, NeuronError> {
+    let stream = KinetoStream::open_with_framework(dir, framework, lenient)?;
     Ok(trace_format::TraceReader::from_reader(&dir.display().to_string(), stream).lenient(lenient))
 }

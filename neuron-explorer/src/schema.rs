@@ -182,6 +182,49 @@ pub const READ_COLUMNS: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     (
+        "ActiveTime",
+        &[
+            ("start_ts", Kind::Int),
+            ("end_ts", Kind::Int),
+            ("duration_ns", Kind::Int),
+            ("engine", Kind::Str),
+            ("pcore_idx", Kind::Int),
+        ],
+    ),
+    (
+        "CoreBarriers",
+        &[
+            ("start_ts", Kind::Int),
+            ("end_ts", Kind::Int),
+            ("duration_ns", Kind::Int),
+            ("engine_name", Kind::Str),
+            ("id", Kind::Int),
+            ("semaphore", Kind::Int),
+            ("compiler_opcode", Kind::Str),
+            ("pcore_idx", Kind::Int),
+        ],
+    ),
+    (
+        "SemaphoreUpdate",
+        &[
+            ("timestamp", Kind::Int),
+            ("id", Kind::Str),
+            ("value", Kind::Int),
+            ("pcore_idx", Kind::Int),
+        ],
+    ),
+    (
+        "Throttle",
+        &[
+            ("timestamp", Kind::Int),
+            ("duration", Kind::Int),
+            ("k", Kind::Int),
+            ("n", Kind::Int),
+            ("type", Kind::Str),
+            ("pcore_idx", Kind::Int),
+        ],
+    ),
+    (
         "HbmUsage",
         &[
             ("timestamp", Kind::Int),

@@ -10,6 +10,7 @@ use trace_format::{Event, RawJson, TraceMeta, TraceWriter};
 
 use crate::error::NeuronError;
 use crate::events::Converter;
+use crate::framework::{scan_framework, scan_runtime_flows, FrameworkFeed, Links};
 use crate::layout::ProfileLayout;
 use crate::survey::{survey, Findings};
 
@@ -49,6 +50,8 @@ pub struct KinetoStream {
     events: Vec<Event<'static>>,
     trailer: TraceMeta,
     failed: bool,
+    /// A merged framework trace: its path, and its events still to come.
+    framework: Option<(PathBuf, Option<FrameworkFeed>)>,
 }
 
 impl KinetoStream {
@@ -56,11 +59,60 @@ impl KinetoStream {
     /// check, time base). Errors here are what no lenient read can get past: not a
     /// profile, an unknown major version; in strict mode, any damage met by the survey.
     pub fn open(dir: &Path, lenient: bool) -> Result<KinetoStream, NeuronError> {
+        KinetoStream::open_inner(dir, None, lenient)
+    }
+
+    /// Opens the profile at `dir` merged with TorchNeuron's framework trace of the same
+    /// process (`trace.json`, Kineto JSON): the trace's events and header first
+    /// (`distributedInfo`, `deviceProperties`), then the profile's runtime calls and
+    /// device executions, linked to the trace's host operators (see
+    /// [`crate::framework`]); the profile's own `framework` rows are left out. What was
+    /// linked is listed under [`FINDINGS_KEY`] (`framework`). Damage in the trace is an
+    /// error naming it (strict) or listed under `problems` (lenient).
+    pub fn open_with_framework(
+        dir: &Path,
+        framework: &Path,
+        lenient: bool,
+    ) -> Result<KinetoStream, NeuronError> {
+        KinetoStream::open_inner(dir, Some(framework), lenient)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        framework: Option<&Path>,
+        lenient: bool,
+    ) -> Result<KinetoStream, NeuronError> {
         let layout = ProfileLayout::open(dir)?;
         let mut findings = Findings::default();
         let s = survey(&layout, lenient, &mut findings)?;
-        let mut meta = TraceMeta::kineto(s.base_ns);
-        if s.worker_gids.len() == 1 {
+        let scan = match framework {
+            Some(path) => {
+                let scan = scan_framework(path, lenient, &mut findings)?;
+                let flow_sequence = scan_runtime_flows(&layout, lenient, &mut findings)?;
+                Some((scan, flow_sequence))
+            }
+            None => None,
+        };
+        let base_ns = match &scan {
+            Some((scan, _)) => [s.base_ns, scan.meta.base_time_ns(), scan.first_ns]
+                .into_iter()
+                .flatten()
+                .min(),
+            None => s.base_ns,
+        };
+        let mut meta = match &scan {
+            // The trace's header, on the earliest base of the two.
+            Some((scan, _)) => {
+                let mut meta = scan.meta.clone();
+                if let Some(base) = base_ns {
+                    meta.set_base_time_ns(base);
+                }
+                meta
+            }
+            None => TraceMeta::kineto(base_ns),
+        };
+        let ranked = meta.rank().is_some();
+        if s.worker_gids.len() == 1 && !ranked {
             let rank = *s.worker_gids.iter().next().expect("one");
             let text = format!(r#"{{"backend": "neuron", "rank": {rank}}}"#);
             meta.set_raw("distributedInfo", raw(text));
@@ -73,6 +125,7 @@ impl KinetoStream {
             "metadata": s.metadata,
             "summary": s.summary,
             "system_metadata": s.system_metadata,
+            "framework_trace": framework.map(|f| f.display().to_string()),
         });
         meta.set_raw(PROFILE_KEY, raw(profile.to_string()));
         meta.set_str("traceName", &dir.display().to_string());
@@ -83,8 +136,16 @@ impl KinetoStream {
             trace_format::WriteOptions::default().with_record_window_end(false),
         )
         .map_err(|e| NeuronError::io(dir, e))?;
+        let mut converter = Converter::new(layout, s, lenient);
+        if let Some((scan, flow_sequence)) = scan {
+            converter = converter.with_links(Links {
+                drivers: scan.drivers,
+                flow_sequence,
+                ..Links::default()
+            });
+        }
         Ok(KinetoStream {
-            converter: Converter::new(layout, s, lenient),
+            converter,
             findings,
             writer: Some(writer),
             shared,
@@ -93,6 +154,7 @@ impl KinetoStream {
             events: Vec::new(),
             trailer: meta,
             failed: false,
+            framework: framework.map(|f| (f.to_path_buf(), Some(FrameworkFeed::start(f, lenient)))),
         })
     }
 
@@ -114,15 +176,30 @@ impl KinetoStream {
                 return Ok(false);
             };
             self.events.clear();
+            if let Some((_, feed @ Some(_))) = self.framework.as_mut() {
+                match feed.as_mut().expect("matched").next()? {
+                    Some(batch) => self.events = batch,
+                    None => *feed = None,
+                }
+                for event in &self.events {
+                    writer.write_event(event).map_err(io_error_path)?;
+                }
+                continue;
+            }
             let more = self.converter.step(&mut self.events, &mut self.findings)?;
             for event in &self.events {
                 writer.write_event(event).map_err(io_error_path)?;
             }
             if !more {
+                let framework = match (&self.framework, self.converter.links()) {
+                    (Some((path, _)), Some(links)) => Some(links.summary(path)),
+                    _ => None,
+                };
                 let findings = serde_json::json!({
                     "problems": self.findings.problems,
                     "unknown": self.findings.unknown,
                     "missing": self.findings.missing,
+                    "framework": framework,
                 });
                 self.trailer
                     .set_raw_after_events(FINDINGS_KEY, raw(findings.to_string()));

@@ -289,7 +289,8 @@ fn a_schema_7_profile_reads_as_host_ops_launches_kernels_engines_dma_collectives
     assert_eq!(instructions.len(), 3);
     assert_eq!(
         arg_str(instructions[0], "engine").as_deref(),
-        Some("Tensor")
+        Some("TensorE"),
+        "the schema's engine names as the profiler's"
     );
     assert_eq!(arg_i64(instructions[2], "flops"), Some(2_000));
     assert_eq!(
@@ -546,4 +547,258 @@ fn a_data_path_holds_one_profile_per_rank() {
         find_profiles(&global.join("rank1@latest")),
         [global.join("rank1@latest")]
     );
+}
+
+/// TorchNeuron's framework trace as torch.profiler writes it (Kineto JSON: host operators
+/// and `privateuse1_driver` / `privateuse1_runtime` rows, no device rows), for the
+/// process of `rank_profile`'s runtime rows: the driver call of `aten::mm` carries the
+/// `nrt_sequence_id` the profile's `nrt_execute` has. Its own correlation 7 is the
+/// profile's flow id too, on purpose.
+fn framework_trace(path: &Path, base_ns: i64) {
+    let us = |ns: i64| format!("{:.3}", (ns - base_ns) as f64 / 1000.0);
+    let text = format!(
+        r#"{{"schemaVersion": 1, "deviceProperties": [],
+  "distributedInfo": {{"backend": "neuron", "rank": 1, "world_size": 2}},
+  "displayTimeUnit": "ms", "baseTimeNanoseconds": {base_ns},
+  "traceEvents": [
+  {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 4242, "tid": 4242, "ts": {t0}, "dur": 20.0}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 4242, "tid": 4242, "ts": {t1}, "dur": 3.0, "args": {{"External id": 11, "Input Dims": [[64, 64], [64, 64]]}}}},
+  {{"ph": "X", "cat": "privateuse1_driver", "name": "neuron_stream_submit", "pid": 4242, "tid": 4250, "ts": {t2}, "dur": 0.5, "args": {{"External id": 11, "correlation": 7, "nrt_sequence_id": 3}}}},
+  {{"ph": "X", "cat": "privateuse1_runtime", "name": "neuronStreamSynchronize", "pid": 4242, "tid": 4242, "ts": {t3}, "dur": 5.0, "args": {{"External id": 12, "correlation": 8}}}}
+  ],
+  "traceName": "trace.json"}}"#,
+        t0 = us(T0),
+        t1 = us(T0 + 1_000),
+        t2 = us(T0 + 1_500),
+        t3 = us(T0 + 10_000),
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_framework_trace_merges_with_its_system_profile_into_one_rank_with_ops_linked_to_device_executions(
+) {
+    let (_tmp, dir) = profile("7.4.0", true);
+    let trace = dir.parent().unwrap().join("trace.json");
+    // Kineto's base: wall time floored, before every event of both.
+    framework_trace(&trace, T0 - 123_456);
+    let reader = neuron_explorer::open_trace_with_framework(&dir, &trace, false).unwrap();
+    let mut sink = CollectSink::default();
+    let report = reader.read(&mut sink).unwrap();
+    let read = Read {
+        events: sink.events,
+        report,
+    };
+    // The trace's header: its rank, not the profile's worker_gid.
+    assert_eq!(read.report.meta.rank(), Some(1));
+    // Host operators come from the trace only (the profile's framework rows, the same
+    // operators as Neuron Explorer ingests them, are left out).
+    let ops = read.complete("cpu_op");
+    assert_eq!(ops.len(), 1, "{ops:?}");
+    assert_eq!(ops[0].ts_ns, Some(T0 + 1_000));
+    assert!(ops[0].arg("Input Dims").is_some());
+    assert_eq!(read.complete("user_annotation").len(), 1);
+    // The chain: aten::mm (External id 11) → driver call (nrt_sequence_id 3) →
+    // nrt_execute (flow 7) → the LNC=2 execution, one kernel.
+    let offset = neuron_explorer::framework::MERGED_FLOW_OFFSET;
+    let launches = read.complete("privateuse1_runtime");
+    let nrt = launches.iter().find(|e| e.name() == "nrt_execute").unwrap();
+    assert_eq!(arg_i64(nrt, "External id"), Some(11));
+    assert_eq!(arg_i64(nrt, "correlation"), Some(7 + offset));
+    let kernels: Vec<_> = read
+        .complete("kernel")
+        .into_iter()
+        .filter(|e| e.name().starts_with("nc_exec_running"))
+        .collect();
+    assert_eq!(kernels.len(), 1);
+    let kernel = kernels[0];
+    assert_eq!(arg_i64(kernel, "External id"), Some(11));
+    assert_eq!(arg_i64(kernel, "correlation"), Some(7 + offset));
+    // No stream in the profile: the driver call's thread, as the schema propagates it.
+    assert_eq!(arg_i64(kernel, "stream"), Some(4250));
+    assert_eq!(kernel.dur_ns, Some(4_300));
+    // The trace's own correlation 7 stays its own: no kernel answers it.
+    let driver = read.complete("privateuse1_driver");
+    assert_eq!(arg_i64(driver[0], "correlation"), Some(7));
+    assert!(!read
+        .complete("kernel")
+        .iter()
+        .any(|k| arg_i64(k, "correlation") == Some(7)));
+    // The flow from the runtime call reaches the kernel.
+    let flows: Vec<_> = read
+        .events
+        .iter()
+        .filter(|e| e.phase == Phase::FlowStart || e.phase == Phase::FlowFinish)
+        .filter(|e| e.flow_id.as_ref().and_then(|i| i.as_i64()) == Some(7 + offset))
+        .collect();
+    assert_eq!(flows.len(), 2, "{flows:?}");
+    let linked = read.findings()["framework"].as_str().unwrap().to_owned();
+    assert!(
+        linked.contains("1 driver calls")
+            && linked.contains("linked 1 runtime calls and 2 device-execution rows")
+            && linked.contains("(0 rows unlinked)")
+            && linked.contains("median runtime-call start − driver-call start: 500 ns")
+            && linked.contains("2 framework rows of the profile left out"),
+        "{linked}"
+    );
+}
+
+#[test]
+fn a_damaged_framework_trace_is_an_error_naming_it_and_lenient_reads_the_profile() {
+    let (_tmp, dir) = profile("7.4.0", false);
+    let trace = dir.parent().unwrap().join("trace.json");
+    framework_trace(&trace, T0 - 1_000);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    // Cut inside the driver call's row: the operators before it survive.
+    let cut = text.find("privateuse1_driver").unwrap();
+    std::fs::write(&trace, &text[..cut]).unwrap();
+    let err = match neuron_explorer::open_trace_with_framework(&dir, &trace, false) {
+        Ok(_) => panic!("a truncated trace opened"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("trace.json"), "{err}");
+    let reader = neuron_explorer::open_trace_with_framework(&dir, &trace, true).unwrap();
+    let mut sink = CollectSink::default();
+    let report = reader.read(&mut sink).unwrap();
+    let read = Read {
+        events: sink.events,
+        report,
+    };
+    let problems = read.list("problems");
+    assert!(
+        problems.iter().any(|p| p.contains("trace.json")),
+        "{problems:?}"
+    );
+    assert_eq!(
+        read.complete("cpu_op").len(),
+        1,
+        "what the trace held before the cut"
+    );
+    assert!(read
+        .complete("kernel")
+        .iter()
+        .any(|k| k.name().starts_with("nc_exec_running")));
+}
+
+#[test]
+fn active_time_barriers_semaphores_and_throttling_become_engine_barrier_counter_and_throttle_rows()
+{
+    let (_tmp, dir) = profile("7.4.0", true);
+    // Ingested with --ignore-instruction-trace: ActiveTime instead of Instruction.
+    std::fs::remove_file(dir.join("Instruction.parquet")).unwrap();
+    write_table(
+        &dir,
+        "ActiveTime.parquet",
+        vec![
+            ("start_ts", ints(&[T0 + 5_100, T0 + 6_000, T0 + 5_200])),
+            ("end_ts", ints(&[T0 + 5_900, T0 + 7_000, T0 + 6_200])),
+            ("duration_ns", ints(&[800, 1_000, 1_000])),
+            ("engine", strs(&["tensor", "tensor", "vector"])),
+            ("pcore_idx", ints(&[0, 0, 1])),
+        ],
+        2,
+    );
+    write_table(
+        &dir,
+        "CoreBarriers.parquet",
+        vec![
+            ("start_ts", ints(&[T0 + 7_000])),
+            ("end_ts", ints(&[T0 + 7_400])),
+            ("duration_ns", ints(&[400])),
+            ("engine_name", strs(&["GpSimd"])),
+            ("id", ints(&[1])),
+            ("semaphore", ints(&[9])),
+            ("compiler_pc", ints(&[64])),
+            ("compiler_opcode", strs(&["PSEUDO_CORE_BARRIER"])),
+            (
+                "compiler_operands",
+                strs(&["$S[45]>=16 $S[8]++@complete semaphore=9 id=1"]),
+            ),
+            ("pcore_idx", ints(&[1])),
+        ],
+        16,
+    );
+    write_table(
+        &dir,
+        "SemaphoreUpdate.parquet",
+        vec![
+            ("timestamp", ints(&[T0 + 7_100, T0 + 7_300])),
+            ("id", strs(&["9", "9"])),
+            ("value", ints32(&[1, 2])),
+            ("update_source", strs(&["GpSimd", "GpSimd"])),
+            ("pcore_idx", ints(&[1, 1])),
+        ],
+        16,
+    );
+    write_table(
+        &dir,
+        "Throttle.parquet",
+        vec![
+            ("duration", ints(&[2_000])),
+            ("k", ints32(&[3])),
+            ("n", ints32(&[4])),
+            ("timestamp", ints(&[T0 + 5_000])),
+            ("type", strs(&["activity_0"])),
+            ("pcore_idx", ints(&[0])),
+        ],
+        16,
+    );
+    declare_schema(&dir, &[]);
+    let read = read(&dir, false).unwrap();
+
+    // Engine activity from ActiveTime, on the engines' tracks, with the profiler's names.
+    let active = read.complete("neuron_instruction");
+    assert_eq!(active.len(), 3);
+    assert!(active.iter().all(|e| e.name() == "active"));
+    let tensor: Vec<_> = active
+        .iter()
+        .filter(|e| arg_str(e, "engine").as_deref() == Some("TensorE"))
+        .collect();
+    assert_eq!(tensor.len(), 2);
+    assert_eq!(
+        tensor[0].tid, tensor[1].tid,
+        "one track per engine and core"
+    );
+    let vector = active
+        .iter()
+        .find(|e| arg_str(e, "engine").as_deref() == Some("VectorE"))
+        .unwrap();
+    assert_eq!(arg_i64(vector, "core"), Some(1));
+    assert_ne!(vector.tid, tensor[0].tid);
+    let missing = read.list("missing").join("\n");
+    assert!(
+        missing.contains("engine utilization from ActiveTime"),
+        "{missing}"
+    );
+
+    let barriers = read.complete("neuron_core_barrier");
+    assert_eq!(barriers.len(), 1);
+    assert_eq!(barriers[0].name(), "core barrier GpSimdE");
+    assert_eq!(barriers[0].dur_ns, Some(400));
+    assert_eq!(arg_i64(barriers[0], "semaphore"), Some(9));
+    assert_eq!(arg_i64(barriers[0], "core"), Some(1));
+    assert!(
+        barriers[0].arg("stream").is_none() && barriers[0].arg("correlation").is_none(),
+        "a barrier is a wait, not device work"
+    );
+
+    let semaphores: Vec<_> = read
+        .events
+        .iter()
+        .filter(|e| e.phase == Phase::Counter && e.name() == "semaphore 9")
+        .collect();
+    assert_eq!(semaphores.len(), 2);
+    assert_eq!(arg_i64(semaphores[1], "core 1"), Some(2));
+
+    let throttle = read.complete("neuron_throttle");
+    assert_eq!(throttle.len(), 1);
+    assert_eq!(throttle[0].ts_ns, Some(T0 + 5_000));
+    assert_eq!(throttle[0].dur_ns, Some(2_000));
+    assert_eq!(
+        throttle[0]
+            .arg("utilization_limit_pct")
+            .and_then(|v| v.as_f64()),
+        Some(75.0)
+    );
+    assert_eq!(arg_str(throttle[0], "type").as_deref(), Some("activity_0"));
 }

@@ -358,6 +358,7 @@ mod tests {
             graph_passes: Vec::new(),
             graph_passes_unreadable: Vec::new(),
             dma_rows: Vec::new(),
+            throttle_rows: Vec::new(),
             max_end_rel_ns: Some(100_000),
             host_ops: None,
             timeline: None,

@@ -24,6 +24,10 @@
 //!   ramps to full over ~3 µs): the time of TensorE instructions issued within 3 µs of
 //!   a restart that followed ≥ 3 µs of idleness on that core's TensorE (the first
 //!   TensorE instruction counts as a restart). Only from instruction rows.
+//! - **Throttling (measured)**: a Neuron Explorer profile's `Throttle` rows
+//!   (`neuron_throttle`: thermal or power throttling of a physical core, the utilization
+//!   permitted cut to `k / n`): the time any core of the device was throttled in the
+//!   window, and the spans starting in it. Kineto traces have none (`None`).
 //! - **Steps**: how many of the rank's steps were host- or device-bound
 //!   ([`super::steps`]); filled by [`crate::analyze`].
 
@@ -185,6 +189,13 @@ pub struct DeviceUtilization {
     pub tensor_throttled_us: Option<f64>,
     /// TensorE restarts after ≥ 3 µs idle.
     pub tensor_throttle_events: u64,
+    /// Time any core of the device was throttled (thermal or power; measured, from
+    /// `neuron_throttle` rows), µs; `None` without such rows.
+    pub throttled_us: Option<f64>,
+    /// The same, % of the window.
+    pub throttled_pct: Option<f64>,
+    /// Throttle spans starting in the window.
+    pub throttle_events: u64,
     /// Steps of this rank that were host-bound.
     pub host_bound_steps: u64,
     /// Steps of this rank that were device-bound.
@@ -213,6 +224,7 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
     devices.extend(kernels.iter().map(|r| r.pid.unwrap_or(-1)));
     devices.extend(trace.engine_rows.iter().map(|e| e.device));
     devices.extend(trace.dma_rows.iter().map(|d| d.device));
+    devices.extend(trace.throttle_rows.iter().map(|t| t.device));
     let window_ns = (we - ws) as f64;
     let pct = |ns: i64| 100.0 * ns as f64 / window_ns;
     let us = |ns: i64| ns as f64 / 1000.0;
@@ -325,6 +337,19 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
                     .map(|(_, tflops)| 100.0 * flops as f64 / (window_ns * tflops * 1e3))
             };
             let (throttled_ns, throttle_events) = tensor_throttle(&engine_rows, trace, ws, we);
+            let throttles: Vec<_> = trace
+                .throttle_rows
+                .iter()
+                .filter(|t| t.device == device)
+                .collect();
+            let measured_throttle_ns = (!throttles.is_empty()).then(|| {
+                union_ns(
+                    throttles
+                        .iter()
+                        .filter_map(|t| clip(t.ts_rel_ns, t.dur_ns))
+                        .collect(),
+                )
+            });
             DeviceUtilization {
                 rank: trace.rank,
                 device,
@@ -343,6 +368,9 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
                 dma: dma_utilization(trace, device, &clip, window_ns),
                 tensor_throttled_us: throttled_ns.map(us),
                 tensor_throttle_events: throttle_events,
+                throttled_us: measured_throttle_ns.map(us),
+                throttled_pct: measured_throttle_ns.map(pct),
+                throttle_events: throttles.iter().filter(|t| in_window(t.ts_rel_ns)).count() as u64,
                 host_bound_steps: 0,
                 device_bound_steps: 0,
             }

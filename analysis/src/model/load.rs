@@ -16,7 +16,7 @@ use trace_format::{
 use super::{
     CorrelatedRow, DeviceInfo, DmaRow, EngineRow, FastMap, GraphPasses, HostOp, HostOps, HostSpan,
     IdentKey, KeptWindow, NameId, Names, OpShapeArgs, RankCounts, RankTrace, Row, SyncWait,
-    Timeline, TimelineEvent, TraceSet,
+    ThrottleRow, Timeline, TimelineEvent, TraceSet,
 };
 use crate::classify::Mode;
 use crate::error::AnalysisError;
@@ -711,6 +711,7 @@ impl RankSink {
                 graph_passes: Vec::new(),
                 graph_passes_unreadable: Vec::new(),
                 dma_rows: Vec::new(),
+                throttle_rows: Vec::new(),
                 max_end_rel_ns: None,
                 host_ops: None,
                 timeline: None,
@@ -819,6 +820,12 @@ impl RankSink {
                     is_wait: name == "semaphore_wait",
                 });
             }
+            "neuron_throttle" => trace.throttle_rows.push(ThrottleRow {
+                device,
+                core: args.core.unwrap_or(0),
+                ts_rel_ns,
+                dur_ns,
+            }),
             "neuron_dma" => trace.dma_rows.push(DmaRow {
                 device,
                 queue: args.dma_queue.unwrap_or(-1),

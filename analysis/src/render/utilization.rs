@@ -39,6 +39,17 @@ pub(super) fn render_utilization(out: &mut String, devices: &[DeviceUtilization]
         ]);
     }
     section(out, "Neuron utilization", &t);
+    for d in devices.iter().filter(|d| d.throttled_us.is_some()) {
+        out.push_str(&format!(
+            "throttled (thermal/power, measured): rank {} device {}: {} us, {} of the window, \
+             {} span(s)\n",
+            d.rank,
+            d.device,
+            opt(d.throttled_us),
+            crate::insights::pct_text(d.throttled_pct),
+            d.throttle_events
+        ));
+    }
     let mut t = Table::new(&[
         "rank", "device", "core", "engine", "active %", "busy us", "instr", "wait us", "source",
     ]);

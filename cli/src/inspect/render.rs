@@ -172,6 +172,9 @@ fn render_file(file: &FileReport, out: &mut dyn Write) -> io::Result<()> {
         if !ne.unknown.is_empty() {
             writeln!(out, "  unknown (not read): {}", ne.unknown.join(", "))?;
         }
+        if let Some(framework) = &ne.framework {
+            writeln!(out, "  framework trace merged: {framework}")?;
+        }
     }
     Ok(())
 }

@@ -104,6 +104,8 @@ pub struct NeuronExplorerInfo {
     pub unknown: Vec<String>,
     /// Tables absent, and what the analyses lack without them.
     pub missing: Vec<String>,
+    /// With a framework trace merged: what was linked.
+    pub framework: Option<String>,
 }
 
 impl FileReport {

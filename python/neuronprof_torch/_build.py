@@ -65,6 +65,7 @@ def load(verbose: bool = False):
             for f in (
                 "device.cpp", "ops.cpp", "aliased.cpp", "attention.cpp", "conv.cpp", "errors.cpp",
                 "kineto.cpp", "distributed.cpp", "compile.cpp", "memory.cpp", "module.cpp",
+                "sparse.cpp",
             )
         ],
         # shared/reference/torch-privateuse1.md: the kineto headers need C++20, the

@@ -111,6 +111,8 @@ class Aliases {
   // view of an original when it shares one's memory, else a copy on `device`.
   at::Tensor to_device(const at::Tensor& result, c10::Device device) {
     if (!result.defined() || !result.device().is_cpu()) return result;
+    // A sparse result (to_sparse): `_to_copy` moves its indices and values (sparse.cpp).
+    if (result.layout() != c10::kStrided) return result.to(device);
     auto same = by_impl_.find(result.unsafeGetTensorImpl());
     if (same != by_impl_.end()) return same->second;
     for (const at::Tensor& original : originals_) {

@@ -160,6 +160,12 @@ void kernel_failed(const c10::OperatorHandle& op, const std::vector<c10::IValue>
                    const c10::Error& error, const std::exception_ptr& original,
                    c10::Device device, torch::jit::Stack* stack, size_t first) {
   const c10::FunctionSchema& schema = op.schema();
+  // A sparse operand has no strided meta twin to check its arguments with: the error is
+  // raised at the op.
+  for (const c10::IValue& v : args) {
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().layout() != c10::kStrided)
+      std::rethrow_exception(original);
+  }
   // The meta kernel: an error it raises too is an argument check (raised at the op).
   torch::jit::Stack meta;
   meta.reserve(args.size());

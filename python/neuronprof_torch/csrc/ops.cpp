@@ -307,6 +307,31 @@ OpTensors output_tensors(const c10::OperatorHandle& op, const torch::jit::Stack&
   return out;
 }
 
+// The CPU dispatch key the op's CPU copies select: a sparse operand (sparse.cpp) selects
+// the sparse layout's CPU kernel, as its key would.
+c10::DispatchKey cpu_key(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const size_t n = op.schema().arguments().size();
+  c10::DispatchKey key = c10::DispatchKey::CPU;
+  auto see = [&key](const at::Tensor& t) {
+    if (!t.defined() || t.layout() == c10::kStrided) return;
+    if (t.layout() == c10::kSparse) {
+      if (key == c10::DispatchKey::CPU) key = c10::DispatchKey::SparseCPU;
+    } else if (t.layout() != c10::kMkldnn) {
+      key = c10::DispatchKey::SparseCsrCPU;
+    }
+  };
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      see(v.toTensor());
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef())
+        if (e.isTensor()) see(e.toTensor());
+    }
+  }
+  return key;
+}
+
 // Runs the op's CPU kernel (directly on device memory where aliased.cpp can, else
 // through cpu_fallback's copies).
 void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -314,7 +339,7 @@ void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     g_aliased_ops.fetch_add(1, std::memory_order_relaxed);
   } else {
     g_copied_ops.fetch_add(1, std::memory_order_relaxed);
-    at::native::cpu_fallback(op, stack);
+    at::native::cpu_fallback(op, stack, /*error_on_views=*/false, cpu_key(op, *stack));
   }
 }
 
@@ -475,5 +500,16 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
+}
+
+// Computations on sparse neuron tensors (sparse.cpp has their bookkeeping): the same
+// fallback, whose cpu_fallback path moves sparse operands to the CPU and sparse results
+// back (`_to_copy` copies a sparse tensor's indices and values).
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&neuronprof::fallback>());
 }

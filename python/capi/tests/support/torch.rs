@@ -87,11 +87,25 @@ pub fn run_driver(
     args: &[&Path],
     env: &[(&str, &str)],
 ) -> (Value, String) {
+    let script = repo_dir().join("python/capi/tests").join(driver);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    run_script(python, &script, &args, env)
+}
+
+/// Runs the Python `script` (any path) with `args` and the environment the extension
+/// needs; returns the JSON of its `RESULT` line and its standard error.
+pub fn run_script(
+    python: &Path,
+    script: &Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+) -> (Value, String) {
+    let driver = script.display();
     let (capi, target) = capi_library();
     let mut command = Command::new(python);
     quiet_openmp(&mut command);
     command
-        .arg(repo_dir().join("python/capi/tests").join(driver))
+        .arg(script)
         .args(args)
         .env("PYTHONPATH", repo_dir().join("python"))
         .env("NEURONPROF_CAPI_LIB", &capi)

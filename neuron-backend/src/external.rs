@@ -43,6 +43,8 @@ pub use streams::ExternalEvent;
 
 use runtime_hooks::{DmaDirection, NameId, RuntimeCallKind, RuntimeCallPayload, RuntimeCallScope};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::timing::cost::Precision;
 use crate::timing::lower::{MatmulPlan, RowPlan, Stage};
 use crate::timing::{KernelInfo, KernelRun};
@@ -154,6 +156,44 @@ pub struct ExternalLaunch {
 
 /// A kernel name as the `&'static str` the live operator table keys on: each distinct
 /// name is leaked once (kernel names are few: one per op kind and dtype, one per graph).
+/// Ends the calling thread's cut when dropped (one [`runtime_hooks::clock::cut_begin`]).
+struct CutEnd;
+
+impl Drop for CutEnd {
+    fn drop(&mut self) {
+        runtime_hooks::clock::cut_end();
+    }
+}
+
+/// Launches whose host time was the modeled launch call, and that time in total, ns.
+static MODELED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static MODELED_LAUNCH_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The modeled cost of a launch call on a host program's thread: the thread's
+/// [`HostCost`](crate::HostCost) if it has one, else eager PyTorch's
+/// ([`HostCost::eager_pytorch`](crate::HostCost::eager_pytorch)).
+pub fn external_launch_ns() -> u64 {
+    crate::host_cost::thread_host_cost()
+        .unwrap_or_default()
+        .launch_ns
+}
+
+fn note_modeled_launch(kept_ns: u64) {
+    if kept_ns > 0 {
+        MODELED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        MODELED_LAUNCH_NS.fetch_add(kept_ns, Ordering::Relaxed);
+    }
+}
+
+/// How many launches of host programs took the modeled launch cost instead of the
+/// emulator's dispatch, and their modeled time in total, ns (for a trace's metadata).
+pub fn modeled_launches() -> (u64, u64) {
+    (
+        MODELED_LAUNCHES.load(Ordering::Relaxed),
+        MODELED_LAUNCH_NS.load(Ordering::Relaxed),
+    )
+}
+
 fn static_name(name_id: NameId) -> &'static str {
     static NAMES: std::sync::Mutex<std::collections::BTreeMap<NameId, &'static str>> =
         std::sync::Mutex::new(std::collections::BTreeMap::new());
@@ -211,7 +251,14 @@ impl Device {
             bytes,
             ..Default::default()
         };
+        // The emulator's dispatch of the launch (and, inside the caller's cut, of the
+        // whole op) is cut from the timeline; the launch call lasts the modeled cost of a
+        // real runtime's before its queue submission, and a wait for a free queue slot is
+        // real (`sleep_until` leaves the cut): a real host waits too.
+        runtime_hooks::clock::cut_begin();
+        let _dispatch = CutEnd;
         let _launch = RuntimeCallScope::new(RuntimeCallKind::KernelLaunch, payload);
+        note_modeled_launch(runtime_hooks::clock::cut_keep(external_launch_ns()));
         let launch_ns = crate::dispatch::submit_waiting(self, queue, payload, sleep_until);
         let kernel = KernelInfo {
             name_id,
@@ -332,10 +379,18 @@ impl Device {
 /// each read and keep the cut from reaching back over the delay.
 pub(crate) fn sleep_until(target_ns: u64) -> u64 {
     const SPIN_NS: u64 = 100_000;
+    let now_ns = runtime_hooks::clock::now_ns();
+    if now_ns >= target_ns {
+        return now_ns;
+    }
+    // A wait is the program's time: inside the dispatch's cut the timeline would stand
+    // still and never reach the target, so the cut is left for the wait.
+    let (_, depth) = runtime_hooks::clock::cut_pause_keeping(0);
     runtime_hooks::clock::cut_run_delay();
     loop {
         let now_ns = runtime_hooks::clock::now_ns();
         if now_ns >= target_ns {
+            runtime_hooks::clock::cut_resume(depth);
             return now_ns;
         }
         // The cut timeline runs with the monotonic clock outside cuts, and stands still

@@ -123,9 +123,10 @@ pub use device::{host_wait_ns, Device, Event, QueueKind, Runtime, Stream, USER_S
 pub use dtype::{bf16_to_f32, f32_to_bf16, f32_to_f8e4m3, f8e4m3_to_f32, round_bf16, DType};
 pub use error::{BackendError, Result};
 pub use external::{
-    describe, Description, ExternalCollective, ExternalCollectiveSpan, ExternalEvent,
-    ExternalKernel, ExternalLaunch, ExternalLowering, ExternalOp, ExternalProgram, ExternalTensor,
-    ProgramNode, ProgramNodeInfo, ProgramSegment, ProgramStats, ScalarType, SegmentKind, TypeClass,
+    describe, external_launch_ns, modeled_launches, Description, ExternalCollective,
+    ExternalCollectiveSpan, ExternalEvent, ExternalKernel, ExternalLaunch, ExternalLowering,
+    ExternalOp, ExternalProgram, ExternalTensor, ProgramNode, ProgramNodeInfo, ProgramSegment,
+    ProgramStats, ScalarType, SegmentKind, TypeClass,
 };
 pub use host_cost::{set_thread_host_cost, thread_host_cost, HostCost};
 pub use ops::{BinaryOp, UnaryOp};

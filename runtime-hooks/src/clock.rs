@@ -67,8 +67,9 @@ pub use cpu::{
 mod cut;
 
 pub use cut::{
-    cut_begin, cut_end, cut_log, cut_run_delay, cut_scope, cut_total_ns, cuts_seen, in_cut,
-    off_cpu_cut_ns, off_cpu_left_ns, process_ns, CutInterval, CutLog, CutScope, CUT_LOG_CAPACITY,
+    cut_begin, cut_end, cut_end_keeping, cut_keep, cut_log, cut_pause_keeping, cut_resume,
+    cut_run_delay, cut_scope, cut_total_ns, cuts_seen, in_cut, off_cpu_cut_ns, off_cpu_left_ns,
+    process_ns, CutInterval, CutLog, CutScope, CUT_LOG_CAPACITY,
 };
 
 /// Reads `CLOCK_MONOTONIC` in nanoseconds: the raw process timeline, without the calling

@@ -194,6 +194,8 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
             engine_rows.set(rows.events_between(from, to, |e| sink(e)));
         }
     };
+    // Launches whose host time is the modeled launch call (process-wide so far).
+    let modeled = neuron_backend::modeled_launches();
     let marker = |stats: &RetimeStats| {
         let engine = if engine.is_some() {
             format!(
@@ -206,14 +208,17 @@ pub(crate) fn warp_trace_file(path: &Path) -> Result<NpcWarpStats, trace_format:
         format!(
             "{{\"cut_us\": {:.3}, \"off_cpu_us\": {:.3}, \"off_cpu_uncut_us\": {:.3}, \
              \"host_events_warped\": {}, \"plugin_events_kept\": {}, \
-             \"host_ops_in_cuts\": {}, \"inexact_times\": {}{engine}}}",
+             \"host_ops_in_cuts\": {}, \"inexact_times\": {}, \"modeled_launches\": {}, \
+             \"modeled_launch_us\": {:.3}{engine}}}",
             warp.cut_ns() as f64 / 1e3,
             warp.off_cpu_ns() as f64 / 1e3,
             clock::off_cpu_left_ns() as f64 / 1e3,
             stats.retimed,
             stats.kept,
             stats.dropped,
-            warp.inexact.get()
+            warp.inexact.get(),
+            modeled.0,
+            modeled.1 as f64 / 1e3
         )
     };
     let drop = |cat: &[u8], start: i64, end: i64| {

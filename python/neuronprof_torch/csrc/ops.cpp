@@ -352,6 +352,10 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     run_on_cpu(op, stack);
     return;
   }
+  // The whole op is the emulator's dispatch, cut from the timeline: what stays is the
+  // modeled launch call and a real wait for a queue slot (npc_launch_op leaves the cut
+  // for those; ARCHITECTURE.md, the clock contract).
+  Cut dispatch;
   const c10::FunctionSchema& schema = op.schema();
   OpTensors inputs = input_tensors(op, *stack);
   const size_t n = schema.arguments().size();
@@ -367,7 +371,6 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   {
     Nested nested;
-    Cut cut;
     try {
       run_on_cpu(op, stack);
     } catch (const c10::Error& error) {

@@ -255,6 +255,122 @@ pub fn cut_end() {
     push_log(&mut w, CutInterval::whole(start_ns, end_ns));
 }
 
+/// Ends this thread's outermost cut like [`cut_end`], but leaves the last `keep_ns` of
+/// it on the timeline: a *modeled* stretch of host time (the emulator's dispatch of a
+/// PyTorch op, which stands for a real runtime's launch call of `keep_ns`). The part of
+/// the cut before those `keep_ns` is logged as a whole cut, so every stamp handed out
+/// inside the cut stays at its start and the timeline goes on `keep_ns` later; when the
+/// cut has lasted less than `keep_ns`, this waits (spinning) until it has. Returns the
+/// time kept, ns: `keep_ns`, or 0 when this was not the outermost cut or another
+/// thread's cut is still open (then the union goes on and is cut whole, as with
+/// [`cut_end`]).
+pub fn cut_end_keeping(keep_ns: u64) -> u64 {
+    let outermost = LOCAL.with(|local| match local.cut_depth.get() {
+        0 => None,
+        depth => {
+            local.cut_depth.set(depth - 1);
+            Some(depth == 1)
+        }
+    });
+    if outermost != Some(true) {
+        return 0;
+    }
+    run_delay::before_cut_end();
+    // Pad a short cut to the kept length before taking the lock (a few µs at most).
+    let open_ns = START_NS.load(Ordering::Relaxed);
+    if open_ns != CLOSED {
+        while monotonic_ns() < open_ns.saturating_add(keep_ns) {
+            std::hint::spin_loop();
+        }
+    }
+    let mut w = writer();
+    w.threads = w.threads.saturating_sub(1);
+    if w.threads > 0 {
+        return 0;
+    }
+    let start_ns = START_NS.load(Ordering::Relaxed);
+    let mut cut_until_ns = start_ns;
+    if w.log.len() < CUT_LOG_CAPACITY {
+        w.log.reserve(1);
+    }
+    publish(|| {
+        let end_ns = monotonic_ns().max(start_ns);
+        cut_until_ns = end_ns.saturating_sub(keep_ns).max(start_ns);
+        TOTAL_NS.fetch_add(cut_until_ns - start_ns, Ordering::Relaxed);
+        START_NS.store(CLOSED, Ordering::Relaxed);
+    });
+    push_log(&mut w, CutInterval::whole(start_ns, cut_until_ns));
+    keep_ns
+}
+
+/// Keeps `keep_ns` of the cut this thread is in on the timeline and goes on cutting: the
+/// timeline, standing still, jumps `keep_ns` forward (a modeled stretch of host time:
+/// the launch call inside the emulator's dispatch of an op). The cut so far but for its
+/// last `keep_ns` is logged whole and a new cut begins at once, so no instant between
+/// them is left uncut; a cut younger than `keep_ns` is waited for (spinning) first.
+/// Returns the time kept: `keep_ns`, or 0 outside a cut or while another thread is
+/// inside one too (the union is cut whole then).
+pub fn cut_keep(keep_ns: u64) -> u64 {
+    if !in_cut() {
+        return 0;
+    }
+    let open_ns = START_NS.load(Ordering::Relaxed);
+    if open_ns != CLOSED {
+        while monotonic_ns() < open_ns.saturating_add(keep_ns) {
+            std::hint::spin_loop();
+        }
+    }
+    let mut w = writer();
+    let start_ns = START_NS.load(Ordering::Relaxed);
+    if w.threads != 1 || start_ns == CLOSED {
+        return 0;
+    }
+    if w.log.len() < CUT_LOG_CAPACITY {
+        w.log.reserve(1);
+    }
+    let mut cut_until_ns = start_ns;
+    publish(|| {
+        let now_ns = monotonic_ns().max(start_ns.saturating_add(keep_ns));
+        cut_until_ns = now_ns - keep_ns;
+        TOTAL_NS.fetch_add(cut_until_ns - start_ns, Ordering::Relaxed);
+        START_NS.store(now_ns, Ordering::Relaxed);
+    });
+    push_log(&mut w, CutInterval::whole(start_ns, cut_until_ns));
+    keep_ns
+}
+
+/// Leaves every cut this thread is in for a stretch the program spends on its own — the
+/// modeled launch call and the real wait for a queue slot inside the emulator's dispatch
+/// of an op — keeping the last `keep_ns` of the cut on the timeline
+/// ([`cut_end_keeping`]). Returns the time kept and the thread's cut depth, which
+/// [`cut_resume`] restores. Outside a cut it does nothing and returns `(0, 0)`.
+pub fn cut_pause_keeping(keep_ns: u64) -> (u64, u32) {
+    let depth = LOCAL.with(|local| local.cut_depth.get());
+    if depth == 0 {
+        return (0, 0);
+    }
+    LOCAL.with(|local| local.cut_depth.set(1));
+    (cut_end_keeping(keep_ns), depth)
+}
+
+/// Enters the cuts [`cut_pause_keeping`] left again, `depth` deep.
+pub fn cut_resume(depth: u32) {
+    if depth == 0 {
+        return;
+    }
+    {
+        let mut w = writer();
+        w.threads += 1;
+        if w.threads == 1 {
+            publish(|| START_NS.store(monotonic_ns(), Ordering::Relaxed));
+        }
+    }
+    // The run-delay reads inside the cut (a few µs of system calls): the pause was too
+    // short for a delay worth cutting, and its reads must not show as host time.
+    run_delay::after_cut_begin();
+    LOCAL.with(|local| local.cut_depth.set(depth));
+}
+
 /// Guard for a cut; ends it when dropped.
 #[must_use = "the cut ends when this guard is dropped"]
 #[derive(Debug)]
@@ -518,6 +634,92 @@ mod tests {
         cut_end();
         assert!(!in_cut());
         assert_eq!(cut_log().intervals.len(), log_before + 1);
+    }
+
+    #[test]
+    fn a_cut_ended_keeping_leaves_the_modeled_stretch_on_the_timeline() {
+        let _serial = serial();
+        let before = process_ns();
+        cut_begin();
+        std::thread::sleep(Duration::from_millis(50));
+        let frozen = process_ns();
+        assert_eq!(cut_end_keeping(200_000), 200_000);
+        let after = process_ns();
+        // The 50 ms are gone but for the 200 µs kept (the rest: preemption at most).
+        assert!(after - frozen >= 200_000, "kept {} ns", after - frozen);
+        assert!(after - before < 30_000_000, "cut {} ns", after - before);
+        let last = *cut_log().intervals.last().unwrap();
+        assert!(!last.off_cpu && last.cut_ns == last.end_ns - last.start_ns);
+        assert!(last.cut_ns >= 49_000_000, "{last:?}");
+        // A cut shorter than what it keeps lasts that long.
+        let start = monotonic_ns();
+        let before = process_ns();
+        cut_begin();
+        assert_eq!(cut_end_keeping(1_000_000), 1_000_000);
+        assert!(monotonic_ns() - start >= 1_000_000);
+        assert!(process_ns() - before >= 1_000_000);
+        // Nested, it keeps nothing and the outer cut goes on.
+        cut_begin();
+        cut_begin();
+        assert_eq!(cut_end_keeping(1_000), 0);
+        assert!(in_cut());
+        cut_end();
+        assert!(!in_cut());
+    }
+
+    #[test]
+    fn a_kept_stretch_moves_the_standing_timeline_forward_and_the_cut_goes_on() {
+        let _serial = serial();
+        assert_eq!(cut_keep(1_000), 0, "outside a cut: nothing");
+        cut_begin();
+        std::thread::sleep(Duration::from_millis(20));
+        let frozen = process_ns();
+        assert_eq!(cut_keep(300_000), 300_000);
+        assert!(in_cut());
+        let moved = process_ns();
+        assert_eq!(
+            moved - frozen,
+            300_000,
+            "the timeline jumps by the kept time"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(
+            process_ns(),
+            moved,
+            "and stands still while the cut goes on"
+        );
+        cut_end();
+        let last = *cut_log().intervals.last().unwrap();
+        assert!(
+            last.cut_ns >= 5_000_000,
+            "the cut after the kept stretch: {last:?}"
+        );
+    }
+
+    #[test]
+    fn a_paused_cut_lets_the_timeline_run_and_resumes_at_its_depth() {
+        let _serial = serial();
+        cut_begin();
+        cut_begin();
+        std::thread::sleep(Duration::from_millis(20));
+        let (kept, depth) = cut_pause_keeping(100_000);
+        assert_eq!((kept, depth), (100_000, 2));
+        assert!(!in_cut());
+        let running = process_ns();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(process_ns() - running >= 5_000_000, "the timeline ran");
+        cut_resume(depth);
+        assert!(in_cut());
+        let frozen = process_ns();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(process_ns(), frozen, "the resumed cut stops the timeline");
+        cut_end();
+        assert!(in_cut());
+        cut_end();
+        assert!(!in_cut());
+        assert_eq!(cut_pause_keeping(1_000), (0, 0), "outside a cut: nothing");
+        cut_resume(0);
+        assert!(!in_cut());
     }
 
     #[test]

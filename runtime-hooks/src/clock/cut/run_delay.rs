@@ -276,6 +276,16 @@ pub(super) fn before_cut() {
 /// The calling thread's outermost cut is about to end: what its counters did inside the
 /// cut is left out of the next boundary's stretch, so the next boundary does not cut it
 /// a second time (that would squeeze the host work after the cut).
+/// Notes the counters at the start of a cut that has begun already ([`super::cut_resume`]:
+/// the run delay of the instant before it is not cut).
+pub(super) fn after_cut_begin() {
+    RUN_DELAY.with(|cell| {
+        if let Some(Some(state)) = cell.borrow_mut().as_mut() {
+            state.cut_began = read_counters(&state.file).map(|(now, _)| now);
+        }
+    });
+}
+
 pub(super) fn before_cut_end() {
     RUN_DELAY.with(|cell| {
         if let Some(Some(state)) = cell.borrow_mut().as_mut() {

@@ -38,6 +38,7 @@ use crate::frame::{Frame, Frames};
 use crate::model::CollectiveArgs;
 
 mod groups;
+mod waits;
 
 pub use groups::{CollectiveGroup, SizeBin};
 

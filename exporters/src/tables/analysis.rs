@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `analysis_temporal` | rank (`temporal_breakdown.ranks`) | `rank` i64, `idle_time_us, compute_time_us, non_compute_time_us, kernel_time_us, idle_time_pctg, compute_time_pctg, non_compute_time_pctg` f64 |
 //! | `analysis_kernels` | kernel name (or `others`, compat mode) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `count` i64, `sum_us, max_us, min_us, stddev_us, mean_us, p50_us, p99_us` f64 (the percentiles empty in compat mode) |
-//! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
+//! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, peer_wait_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective, dtype` text, `group_size, bytes` i64, `arrival_skew_us, end_skew_us` f64, `waited_for_rank, arrived_last, arrived_first` i64 (the last two empty on a tie), `transfer_us` (the shortest duration across ranks), `mean_wait_us, algbw_gbps, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals, durations and waits as a JSON array) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
@@ -88,6 +88,7 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; 6] = [
         c("dur_us", F),
         c("computation_us", F),
         c("communication_us", F),
+        c("peer_wait_us", F),
         c("memory_us", F),
         c("other_device_us", F),
         c("host_bound_idle_us", F),

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod memory_bw;
 pub mod operators;
 pub mod overlap;
+pub(crate) mod peer_wait;
 pub mod queue_length;
 pub mod roofline;
 pub mod steps;

@@ -19,7 +19,7 @@ use crate::analyses::memory_bw::{memory_bw_summary, MemoryBwEntry};
 use crate::analyses::operators::{operator_table_with, OperatorOptions, OperatorTable};
 use crate::analyses::overlap::{overlap_rank, CommCompOverlap, OverlapRank};
 use crate::analyses::queue_length::{queue_length_summary, QueueLengthStream};
-use crate::analyses::steps::{rank_steps, Bound, StepSplit};
+use crate::analyses::steps::{rank_steps_exposing, Bound, Exposed, StepSplit};
 use crate::analyses::stragglers::{
     potential_stragglers_from, straggler_part, StragglerPart, Stragglers,
 };
@@ -464,6 +464,8 @@ struct RankSummary {
     /// The analyses of the frame with HTA's last-step filter, when it applies.
     views: Views,
     steps: Vec<StepSplit>,
+    /// Each step's exposed communication (for its waiting for peers, once matched).
+    exposed: Vec<Exposed>,
     collectives: Vec<collectives::Part>,
     /// Where the rank ran (its node and links), for the collective report.
     place: collectives::RankPlace,
@@ -558,8 +560,8 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         }
         let unfiltered = unfiltered.as_ref().unwrap_or(&filtered);
         let both = options.step.is_none() && filter.is_none();
-        let (views, steps, collectives) = std::thread::scope(|scope| {
-            let steps = scope.spawn(|| rank_steps(unfiltered, options.step));
+        let (views, (steps, exposed), collectives) = std::thread::scope(|scope| {
+            let steps = scope.spawn(|| rank_steps_exposing(unfiltered, options.step));
             let other = both.then(|| scope.spawn(|| view(unfiltered, wanted, context)));
             let collectives = scope.spawn(|| collective_parts(unfiltered));
             let view = view(&filtered, wanted, context);
@@ -608,6 +610,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
             rounding_note: rounding_note(trace, options.mode),
             views,
             steps,
+            exposed,
             collectives,
             place: collectives::RankPlace::of(trace),
             utilization,
@@ -818,6 +821,7 @@ fn combine(
     let mut utilization = Vec::new();
     let mut compile = Vec::new();
     let mut last_step_filtered = false;
+    let peer_waits = matched.peer_waits();
     for summary in summaries.into_values() {
         let view = match summary.views {
             Views::Either {
@@ -873,7 +877,9 @@ fn combine(
                 });
             }
         }
-        steps.extend(summary.steps);
+        let mut rank_steps = summary.steps;
+        crate::analyses::peer_wait::fill(&mut rank_steps, &summary.exposed, &peer_waits);
+        steps.extend(rank_steps);
         utilization.extend(summary.utilization);
     }
     // A CPU-only run: the device analyses do not apply, and saying why each does not

@@ -87,7 +87,15 @@ fn step_splits_add_up_on_real_traces() {
                 + s.host_bound_idle_us
                 + s.other_idle_us;
             assert!((parts - s.dur_us).abs() < 1e-6, "{files:?} {s:?}");
+            // Waiting for a late peer is a part of the exposed communication.
+            assert!(
+                s.peer_wait_us >= 0.0 && s.peer_wait_us <= s.communication_us + 1e-6,
+                "{files:?} {s:?}"
+            );
         }
+        // `analyze` gives each step the same split, its waiting for peers included.
+        let report = analyze(&traces, &ReportOptions::default());
+        assert_eq!(report.steps, splits, "{files:?}");
     }
 }
 

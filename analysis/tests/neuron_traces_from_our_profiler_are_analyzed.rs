@@ -206,3 +206,44 @@ fn repeated_correlation_ids_pair_each_kernel_with_its_own_launch() {
     assert_eq!(queue[0].max_queue_length, 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Rank 1 runs 2x slower, so rank 0's collectives wait for it: of rank 0's exposed
+/// communication, the waiting is told apart from moving data (`peer_wait_us`, the
+/// Steps table's "of which waiting for peers"), never more than its collectives waited
+/// in the step; the slow rank waits for nobody; and the rank that waits is not called
+/// device-bound.
+#[test]
+fn waiting_for_a_late_peer_is_told_apart_from_moving_data() {
+    let report = analyze(&gpt_two_ranks(), &ReportOptions::default());
+    assert_eq!(report.collectives.bottleneck_rank, Some(1));
+    let (mut waited_us, mut exposed_us) = (0.0, 0.0);
+    for s in &report.steps {
+        let in_collectives: f64 = report
+            .collectives
+            .per_step
+            .iter()
+            .filter(|c| c.rank == s.rank && c.step == Some(s.step))
+            .map(|c| c.wait_us)
+            .sum();
+        assert!(s.peer_wait_us <= s.communication_us + 1e-6, "{s:?}");
+        assert!(s.peer_wait_us <= in_collectives + 1e-6, "{s:?}");
+        if s.rank == 1 {
+            assert_eq!(s.peer_wait_us, 0.0, "the slow rank waits for nobody: {s:?}");
+        } else {
+            waited_us += s.peer_wait_us;
+            exposed_us += s.communication_us;
+        }
+    }
+    // Rank 0's exposed communication is nearly all waiting (369 of 379 us in step 2).
+    assert!(waited_us > 0.9 * exposed_us, "{waited_us} of {exposed_us}");
+    let text = analysis::render::render_report(&report);
+    assert!(
+        text.contains("of which waiting for peers us"),
+        "the Steps table shows it: {text}"
+    );
+    for f in &report.insights {
+        if f.kind == analysis::insights::FindingKind::DeviceBoundStep {
+            assert_eq!(f.rank, Some(1), "{}", f.summary);
+        }
+    }
+}

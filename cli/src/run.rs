@@ -26,6 +26,9 @@ use neuron_backend::workloads::{
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
 
+mod device_time;
+pub use device_time::RankDeviceTime;
+
 /// What `neuronprof run` was asked for.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -372,6 +375,10 @@ pub struct RunOutcome {
     pub summaries: Vec<(u32, Summary)>,
     /// The rank the others waited for most in collectives, from the analysis.
     pub bottleneck_rank: Option<i64>,
+    /// Each rank's device time over its recorded steps, from the analysis, by rank.
+    pub device_time: Vec<RankDeviceTime>,
+    /// The window every step's split is measured over, when all have the same.
+    pub step_window: Option<analysis::analyses::steps::StepWindow>,
     /// Insights of the analysis of the traces, most important first.
     pub insights: Vec<String>,
     /// Wall time of the run (emulation included).
@@ -582,6 +589,12 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
         out_dir: request.out_dir.clone(),
         summaries,
         bottleneck_rank: analysis.collectives.bottleneck_rank,
+        device_time: RankDeviceTime::of(&analysis.steps, &analysis.collectives.per_step),
+        step_window: analysis
+            .steps
+            .first()
+            .map(|s| s.window)
+            .filter(|&w| analysis.steps.iter().all(|s| s.window == w)),
         insights: analysis
             .insights
             .iter()
@@ -617,27 +630,61 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
     if let Some(kept) = &outcome.kept {
         writeln!(out, "{kept}")?;
     }
+    // The steps as `analyze` splits them (its Steps table): the four device parts add
+    // up to each rank's steps; a collective waiting for a late peer is not work.
     writeln!(
         out,
-        "\nrank  recorded steps  mean step  device busy  collectives  peak HBM allocated"
+        "\nrank  recorded steps  mean step  device working  collective transfer  \
+         waiting for peers  device idle  peak HBM allocated"
     )?;
     for (rank, s) in &outcome.summaries {
         let peak = s.peak_allocated_bytes.map_or("-".to_owned(), |b| {
             format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
         });
+        let time = outcome
+            .device_time
+            .iter()
+            .find(|t| t.rank == i64::from(*rank));
+        let share = |part: fn(&RankDeviceTime) -> f64| {
+            time.map_or("-".to_owned(), |t| format!("{:.1}%", t.percent(part(t))))
+        };
+        let mean = time.map_or("-".to_owned(), |t| {
+            crate::inspect::human_duration((t.mean_step_us() * 1000.0) as i64)
+        });
         writeln!(
             out,
-            "{rank:>4}  {:>14}  {:>9}  {:>10.1}%  {:>11}  {peak:>18}{}",
+            "{rank:>4}  {:>14}  {mean:>9}  {:>14}  {:>19}  {:>17}  {:>11}  {peak:>18}{}",
             s.steps,
-            crate::inspect::human_duration(s.mean_step_ns as i64),
-            s.device_utilization() * 100.0,
-            crate::inspect::human_duration(s.collective_ns as i64),
+            share(|t| t.working_us),
+            share(|t| t.transfer_us),
+            share(|t| t.waiting_us),
+            share(|t| t.idle_us),
             if s.dropped_records > 0 {
                 format!("  ({} records dropped)", s.dropped_records)
             } else {
                 String::new()
             }
         )?;
+    }
+    if let Some(window) = outcome.device_time.first().and(outcome.step_window) {
+        writeln!(
+            out,
+            "(mean step and shares over each step's {}, as neuronprof analyze's Steps table)",
+            window.label()
+        )?;
+    }
+    for t in &outcome.device_time {
+        // Waiting hidden under computation, when it shows at one decimal.
+        if t.percent(t.collective_wait_us - t.waiting_us) >= 0.05 {
+            writeln!(
+                out,
+                "rank {}: its collectives waited {:.1}% of its steps for a late peer, \
+                 {:.1}% with no computation running",
+                t.rank,
+                t.percent(t.collective_wait_us),
+                t.percent(t.waiting_us)
+            )?;
+        }
     }
     if let Some(rank) = outcome.bottleneck_rank {
         writeln!(

@@ -128,6 +128,26 @@ fn bad_scales_and_annotations_are_clear_errors() {
         err.contains("scale \"gpu=2\": expected kernel:REGEX=F"),
         "{err}"
     );
+    // A rule that selects nothing (a typo, a rank the run does not have) is an error
+    // that says so, not a confident "+0.0 %".
+    for (scale, expected) in [
+        (
+            "kernel:^matmull=0.5",
+            "--scale kernel:^matmull=0.5: matches nothing in the graph (no kernel name \
+             matches the pattern)",
+        ),
+        (
+            "rank:9=0.5",
+            "--scale rank:9=0.5: matches nothing in the graph (no device work of that \
+             rank; the ranks are [0, 1])",
+        ),
+    ] {
+        let out = neuronprof(&["what-if", ours().to_str().unwrap(), "--scale", scale]);
+        assert_eq!(out.status.code(), Some(2), "{scale}");
+        assert!(text(&out).is_empty(), "{scale}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{scale}: {err}");
+    }
     let out = neuronprof(&[
         "critical-path",
         ours().to_str().unwrap(),

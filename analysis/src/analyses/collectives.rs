@@ -40,6 +40,7 @@ use crate::model::CollectiveArgs;
 mod all_to_all;
 mod groups;
 mod placement;
+mod waits;
 
 pub use all_to_all::AllToAll;
 pub use groups::{CollectiveGroup, SizeBin};

@@ -17,6 +17,14 @@
 //! work that ends it was launched after the stretch began (the device waited for the
 //! host), or when no device work follows in the step; otherwise the device waited on
 //! something else (a dependency, a synchronisation).
+//!
+//! Of the exposed communication, the part during which the rank's collectives waited
+//! for a late peer is [`StepSplit::peer_wait_us`]: a collective kernel runs while it
+//! waits, but that time is the late rank's, not this device's work. A rank's copy of a
+//! collective waits from its start until the last rank arrives, that is for its
+//! duration less the instance's transfer time (the shortest duration across ranks, as
+//! the collectives analysis measures it); the rest of the exposed communication moved
+//! data.
 
 use std::collections::BTreeMap;
 
@@ -59,6 +67,9 @@ pub struct StepSplit {
     pub computation_us: f64,
     /// Device time with communication running and no computation.
     pub communication_us: f64,
+    /// Of `communication_us`, the time its collectives waited for a late peer (the
+    /// rest moved data); 0 when no other rank's copies were analyzed with this one.
+    pub peer_wait_us: f64,
     /// Device time with only memory operations.
     pub memory_us: f64,
     /// Device time with only other device rows.
@@ -109,20 +120,39 @@ pub enum Bound {
 }
 
 /// Splits every step of every rank (frames built without HTA's last-step filter are
-/// best: [`Frames::build_with`]`(set, mode, false)`).
+/// best: [`Frames::build_with`]`(set, mode, false)`), with the ranks' waiting for peers
+/// in collectives matched across them.
 pub fn step_splits(frames: &Frames<'_>) -> Vec<StepSplit> {
+    let mut matcher = crate::analyses::collectives::Matcher::default();
+    for frame in &frames.ranks {
+        matcher.add(crate::analyses::collectives::collective_parts(frame));
+    }
+    let waits = matcher.peer_waits();
     frames
         .ranks
         .iter()
-        .flat_map(|f| rank_steps(f, None))
+        .flat_map(|f| {
+            let (mut steps, exposed) = rank_steps_exposing(f, None);
+            crate::analyses::peer_wait::fill(&mut steps, &exposed, &waits);
+            steps
+        })
         .collect()
 }
+
+/// A step's exposed communication: the stretches of its window (ns, the clock of the
+/// rank's collectives) where communication ran and computation did not.
+pub(crate) type Exposed = Vec<(i64, i64)>;
 
 /// The steps of one rank (see [`step_splits`]); only `ProfilerStep#only` when given.
 /// The windows are read from every row of the trace, so a frame cut to one step's rows
 /// (whose device copy of the step, launched by nothing, has no iteration) still has
-/// both.
-pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit> {
+/// both. Each step comes with its exposed communication, for
+/// [`crate::analyses::peer_wait::fill`] once the ranks' collectives are matched.
+pub(crate) fn rank_steps_exposing(
+    frame: &Frame<'_>,
+    only: Option<i64>,
+) -> (Vec<StepSplit>, Vec<Exposed>) {
+    let to_ns = |ticks: i64| ticks * frame.tick_ns + frame.trace.base_ns;
     let origin = frame.rows.iter().map(|r| r.start_ticks).min().unwrap_or(0);
     let start_by_event: FastMap<u64, i64> = frame
         .rows
@@ -171,6 +201,7 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
         .into_iter()
         .map(|(ws, we, step, [host, device_window])| {
             let mut parts = [0i64; 6];
+            let mut exposed: Exposed = Vec::new();
             // (time, kind, +1/-1, launch start for row starts)
             let mut points: Vec<(i64, usize, i64, Option<i64>)> = Vec::new();
             let first = device.partition_point(|r| r.start_ticks < ws.saturating_sub(longest));
@@ -217,6 +248,12 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
                         }
                     };
                     parts[part] += next - t;
+                    if part == 1 {
+                        match exposed.last_mut() {
+                            Some(last) if last.1 == to_ns(t) => last.1 = to_ns(next),
+                            _ => exposed.push((to_ns(t), to_ns(next))),
+                        }
+                    }
                     t = next;
                 }
                 let Some(p) = points.get(i) else { break };
@@ -225,7 +262,7 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
             }
             let us = |ticks: i64| frame.us(ticks);
             let busy: i64 = parts[..4].iter().sum();
-            StepSplit {
+            let split = StepSplit {
                 bound: if parts[4] > busy {
                     Bound::Host
                 } else {
@@ -246,11 +283,13 @@ pub(crate) fn rank_steps(frame: &Frame<'_>, only: Option<i64>) -> Vec<StepSplit>
                 device_dur_us: device_window.map(|(s, e)| us(e - s)),
                 computation_us: us(parts[0]),
                 communication_us: us(parts[1]),
+                peer_wait_us: 0.0,
                 memory_us: us(parts[2]),
                 other_device_us: us(parts[3]),
                 host_bound_idle_us: us(parts[4]),
                 other_idle_us: us(parts[5]),
-            }
+            };
+            (split, exposed)
         })
-        .collect()
+        .unzip()
 }

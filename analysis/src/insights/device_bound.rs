@@ -5,8 +5,11 @@
 //!
 //! Time a rank spent in collectives waiting for a late peer is not device work: a
 //! collective kernel runs while it waits, but the rank is limited by the peer, which the
-//! collective-bottleneck finding names. It is taken out of the busy time here, so a rank
-//! that waits is not called device-bound.
+//! collective-bottleneck finding names. Its exposed part is taken out of the busy time
+//! here ([`crate::analyses::steps::StepSplit::peer_wait_us`]), and a step whose
+//! collectives waited for peers (hidden under computation or not) for more than the
+//! share the rule leaves idle is not device-bound: a rank that waits is not called
+//! device-bound.
 
 use super::{Finding, FindingKind, Thresholds};
 use crate::analyses::steps::{Bound, StepWindow};
@@ -19,14 +22,22 @@ pub(crate) fn device_bound_steps(report: &Report, t: &Thresholds) -> Vec<Finding
         if s.dur_us <= 0.0 || s.bound != Bound::Device {
             continue;
         }
-        let waiting_us = report
+        // A rank whose collectives waited for a late peer for more of the step than the
+        // device-bound rule leaves idle (1 - the busy share) is limited by that peer,
+        // whatever its device did meanwhile: a faster device would wait longer. The
+        // collective-bottleneck finding names the peer.
+        let waited_in_collectives_us: f64 = report
             .collectives
             .per_step
             .iter()
             .filter(|c| c.rank == s.rank && c.step == Some(s.step))
             .map(|c| c.wait_us)
-            .sum::<f64>()
-            .min(s.busy_us());
+            .sum();
+        if waited_in_collectives_us > (1.0 - t.device_bound_busy_fraction) * s.dur_us {
+            continue;
+        }
+        // The exposed part of its collectives' waiting, inside `communication_us`.
+        let waiting_us = s.peer_wait_us;
         let busy_us = s.busy_us() - waiting_us;
         let fraction = busy_us / s.dur_us;
         if fraction < t.device_bound_busy_fraction {

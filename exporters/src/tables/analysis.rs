@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `analysis_temporal` | rank (`temporal_breakdown.ranks`) | `rank` i64, `idle_time_us, compute_time_us, non_compute_time_us, kernel_time_us, idle_time_pctg, compute_time_pctg, non_compute_time_pctg` f64 |
 //! | `analysis_kernels` | kernel name (or `others`, compat mode) per type and rank (`kernel_breakdown.kernels`) | `rank` i64, `kernel_type, name` text, `count` i64, `sum_us, max_us, min_us, stddev_us, mean_us, p50_us, p99_us` f64 (the percentiles empty in compat mode) |
-//! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
+//! | `analysis_steps` | `ProfilerStep` per rank (`steps`) | `rank, step` i64, `start_us, dur_us, computation_us, communication_us, peer_wait_us, memory_us, other_device_us, host_bound_idle_us, other_idle_us` f64, `bound` text (`host`/`device`) |
 //! | `analysis_collectives` | collective matched across ranks (`collectives.instances`) | `process_group` text, `seq` i64, `collective, dtype` text, `group_size, bytes` i64, `arrival_skew_us, end_skew_us` f64, `waited_for_rank, arrived_last, arrived_first` i64 (the last two empty on a tie), `transfer_us` (the shortest duration across ranks), `mean_wait_us, algbw_gbps, bus_bandwidth_gbps, fraction_of_peak` f64, `ranks` text (the per-rank arrivals, durations and waits as a JSON array) |
 //! | `analysis_collective_groups` | process group and operation (`collectives.groups`) | `process_group, collective` text, `ranks` text (JSON), `instances, bytes` i64, `size_histogram` text (JSON `[{up_to_bytes, instances}]`), `transfer_us, wait_us, mean_start_skew_us, max_start_skew_us` f64, `busbw_min_gbps, busbw_p50_gbps, busbw_p90_gbps, busbw_max_gbps` f64 (`bus_bandwidth_gbps` split), `median_fraction_of_peak` f64, `nodes` i64, `inter_node` i64 (1 spans nodes, 0 not, empty unknown), `link` text, `peak_bus_gbps` f64 (the link's nominal bus bandwidth) |
 //! | `analysis_collective_ranks` | rank (`collectives.per_rank`) | `rank, instances` i64, `dur_us, wait_us, transfer_us` f64, `times_waited_for, times_arrived_first` i64 (instances it alone arrived last, first), `others_waited_us` f64 (the others' wait in the instances it arrived last) |
@@ -99,6 +99,7 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
         c("dur_us", F),
         c("computation_us", F),
         c("communication_us", F),
+        c("peer_wait_us", F),
         c("memory_us", F),
         c("other_device_us", F),
         c("host_bound_idle_us", F),

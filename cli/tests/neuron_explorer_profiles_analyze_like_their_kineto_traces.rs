@@ -92,6 +92,9 @@ fn an_exported_run_analyzes_as_its_kineto_traces() {
     // A process group's name: `CcOp.replica_group_id` is an integer, so a named group
     // (`dp0`) comes back as its number; and `CcOp.op_id` carries the launch correlation,
     // not the collective's `Seq`: instances are compared without both.
+    // The emulator's `neuron_topology` (each rank's chip and its machine's link figures)
+    // has no place in a profile either: a group's link, nodes and nominal bus bandwidth,
+    // and the fractions of it, are left out too.
     let without_peak = |mut v: serde_json::Value| {
         for rank in v["utilization"].as_array_mut().into_iter().flatten() {
             for key in ["peak_dtype", "peak_tflops", "mfu_pct", "hfu_pct"] {
@@ -103,15 +106,25 @@ fn an_exported_run_analyzes_as_its_kineto_traces() {
             .into_iter()
             .flatten()
         {
-            instance.as_object_mut().unwrap().remove("process_group");
-            instance.as_object_mut().unwrap().remove("seq");
+            for key in ["process_group", "seq", "fraction_of_peak"] {
+                instance.as_object_mut().unwrap().remove(key);
+            }
         }
         for group in v["collectives"]["groups"]
             .as_array_mut()
             .into_iter()
             .flatten()
         {
-            group.as_object_mut().unwrap().remove("process_group");
+            for key in [
+                "process_group",
+                "nodes",
+                "inter_node",
+                "link",
+                "peak_bus_gbps",
+                "median_fraction_of_peak",
+            ] {
+                group.as_object_mut().unwrap().remove(key);
+            }
         }
         v
     };

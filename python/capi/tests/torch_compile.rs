@@ -394,7 +394,11 @@ fn check_diff(eager: &Path, compiled: &Path) {
         &summary(eager, DeviceFilter::Cpu),
         &summary(compiled, DeviceFilter::Cpu),
     );
-    for r in &host.rows {
+    // The queue submission is the exception: the launch's modeled cost comes before it
+    // and a submission that finds a free slot takes no time (neuron-backend's
+    // `HostCost`: the same in the built-in workloads), so `nrt_queue_submit` is 0 µs
+    // unless the queue was full.
+    for r in host.rows.iter().filter(|r| r.name != "nrt_queue_submit") {
         assert!(
             (r.control_counts == 0 || r.control_total_duration_us > 0.0)
                 && (r.test_counts == 0 || r.test_total_duration_us > 0.0),

@@ -190,28 +190,19 @@ pub(crate) fn collective_parts(frame: &Frame<'_>) -> Vec<Part> {
     let mut occurrence: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut parts = Vec::with_capacity(rows.len());
     for (row, args) in rows {
+        // What ranks match an instance by without `Seq`: the operation, and on the host
+        // its size too.
         let kind = if on_host {
-            format!("{} of {}", args.collective, args.in_nelems)
+            format!("{} of {} elements", args.collective, args.in_nelems)
         } else {
             args.collective.clone()
         };
         let nth = occurrence
-            .entry((args.process_group.clone(), kind))
+            .entry((args.process_group.clone(), kind.clone()))
             .or_default();
         let key = match args.seq {
             Some(seq) => (args.process_group.clone(), Some(seq), String::new(), 0),
-            None if on_host => (
-                args.process_group.clone(),
-                None,
-                format!("{} of {} elements", args.collective, args.in_nelems),
-                *nth,
-            ),
-            None => (
-                args.process_group.clone(),
-                None,
-                args.collective.clone(),
-                *nth,
-            ),
+            None => (args.process_group.clone(), None, kind, *nth),
         };
         *nth += 1;
         parts.push((

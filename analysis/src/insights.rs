@@ -94,9 +94,9 @@ pub struct Finding {
     /// over: what [`disagreements`] compares.
     #[serde(skip)]
     rank_steps: Vec<RankStep>,
-    /// A second number a merged line also gives the median of (name, value in %).
+    /// Further numbers a merged line also gives the median of (name, value in %).
     #[serde(skip)]
-    also: Option<(&'static str, f64)>,
+    also: Vec<(&'static str, f64)>,
 }
 
 impl Finding {
@@ -129,7 +129,7 @@ impl Finding {
             metric,
             step: None,
             rank_steps: Vec::new(),
-            also: None,
+            also: Vec::new(),
         }
     }
 
@@ -144,7 +144,7 @@ impl Finding {
     }
 
     fn with_also(mut self, name: &'static str, pct: f64) -> Self {
-        self.also = Some((name, pct));
+        self.also.push((name, pct));
         self
     }
 }
@@ -381,14 +381,14 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
                     FindingKind::LowMfu,
                     Some(d.rank),
                     format!(
-                        "rank {} device {}: MFU {} of {} TFLOPS {} (HFU {}), device busy {:.1}%",
+                        "rank {} device {}: MFU {} of {} TFLOPS {} (HFU {}), {}",
                         d.rank,
                         d.device,
                         pct_text(Some(mfu)),
                         d.peak_tflops.unwrap_or(0.0),
                         d.peak_dtype.as_deref().unwrap_or(""),
                         pct_text(d.hfu_pct),
-                        d.device_busy_pct
+                        busy_text(d)
                     ),
                     mfu,
                     t.mfu_pct,
@@ -400,7 +400,8 @@ pub fn insights(report: &Report, t: &Thresholds) -> Vec<Finding> {
                         d.peak_dtype.as_deref().unwrap_or("")
                     ),
                 )
-                .with_also("device busy", d.device_busy_pct),
+                .with_also("device busy", d.device_busy_pct)
+                .with_also("of it only waiting for peers", d.peer_wait_pct),
             );
         }
         let Some(dma) = &d.dma else { continue };
@@ -541,9 +542,11 @@ fn merge_alike(findings: Vec<Finding>) -> Vec<Finding> {
                 shown(min),
                 shown(max)
             );
-            let also: Vec<f64> = group.iter().filter_map(|f| f.also.map(|a| a.1)).collect();
-            if let (Some((name, _)), false) = (first.also, also.is_empty()) {
-                let mut also = also;
+            for (k, &(name, _)) in first.also.iter().enumerate() {
+                let mut also: Vec<f64> = group
+                    .iter()
+                    .filter_map(|f| f.also.get(k).map(|a| a.1))
+                    .collect();
                 also.sort_by(f64::total_cmp);
                 let median = crate::stats::quantile_sorted(&also, 0.5);
                 summary.push_str(&format!("; {name} median {}", pct_text(Some(median))));
@@ -564,10 +567,26 @@ fn merge_alike(findings: Vec<Finding>) -> Vec<Finding> {
                 metric: first.metric.clone(),
                 step: None,
                 rank_steps: group.iter().flat_map(|f| f.rank_steps.clone()).collect(),
-                also: None,
+                also: Vec::new(),
             }
         })
         .collect()
+}
+
+/// How busy a device was, the part of that it ran nothing but collectives waiting for
+/// a late peer apart (a collective kernel runs while it waits, but the time is the
+/// late rank's).
+fn busy_text(d: &crate::analyses::utilization::DeviceUtilization) -> String {
+    if d.peer_wait_pct > 0.0 {
+        format!(
+            "device busy {:.1}% of the window, {} of it running only collectives that \
+             waited for a late peer",
+            d.device_busy_pct,
+            pct_text(Some(d.peer_wait_pct))
+        )
+    } else {
+        format!("device busy {:.1}%", d.device_busy_pct)
+    }
 }
 
 /// `[0-3, 5, 7-9]`: sorted numbers with runs collapsed.

@@ -880,7 +880,13 @@ fn combine(
         let mut rank_steps = summary.steps;
         crate::analyses::peer_wait::fill(&mut rank_steps, &summary.exposed, &peer_waits);
         steps.extend(rank_steps);
-        utilization.extend(summary.utilization);
+        let mut rank_utilization = summary.utilization;
+        if let Some(waits) = peer_waits.get(&summary.rank) {
+            for device in &mut rank_utilization {
+                device.fill_peer_waits(waits);
+            }
+        }
+        utilization.extend(rank_utilization);
     }
     // A CPU-only run: the device analyses do not apply, and saying why each does not
     // would repeat the header.

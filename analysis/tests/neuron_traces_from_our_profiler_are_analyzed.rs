@@ -246,4 +246,39 @@ fn waiting_for_a_late_peer_is_told_apart_from_moving_data() {
             assert_eq!(f.rank, Some(1), "{}", f.summary);
         }
     }
+    // The utilization's busy time holds the same waiting, told apart: the time the
+    // device ran only collectives waiting for a peer is the steps' exposed waiting
+    // (the window spans the steps), none on the slow rank; and the MFU finding that
+    // quotes the busy share says so.
+    for d in &report.utilization {
+        let rank_waited: f64 = report
+            .steps
+            .iter()
+            .filter(|s| s.rank == d.rank)
+            .map(|s| s.peer_wait_us)
+            .sum();
+        assert!(d.peer_wait_pct <= d.device_busy_pct, "{d:?}");
+        assert!(
+            (d.peer_wait_pct - 100.0 * d.peer_wait_us / d.window_us).abs() < 1e-9,
+            "{d:?}"
+        );
+        if d.rank == 1 {
+            assert_eq!(d.peer_wait_us, 0.0, "the slow rank waits for nobody: {d:?}");
+        } else {
+            assert!(
+                (d.peer_wait_us - rank_waited).abs() <= 0.01 * rank_waited + 1.0,
+                "the steps' exposed waiting {rank_waited} us: {d:?}"
+            );
+            assert!(d.working_pct() < d.device_busy_pct, "{d:?}");
+        }
+    }
+    assert!(
+        text.contains("of it only waiting for peers %"),
+        "the utilization table shows it: {text}"
+    );
+    for f in &report.insights {
+        if f.kind == analysis::insights::FindingKind::LowMfu && f.rank == Some(0) {
+            assert!(f.summary.contains("waiting for peers"), "{}", f.summary);
+        }
+    }
 }

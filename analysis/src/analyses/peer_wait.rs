@@ -24,7 +24,7 @@ pub(crate) fn fill(
 }
 
 /// The union of intervals sorted by start, as disjoint intervals in order.
-fn union(sorted: &[(i64, i64)]) -> Vec<(i64, i64)> {
+pub(crate) fn union(sorted: &[(i64, i64)]) -> Vec<(i64, i64)> {
     let mut out: Vec<(i64, i64)> = Vec::with_capacity(sorted.len());
     for &(s, e) in sorted {
         match out.last_mut() {
@@ -36,7 +36,7 @@ fn union(sorted: &[(i64, i64)]) -> Vec<(i64, i64)> {
 }
 
 /// The length of the intersection of two lists of disjoint intervals in order.
-fn overlap_ns(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
+pub(crate) fn overlap_ns(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
     let (mut i, mut j, mut total) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));

@@ -30,6 +30,13 @@
 //!   window, and the spans starting in it. Kineto traces have none (`None`).
 //! - **Steps**: how many of the rank's steps were host- or device-bound
 //!   ([`super::steps`]); filled by [`crate::analyze`].
+//! - **Waiting for peers**: the part of the busy time during which the device ran
+//!   nothing but collective kernels waiting for a late rank (the collectives matched
+//!   across ranks, as the steps' `peer_wait_us`): a collective kernel runs while it
+//!   waits, so `device_busy_pct` counts that time, but it is the late rank's, not this
+//!   device's work. Waiting under other kernels is not subtracted: the device worked.
+//!   [`DeviceUtilization::working_pct`] is busy without it. Filled by
+//!   [`crate::analyze`] once every rank is read; 0 for one rank.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -163,6 +170,11 @@ pub struct DeviceUtilization {
     pub window_us: f64,
     /// Time with any kernel, copy or memset running, % of the window.
     pub device_busy_pct: f64,
+    /// Of the busy time, the time the device's collectives waited for a late peer, µs
+    /// (see the module docs).
+    pub peer_wait_us: f64,
+    /// The same, % of the window.
+    pub peer_wait_pct: f64,
     /// Where engine activity came from.
     pub engine_source: EngineSource,
     /// Per (core, engine), sorted.
@@ -200,6 +212,68 @@ pub struct DeviceUtilization {
     pub host_bound_steps: u64,
     /// Steps of this rank that were device-bound.
     pub device_bound_steps: u64,
+    /// The stretches of the window when the device ran collective kernels and nothing
+    /// else, disjoint and in order, as absolute ns (relative time + the trace's
+    /// `base_ns`, the clock the collectives are matched on): where
+    /// [`DeviceUtilization::fill_peer_waits`] looks for waiting.
+    #[serde(skip)]
+    collective_spans_abs_ns: Vec<(i64, i64)>,
+}
+
+impl DeviceUtilization {
+    /// Busy time without the time spent waiting for peers, % of the window.
+    pub fn working_pct(&self) -> f64 {
+        self.device_busy_pct - self.peer_wait_pct
+    }
+
+    /// Sets `peer_wait_us` and `peer_wait_pct` from the rank's waits for peers (absolute
+    /// ns intervals, sorted by start, as the collectives' matcher gives them).
+    pub(crate) fn fill_peer_waits(&mut self, waits: &[(i64, i64)]) {
+        use super::peer_wait::{overlap_ns, union};
+        let waited_ns = overlap_ns(&self.collective_spans_abs_ns, &union(waits));
+        self.peer_wait_us = waited_ns as f64 / 1000.0;
+        self.peer_wait_pct = if self.window_us > 0.0 {
+            100.0 * self.peer_wait_us / self.window_us
+        } else {
+            0.0
+        };
+    }
+}
+
+/// The parts of the union of `collectives` that no span of `others` covers, disjoint
+/// and in order.
+fn collective_only(
+    mut collectives: Vec<(i64, i64)>,
+    mut others: Vec<(i64, i64)>,
+) -> Vec<(i64, i64)> {
+    use super::peer_wait::union;
+    collectives.sort_unstable();
+    others.sort_unstable();
+    let others = union(&others);
+    let mut out = Vec::new();
+    let mut j = 0;
+    for (mut s, e) in union(&collectives) {
+        while j < others.len() && others[j].1 <= s {
+            j += 1;
+        }
+        let mut k = j;
+        while s < e {
+            match others.get(k) {
+                Some(&(os, oe)) if os < e => {
+                    if os > s {
+                        out.push((s, os));
+                    }
+                    s = s.max(oe);
+                    k += 1;
+                }
+                _ => {
+                    out.push((s, e));
+                    break;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One engine track being summed: active spans, instructions, wait ns.
@@ -241,6 +315,21 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
                     .filter_map(|r| clip(r.ts_rel_ns, r.dur_ns))
                     .collect(),
             );
+            let collective_spans_abs_ns = collective_only(
+                on_device
+                    .iter()
+                    .filter(|r| r.is_collective())
+                    .filter_map(|r| clip(r.ts_rel_ns, r.dur_ns))
+                    .collect(),
+                on_device
+                    .iter()
+                    .filter(|r| !r.is_collective())
+                    .filter_map(|r| clip(r.ts_rel_ns, r.dur_ns))
+                    .collect(),
+            )
+            .into_iter()
+            .map(|(s, e)| (s + trace.base_ns, e + trace.base_ns))
+            .collect();
             let in_window = |s: i64| ws <= s && s < we;
             let model_flops: i64 = on_device
                 .iter()
@@ -356,6 +445,8 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
                 window_start_us: us(ws - origin),
                 window_us: us(we - ws),
                 device_busy_pct: pct(busy),
+                peer_wait_us: 0.0,
+                peer_wait_pct: 0.0,
                 engine_source,
                 engines,
                 cores,
@@ -373,6 +464,7 @@ pub fn utilization(trace: &RankTrace, options: &UtilizationOptions) -> Vec<Devic
                 throttle_events: throttles.iter().filter(|t| in_window(t.ts_rel_ns)).count() as u64,
                 host_bound_steps: 0,
                 device_bound_steps: 0,
+                collective_spans_abs_ns,
             }
         })
         .collect()
@@ -525,5 +617,19 @@ mod tests {
     fn union_merges_overlaps() {
         assert_eq!(union_ns(vec![(5, 8), (0, 3), (2, 4), (8, 9)]), 8);
         assert_eq!(union_ns(Vec::new()), 0);
+    }
+
+    #[test]
+    fn collective_only_leaves_out_time_other_kernels_cover() {
+        // Collectives [0, 10) and [8, 20), [30, 40); other kernels [2, 4), [6, 12),
+        // [15, 35): the device ran collectives alone in [0, 2), [4, 6), [12, 15),
+        // [35, 40).
+        let only = collective_only(
+            vec![(30, 40), (0, 10), (8, 20)],
+            vec![(6, 12), (2, 4), (15, 35)],
+        );
+        assert_eq!(only, vec![(0, 2), (4, 6), (12, 15), (35, 40)]);
+        assert_eq!(collective_only(vec![(0, 5)], Vec::new()), vec![(0, 5)]);
+        assert!(collective_only(vec![(3, 5)], vec![(0, 10)]).is_empty());
     }
 }

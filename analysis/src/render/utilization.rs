@@ -16,6 +16,7 @@ pub(super) fn render_utilization(out: &mut String, devices: &[DeviceUtilization]
         "device",
         "window us",
         "busy %",
+        "of it only waiting for peers %",
         "MFU",
         "HFU",
         "peak TFLOPS",
@@ -28,6 +29,7 @@ pub(super) fn render_utilization(out: &mut String, devices: &[DeviceUtilization]
             d.device.to_string(),
             num(d.window_us),
             num(d.device_busy_pct),
+            num(d.peer_wait_pct),
             crate::insights::pct_text(d.mfu_pct),
             crate::insights::pct_text(d.hfu_pct),
             match (&d.peak_dtype, d.peak_tflops) {

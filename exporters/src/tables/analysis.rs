@@ -17,7 +17,7 @@
 //! | `analysis_collective_groups` | process group and operation (`collectives.groups`) | `process_group, collective` text, `ranks` text (JSON), `instances, bytes` i64, `size_histogram` text (JSON `[{up_to_bytes, instances}]`), `transfer_us, wait_us, mean_start_skew_us, max_start_skew_us` f64, `busbw_min_gbps, busbw_p50_gbps, busbw_p90_gbps, busbw_max_gbps` f64 (`bus_bandwidth_gbps` split), `median_fraction_of_peak` f64, `nodes` i64, `inter_node` i64 (1 spans nodes, 0 not, empty unknown), `link` text, `peak_bus_gbps` f64 (the link's nominal bus bandwidth) |
 //! | `analysis_collective_ranks` | rank (`collectives.per_rank`) | `rank, instances` i64, `dur_us, wait_us, transfer_us` f64, `times_waited_for, times_arrived_first` i64 (instances it alone arrived last, first), `others_waited_us` f64 (the others' wait in the instances it arrived last) |
 //! | `analysis_all_to_all` | (group, collective, sender, receiver) of an all-to-all(v) matrix (`collectives.all_to_all`) | `process_group, collective` text, `src_rank, dst_rank, bytes, instances` i64 (bytes `src_rank` sent `dst_rank` over the group's `instances`) |
-//! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
+//! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct, peer_wait_us, peer_wait_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
 //! | `analysis_roofline` | operator and unique arguments per analyzed rank, most time to win first (`per_rank[].roofline.ops`) | `rank` i64, `device, name, category, input_dims, input_types, input_strides, concrete_inputs, params, compute_spec` text, `count, nested_calls` i64, `kernel_time_us, kernel_time_mean_us, gflops, data_moved_bytes, flops_per_byte, tflops_per_sec_mean, tb_per_sec_mean, roofline_time_us, roofline_pct` f64, `bound` text (`compute`/`memory`, empty without a device), `win_us` f64 (`kernel_time_mean_us`, `tflops_per_sec_mean`, `tb_per_sec_mean`: the means of the per-call spreads) |
 
@@ -170,6 +170,8 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
         c("window_start_us", F),
         c("window_us", F),
         c("device_busy_pct", F),
+        c("peer_wait_us", F),
+        c("peer_wait_pct", F),
         c("engine_source", T),
         c("model_flops", I),
         c("hardware_flops", I),

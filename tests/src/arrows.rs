@@ -17,6 +17,9 @@ use serde_json::Value;
 pub const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime-hooks", &[]),
     ("trace-format", &[]),
+    // No code: the union of the features the members ask of the dependencies
+    // `neuronprof` shares with them, so it is built once (issue #37).
+    ("workspace-hack", &[]),
     // The performance model of operators and the device rooflines: a leaf, so the
     // analyses, a what-if on another device and the emulator's timing model share it.
     ("perf-model", &[]),
@@ -59,6 +62,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "query",
             "tui",
             "gui",
+            "workspace-hack",
         ],
     ),
     (

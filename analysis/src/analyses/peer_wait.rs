@@ -8,17 +8,15 @@ use std::collections::BTreeMap;
 use crate::analyses::steps::{Exposed, StepSplit};
 
 /// Sets each step's `peer_wait_us` from its exposed communication (`exposed[i]` is
-/// `steps[i]`'s) and its rank's waits for peers (ns intervals by rank, as
-/// `Matcher::peer_waits` gives them).
+/// `steps[i]`'s) and its rank's waits for peers (disjoint ns intervals in order, by
+/// rank, as `Matcher::peer_waits` gives them).
 pub(crate) fn fill(
     steps: &mut [StepSplit],
     exposed: &[Exposed],
     waits: &BTreeMap<i64, Vec<(i64, i64)>>,
 ) {
-    let merged: BTreeMap<i64, Vec<(i64, i64)>> =
-        waits.iter().map(|(&rank, w)| (rank, union(w))).collect();
     for (step, exposed) in steps.iter_mut().zip(exposed) {
-        let waited_ns = merged.get(&step.rank).map_or(0, |w| overlap_ns(exposed, w));
+        let waited_ns = waits.get(&step.rank).map_or(0, |w| overlap_ns(exposed, w));
         step.peer_wait_us = waited_ns as f64 / 1000.0;
     }
 }

@@ -227,10 +227,9 @@ impl DeviceUtilization {
     }
 
     /// Sets `peer_wait_us` and `peer_wait_pct` from the rank's waits for peers (absolute
-    /// ns intervals, sorted by start, as the collectives' matcher gives them).
+    /// ns intervals, disjoint and in order, as the collectives' matcher gives them).
     pub(crate) fn fill_peer_waits(&mut self, waits: &[(i64, i64)]) {
-        use super::peer_wait::{overlap_ns, union};
-        let waited_ns = overlap_ns(&self.collective_spans_abs_ns, &union(waits));
+        let waited_ns = super::peer_wait::overlap_ns(&self.collective_spans_abs_ns, waits);
         self.peer_wait_us = waited_ns as f64 / 1000.0;
         self.peer_wait_pct = if self.window_us > 0.0 {
             100.0 * self.peer_wait_us / self.window_us

@@ -11,7 +11,7 @@ impl Matcher {
     /// of the matched collectives waited for the last rank: a copy waits from its start
     /// for its duration less the instance's transfer time (the shortest duration across
     /// ranks, as [`super::CollectiveRank::wait_us`]), so a copy of the shortest duration
-    /// waits for nothing. By rank, in order of start.
+    /// waits for nothing. By rank, merged where they overlap: disjoint and in order.
     pub(crate) fn peer_waits(&self) -> BTreeMap<i64, Vec<(i64, i64)>> {
         let mut out: BTreeMap<i64, Vec<(i64, i64)>> = BTreeMap::new();
         for instance in self.matched.values() {
@@ -26,6 +26,7 @@ impl Matcher {
         }
         for waits in out.values_mut() {
             waits.sort_unstable();
+            *waits = crate::analyses::peer_wait::union(waits);
         }
         out
     }

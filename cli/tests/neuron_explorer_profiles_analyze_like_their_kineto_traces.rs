@@ -31,6 +31,22 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `neuronprof export --format neuron-explorer INPUT -o OUT`, which must succeed; its
+/// standard output.
+fn export_profiles(input: &Path, out: &Path, cwd: &Path) -> String {
+    ok(neuronprof(
+        &[
+            "export",
+            "--format",
+            "neuron-explorer",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        cwd,
+    ))
+}
+
 fn analyze_json(paths: &[&Path], cwd: &Path) -> serde_json::Value {
     let mut args = vec!["analyze", "--json"];
     let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
@@ -56,17 +72,7 @@ fn an_exported_run_analyzes_as_its_kineto_traces() {
         &cwd,
     ));
     let data = cwd.join("data");
-    let export = ok(neuronprof(
-        &[
-            "export",
-            "--format",
-            "neuron-explorer",
-            traces.to_str().unwrap(),
-            "-o",
-            data.to_str().unwrap(),
-        ],
-        &cwd,
-    ));
+    let export = export_profiles(&traces, &data, &cwd);
     assert_eq!(
         export.matches("SystemProfileEvents.parquet").count(),
         2,
@@ -185,17 +191,7 @@ fn an_unknown_schema_version_is_a_clear_error() {
         &cwd,
     ));
     let data = cwd.join("data");
-    ok(neuronprof(
-        &[
-            "export",
-            "--format",
-            "neuron-explorer",
-            traces.to_str().unwrap(),
-            "-o",
-            data.to_str().unwrap(),
-        ],
-        &cwd,
-    ));
+    export_profiles(&traces, &data, &cwd);
     // Metadata with a future major version: the version text patched in the file's
     // bytes (small pages are stored uncompressed enough for it to appear as is).
     let profile = std::fs::read_dir(data.join("profiles/global"))
@@ -254,17 +250,7 @@ fn a_framework_trace_and_its_profile_analyze_as_one_rank_with_device_time_under_
     let system = cwd.join("system.json");
     std::fs::write(&system, SYSTEM_SIDE).unwrap();
     let data = cwd.join("data");
-    ok(neuronprof(
-        &[
-            "export",
-            "--format",
-            "neuron-explorer",
-            system.to_str().unwrap(),
-            "-o",
-            data.to_str().unwrap(),
-        ],
-        &cwd,
-    ));
+    export_profiles(&system, &data, &cwd);
     let capture = cwd.join("capture");
     std::fs::create_dir_all(&capture).unwrap();
     let trace = capture.join("trace.json");

@@ -11,6 +11,16 @@
 //! are serialized by the window's lock (the rings also serialize their consumers), and
 //! each thread's records stay in the order it recorded them, as a step's drain keeps
 //! them. The drainer records nothing itself.
+//!
+//! The window keeps its records in [`runtime_hooks::RecordBlocks`] (2 MiB blocks that
+//! never move, each mapped in one call), so a drain costs what it moves, never what the
+//! window already holds. With one growing `Vec`, every doubling copied the whole window
+//! under the drainer (105 ms at a million records on the development VM) and its fresh
+//! pages cost a fault each: the demo's GPT on 4 ranks, timing only with AdamW and
+//! instructions, records about a million records a second per rank in a release build,
+//! fills a 32 Ki-record ring in tens of milliseconds, and lost about 10,000 records a
+//! run; now none (`profiler/examples/drain_load.rs`, `docs/PERFORMANCE.md`, "Collecting
+//! records").
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use runtime_hooks::{Record, ThreadStats};
+use runtime_hooks::{RecordBlocks, ThreadStats};
 
 /// How often an open window's drainer empties the rings, by default.
 pub const DEFAULT_DRAIN_EVERY: Duration = Duration::from_millis(2);
@@ -27,7 +37,7 @@ pub const DEFAULT_DRAIN_EVERY: Duration = Duration::from_millis(2);
 #[derive(Debug, Default)]
 pub(crate) struct Collected {
     /// Each thread's records in the order it recorded them.
-    pub(crate) records: Vec<Record>,
+    pub(crate) records: RecordBlocks,
     /// Threads seen at the drains (a thread that exits mid-window keeps its name).
     pub(crate) threads: HashMap<u32, ThreadStats>,
 }
@@ -35,7 +45,7 @@ pub(crate) struct Collected {
 impl Collected {
     /// Moves what the rings hold in here.
     fn collect(&mut self) {
-        runtime_hooks::drain(&mut self.records);
+        self.records.drain_rings();
         for thread in runtime_hooks::thread_stats() {
             self.threads.insert(thread.thread_id, thread);
         }

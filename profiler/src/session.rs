@@ -403,7 +403,7 @@ impl Profiler {
             return Ok(());
         };
         let collected = window.collector.finish();
-        let records = collected.records;
+        let records = collected.records.into_vec();
         let dropped = runtime_hooks::dropped_total().saturating_sub(window.dropped_at_start);
         let mut threads: Vec<ThreadStats> = collected.threads.into_values().collect();
         threads.sort_by_key(|t| t.thread_id);

@@ -128,6 +128,10 @@
 //!   path is lock-free, allocation-free and system-call-free. Rings are shared (`Arc`) with the registry, so records of exited
 //!   threads stay until a drain empties them; the ring is then freed and its final
 //!   [`ThreadStats`] kept.
+//! - **Collection.** A collector drains into [`RecordBlocks`]: 2 MiB blocks that never
+//!   move, each mapped in one call, so a drain costs what it moves and never stalls on
+//!   copying what a window already holds (a growing `Vec` did, and the rings overflowed
+//!   meanwhile).
 //! - **Drops are counted, never waited for.** A full ring drops the new record and
 //!   bumps the thread's counter (single writer: a plain store, no atomic
 //!   read-modify-write); for every thread `recorded + dropped == attempted` exactly.
@@ -137,6 +141,7 @@
 //!   afterwards); run-time names go through a locked interner, off the hot path.
 #![warn(missing_docs)]
 
+mod blocks;
 pub mod clock;
 pub mod collector;
 mod ffi;
@@ -151,6 +156,7 @@ mod ring;
 #[path = "../../tests/support/skip.rs"]
 mod skip;
 
+pub use blocks::{RecordBlocks, BLOCK_RECORDS};
 pub use collector::{
     current_thread_id, drain, drain_with, dropped_total, records_lost_at_exit, register_thread,
     ring_capacity, set_ring_capacity, thread_stats, ThreadStats, DEFAULT_RING_CAPACITY,

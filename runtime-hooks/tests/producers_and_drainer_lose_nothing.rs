@@ -1,12 +1,13 @@
 //! Several producer threads record into small rings while a drainer drains concurrently:
 //! for every thread, recorded + dropped == attempted exactly, every recorded record is
 //! drained exactly once, in the order the thread recorded it, and no producer blocks.
+//! The drainer collects into [`RecordBlocks`], as the profiler's windows do.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use runtime_hooks::{CounterPayload, Record};
+use runtime_hooks::{CounterPayload, RecordBlocks};
 
 #[test]
 fn producers_and_drainer_lose_nothing() {
@@ -20,9 +21,9 @@ fn producers_and_drainer_lose_nothing() {
     let drainer = {
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
-            let mut drained: Vec<Record> = Vec::new();
+            let mut drained = RecordBlocks::new();
             while !done.load(Ordering::Acquire) {
-                runtime_hooks::drain(&mut drained);
+                drained.drain_rings();
                 std::thread::yield_now();
             }
             drained
@@ -51,8 +52,9 @@ fn producers_and_drainer_lose_nothing() {
         thread.join().unwrap();
     }
     done.store(true, Ordering::Release);
-    let mut drained = drainer.join().unwrap();
-    runtime_hooks::drain(&mut drained);
+    let mut blocks = drainer.join().unwrap();
+    blocks.drain_rings();
+    let drained = blocks.into_vec();
 
     let mut by_thread: HashMap<u32, Vec<u64>> = HashMap::new();
     for record in &drained {

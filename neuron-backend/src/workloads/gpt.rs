@@ -37,6 +37,18 @@ pub struct GptShape {
 }
 
 impl GptShape {
+    /// The demo's model (`neuronprof demo`, `run gpt --shape demo`): 2 blocks of width
+    /// 512, 8 heads, context 128, MLP 2048, on the built-in text's characters — large
+    /// enough that device time, not host dispatch, sets the pace of a step.
+    pub const DEMO: GptShape = GptShape {
+        vocab: 0,
+        context: 128,
+        d_model: 512,
+        heads: 8,
+        layers: 2,
+        ffn: 2048,
+    };
+
     /// The tiny model the tests train: 1 block, width 32, 2 heads, context 16.
     pub fn tiny() -> Self {
         GptShape {

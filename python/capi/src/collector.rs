@@ -1,20 +1,22 @@
 //! Keeps the rings from overflowing while a window records: PyTorch calls the plugin
 //! only at a window's start and stop, and a thread's ring holds 32,768 records (about
 //! 5,000 ops), so a background thread drains every thread's ring into the window every
-//! few milliseconds, as the `profiler` crate's sessions do at each step.
+//! few milliseconds, as the `profiler` crate's sessions do at each step. The window
+//! keeps them in [`RecordBlocks`], which never move: a growing `Vec` copied the whole
+//! window at each doubling, stalling the drain while the rings filled.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use runtime_hooks::Record;
+use runtime_hooks::{Record, RecordBlocks};
 
 #[derive(Debug)]
 struct Running {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<()>,
-    records: Arc<Mutex<Vec<Record>>>,
+    records: Arc<Mutex<RecordBlocks>>,
     dropped_before: u64,
 }
 
@@ -30,17 +32,15 @@ pub(crate) fn begin(interval: Duration) {
     drop(end());
     runtime_hooks::drain_with(usize::MAX, |_| {});
     let stop = Arc::new(AtomicBool::new(false));
-    let records = Arc::new(Mutex::new(Vec::new()));
+    let records = Arc::new(Mutex::new(RecordBlocks::new()));
     let handle = {
         let (stop, records) = (Arc::clone(&stop), Arc::clone(&records));
         std::thread::Builder::new()
             .name("neuronprof-drain".into())
             .spawn(move || {
-                let mut batch = Vec::new();
                 while !stop.load(Ordering::Acquire) {
                     std::thread::sleep(interval);
-                    runtime_hooks::drain(&mut batch);
-                    lock(&records).append(&mut batch);
+                    lock(&records).drain_rings();
                 }
             })
             .expect("spawn the drain thread")
@@ -65,8 +65,9 @@ pub(crate) fn end() -> (Vec<Record>, u64) {
     };
     running.stop.store(true, Ordering::Release);
     let _ = running.handle.join();
-    let mut records = std::mem::take(&mut *lock(&running.records));
-    runtime_hooks::drain(&mut records);
+    let mut blocks = std::mem::take(&mut *lock(&running.records));
+    blocks.drain_rings();
+    let records = blocks.into_vec();
     let dropped = runtime_hooks::dropped_total().saturating_sub(running.dropped_before);
     (records, dropped)
 }

@@ -133,6 +133,10 @@ enum Command {
         /// on: compute real values; off: timing only (large shapes run fast).
         #[arg(long, default_value = "on", value_parser = ["on", "off"])]
         numerics: String,
+        /// The gpt workload's optimizer: adamw or sgd (plain SGD, no optimizer state).
+        /// Default: AdamW with numerics on, SGD timing only.
+        #[arg(long, value_parser = ["adamw", "sgd"])]
+        optimizer: Option<String>,
         /// Directory for the traces (must hold no other traces) [default:
         /// neuronprof-traces/WORKLOAD-UNIXMS]
         #[arg(long)]
@@ -504,6 +508,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             host_cost,
             steps,
             numerics,
+            optimizer,
             out,
             straggler,
             detail,
@@ -535,6 +540,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 progress: true,
                 output: neuronprof::run::RunOutput::parse(&output)?,
                 gpt: (shape == "demo").then_some(neuronprof::run::DEMO_GPT),
+                optimizer: optimizer.as_deref().map(|name| match name {
+                    "sgd" => neuron_backend::workloads::Optimizer::Sgd,
+                    _ => neuron_backend::workloads::Optimizer::AdamW,
+                }),
                 ..neuronprof::run::RunRequest::new(&workload)
             };
             run_and_print(&request)

@@ -21,7 +21,7 @@ use analysis::{analyze, load_paths, LoadOptions, ReportOptions};
 use anyhow::{bail, Context as _};
 use neuron_backend::dist::rank_of_thread;
 use neuron_backend::workloads::{
-    run_with_hooks, FnHooks, GptShape, RunReport, StepReport, Workload, WorkloadConfig,
+    run_with_hooks, FnHooks, GptShape, Optimizer, RunReport, StepReport, Workload, WorkloadConfig,
 };
 use neuron_backend::{DeviceProfile, RecordDetail};
 use profiler::{DeviceDetail, DeviceInfo, RankOf, RunOptions, Schedule, Summary};
@@ -62,6 +62,9 @@ pub struct RunRequest {
     pub schedule: Option<Schedule>,
     /// The GPT's dimensions; `None`: the workload's tiny default.
     pub gpt: Option<GptShape>,
+    /// The `gpt` workload's optimizer; `None`: the workload's own choice (AdamW with
+    /// numerics, SGD timing only: `WorkloadConfig::optimizer`).
+    pub optimizer: Option<Optimizer>,
     /// Profiler options (`--profile`).
     pub profile: ProfileSpec,
     /// Also write the rank traces as one Perfetto file (`trace.pftrace` in the out dir).
@@ -193,6 +196,7 @@ impl RunRequest {
             instructions: true,
             schedule: None,
             gpt: None,
+            optimizer: None,
             profile: ProfileSpec::default(),
             perfetto: false,
             progress: false,
@@ -201,19 +205,18 @@ impl RunRequest {
     }
 
     /// The demo: a GPT of [`DEMO_GPT`]'s shape on 4 data-parallel ranks with numerics,
-    /// rank 2's device 2× slower, 6 steps, 4 of them recorded.
+    /// rank 2's device 2× slower, 6 steps, 4 of them recorded, AdamW.
     ///
     /// The ranks are threads of one process and take turns on the machine's cores, but
     /// a rank's host time is what its ops cost eager PyTorch (modeled) and its device
     /// time what the timing model says: neither depends on how the threads were
-    /// scheduled. So the run's traces are the same on every run and every machine —
-    /// numerics on — and rank 2 is the rank the others wait for. `demo --numerics off`
-    /// is a lighter program, not the same one: timing only, the `gpt` workload updates
-    /// with a stateless SGD instead of AdamW (6.2 ms steps instead of 10.8 ms). Naming
-    /// AdamW there (`WorkloadConfig::optimizer`) gives the numerics-on traces exactly (the backend's
-    /// `a_workload_timeline_is_the_same_on_a_loaded_machine` test), but a release build
-    /// then outruns the profiler's drainer on two ranks (about 15,000 records dropped,
-    /// a step lost), so the demo keeps SGD until that is fixed.
+    /// scheduled. So the run's traces are the same on every run and every machine, and
+    /// rank 2 is the rank the others wait for. `demo --numerics off` runs the same
+    /// program timing only (AdamW named, where a timing-only `gpt` run defaults to SGD):
+    /// the same traces without the values (the backend's
+    /// `a_workload_timeline_is_the_same_on_a_loaded_machine` test). It records about a
+    /// million records a second per rank in a release build; the profiler's
+    /// collection keeps up with that on 2 cores (`profiler/examples/drain_load.rs`).
     pub fn demo(out_dir: PathBuf) -> Self {
         RunRequest {
             ranks: 4,
@@ -222,23 +225,15 @@ impl RunRequest {
             out_dir,
             numerics: true,
             gpt: Some(DEMO_GPT),
+            optimizer: Some(Optimizer::AdamW),
             perfetto: true,
             ..RunRequest::new("gpt")
         }
     }
 }
 
-/// The demo's model: 2 blocks of width 512, 8 heads, context 128, MLP 2048, on the
-/// built-in text's characters — large enough that device time, not host dispatch,
-/// sets the pace of a step.
-pub const DEMO_GPT: GptShape = GptShape {
-    vocab: 0,
-    context: 128,
-    d_model: 512,
-    heads: 8,
-    layers: 2,
-    ffn: 2048,
-};
+/// The demo's model: [`GptShape::DEMO`].
+pub const DEMO_GPT: GptShape = GptShape::DEMO;
 
 /// `neuronprof-traces/{workload}-{unix time in ms}`: a fresh directory per run, so one
 /// directory always holds one run's rank traces.
@@ -443,6 +438,13 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     if let Some(shape) = request.gpt {
         config.gpt = shape;
     }
+    if request.optimizer.is_some() && request.workload != "gpt" {
+        bail!(
+            "--optimizer applies to the gpt workload only ({} has no optimizer to choose)",
+            request.workload
+        );
+    }
+    config.optimizer = request.optimizer;
     config.straggler = request.straggler;
     config.profile = match &request.device_file {
         Some(path) => DeviceProfile::from_file(path)

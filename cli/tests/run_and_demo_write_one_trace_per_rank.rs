@@ -30,8 +30,8 @@ fn scratch(name: &str) -> PathBuf {
 fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
     let _serial = serial();
     let cwd = scratch("demo");
-    // Timing only (the default computes values): the same ranks and steps, a stateless
-    // SGD instead of AdamW, without the arithmetic a debug build takes minutes over.
+    // Timing only (the default computes values): the same program and traces without
+    // the arithmetic a debug build takes minutes over.
     let out = neuronprof(&["demo", "--numerics", "off"], &cwd);
     assert!(
         out.status.success(),
@@ -310,6 +310,14 @@ fn bad_run_arguments_are_usage_errors() {
         (
             vec!["run", "gpt", "--profile", "active=0"],
             "records nothing",
+        ),
+        (
+            vec!["run", "mlp", "--optimizer", "sgd"],
+            "--optimizer applies to the gpt workload only",
+        ),
+        (
+            vec!["run", "gpt", "--optimizer", "adam"],
+            "invalid value 'adam'",
         ),
     ] {
         let out = neuronprof(&args, &cwd);

@@ -99,9 +99,17 @@ pub(crate) struct CoreState {
 }
 
 impl CoreState {
-    /// Places one transfer of `dur_ns` occupying its engine `occupancy_ns` on the least
-    /// busy DMA engine (its next queue slot, round robin) no earlier than `floor_ns`, and
-    /// notes the engine's occupancy for back-filled copies; returns `(start, end, queue)`.
+    /// Places one transfer of `dur_ns` occupying its engine `occupancy_ns` on the DMA
+    /// engine that can take it first (its next queue slot, round robin), no earlier than
+    /// `floor_ns`, and notes the engine's occupancy; returns `(start, end, queue)`.
+    ///
+    /// A kernel's transfers are placed in issue order: each after its engine's last
+    /// compute transfer (`dma_engine_free_ns`, the order the hardware takes a kernel's
+    /// descriptors in), in the earliest idle stretch from there. Only a collective's
+    /// transfers can lie beyond that frontier: they are placed when the last rank
+    /// arrives, often in a fast rank's future, and compute issued meanwhile goes in the
+    /// gaps before and between them rather than behind the whole collective
+    /// ([`collective::place_step`]). Without collectives this is plain issue order.
     pub(crate) fn place_dma(
         &mut self,
         queues_per_engine: u32,
@@ -109,21 +117,26 @@ impl CoreState {
         dur_ns: f64,
         occupancy_ns: f64,
     ) -> (u64, u64, usize) {
-        let (engine, &engine_free) = self
+        let occupancy = occupancy_ns.round() as u64;
+        let (engine, _) = self
             .dma_engine_free_ns
             .iter()
+            .zip(&self.dma_busy)
+            .map(|(&free, busy)| backfill::earliest_gap(busy, free, occupancy).0)
             .enumerate()
-            .min_by_key(|(_, free)| **free)
+            .min_by_key(|&(_, start)| start)
             .expect("at least one DMA engine");
         let slot = self.dma_next_queue[engine];
         self.dma_next_queue[engine] = (slot + 1) % queues_per_engine;
         let queue = engine * queues_per_engine as usize + slot as usize;
-        let start_ns = engine_free.max(floor_ns).max(self.dma_queue_free_ns[queue]);
+        let ready_ns = self.dma_engine_free_ns[engine]
+            .max(floor_ns)
+            .max(self.dma_queue_free_ns[queue]);
+        let (start_ns, at) = backfill::earliest_gap(&self.dma_busy[engine], ready_ns, occupancy);
         let end_ns = start_ns + (dur_ns.round() as u64).max(1);
-        self.dma_engine_free_ns[engine] = start_ns + occupancy_ns.round() as u64;
+        self.dma_engine_free_ns[engine] = start_ns + occupancy;
         self.dma_queue_free_ns[queue] = end_ns;
-        // Issue order: the interval starts after every one before it (sorted).
-        self.dma_busy[engine].push((start_ns, self.dma_engine_free_ns[engine]));
+        self.dma_busy[engine].insert(at, (start_ns, start_ns + occupancy));
         (start_ns, end_ns, queue)
     }
 }
@@ -218,8 +231,8 @@ impl Timeline {
     }
 
     /// A copy of the cores' engine and DMA state, for planning a collective's
-    /// transfers without placing them (without the occupancy intervals kept for
-    /// back-filled copies: the planner places in issue order only).
+    /// transfers without placing them (its pieces go in the engines' idle gaps, so the
+    /// occupancy intervals are copied too).
     pub(crate) fn core_states(&self) -> Vec<CoreState> {
         self.cores
             .iter()
@@ -230,7 +243,7 @@ impl Timeline {
                 dma_engine_free_ns: core.dma_engine_free_ns.clone(),
                 dma_queue_free_ns: core.dma_queue_free_ns.clone(),
                 dma_next_queue: core.dma_next_queue.clone(),
-                dma_busy: vec![Vec::new(); core.dma_busy.len()],
+                dma_busy: core.dma_busy.clone(),
             })
             .collect()
     }

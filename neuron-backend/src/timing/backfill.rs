@@ -44,7 +44,11 @@ impl Timeline {
 
 /// The earliest start at or after `ready_ns` at which `occupancy_ns` fits between the
 /// sorted intervals of `busy`, and the index to insert it at.
-fn earliest_gap(busy: &[(u64, u64)], ready_ns: u64, occupancy_ns: u64) -> (u64, usize) {
+pub(crate) fn earliest_gap(busy: &[(u64, u64)], ready_ns: u64, occupancy_ns: u64) -> (u64, usize) {
+    // Usually nothing is placed beyond `ready_ns` (issue order): no search.
+    if busy.last().is_none_or(|&(_, end)| end <= ready_ns) {
+        return (ready_ns, busy.len());
+    }
     let mut start_ns = ready_ns;
     let mut i = busy.partition_point(|&(_, end)| end <= start_ns);
     while i < busy.len() && busy[i].0 < start_ns + occupancy_ns {

@@ -155,6 +155,8 @@ impl Drop for BackwardScope {
 #[derive(Debug, Clone)]
 pub(crate) enum Lowering {
     Rows(RowPlan),
+    /// Row plans one after the other (a reduction's partial results, then across them).
+    RowPasses(Vec<RowPlan>),
     Matmul(MatmulPlan),
     Copy {
         bytes: u64,
@@ -166,6 +168,14 @@ impl Lowering {
     fn lower(&self, run: &mut KernelRun<'_>) {
         match self {
             Lowering::Rows(plan) => plan.lower(run),
+            Lowering::RowPasses(plans) => {
+                for (i, plan) in plans.iter().enumerate() {
+                    if i > 0 {
+                        run.begin_next_stage();
+                    }
+                    plan.lower(run);
+                }
+            }
             Lowering::Matmul(plan) => plan.lower(run),
             Lowering::Copy { bytes, direction } => {
                 crate::timing::lower::copy(run, *bytes, *direction)

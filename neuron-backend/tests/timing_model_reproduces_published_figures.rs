@@ -289,6 +289,33 @@ fn a_row_longer_than_a_partition_spills_between_passes() {
 }
 
 #[test]
+fn a_sum_of_all_elements_is_spread_over_the_partitions() {
+    // The same 1 MiB of f32 reduced to one value, and to one value per 128-element row
+    // (8,192 rows fill the partitions): a compiler cuts the single long row over the
+    // partitions and reduces the partial results in a second pass, so the full sum
+    // reads its input about as fast: 8,495 ns against 6,729 ns. (The row was cut only
+    // as far as SBUF needed, over 6 partitions: 33,424 ns, and the demo's insight
+    // named `aten::sum` the op with most to win.)
+    let device = device(DeviceProfile::trn2());
+    let x = device.zeros(&[2, 8, 128, 128], DType::F32).unwrap();
+    x.sum(3, false).unwrap();
+    let by_rows = device.last_kernel().unwrap().dur_ns();
+    x.sum_all().unwrap();
+    let all = device.last_kernel().unwrap().dur_ns();
+    // Over the batch of attention scores: 16 Ki results, each of 8 elements 64 KiB
+    // apart, accumulated in contiguous runs: 3,685 ns (one result a partition row: 40,519).
+    let scores = device.zeros(&[8, 128, 128], DType::F32).unwrap();
+    scores.sum(0, false).unwrap();
+    let over_batch = device.last_kernel().unwrap().dur_ns();
+    eprintln!(
+        "sum of 1 MiB f32: {all} ns to one value, {by_rows} ns to 8,192 row sums; \
+         sum of 512 KiB over its first dimension: {over_batch} ns"
+    );
+    assert!(all < 2 * by_rows, "{all} ns vs {by_rows} ns");
+    assert!(over_batch < by_rows, "{over_batch} ns vs {by_rows} ns");
+}
+
+#[test]
 fn host_copies_run_at_the_host_link_rate() {
     let device = device(DeviceProfile::trn2());
     let link = device.profile().host_link_bytes_per_ns;

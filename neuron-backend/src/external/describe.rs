@@ -39,7 +39,7 @@ pub use dtype::{ScalarType, TypeClass};
 use runtime_hooks::DmaDirection;
 
 use crate::timing::cost::Precision;
-use crate::timing::lower::{MatmulPlan, RowPlan, Stage, FLAT_FREE};
+use crate::timing::lower::{reduction_passes, MatmulPlan, RowPlan, Stage};
 use crate::timing::KernelRun;
 use crate::Engine;
 use table::{class_of, MatmulKind, OpClass};
@@ -675,9 +675,8 @@ fn softmax(op: &ExternalOp<'_>, backward: bool) -> Option<Description> {
     })
 }
 
-/// A reduction of the first input to the first output's size. Few output rows with
-/// long rows are split over the partitions first (partial results on every partition,
-/// then a pass across them), as a compiler tiles them.
+/// A reduction of the first input to the first output's size, tiled by
+/// [`reduction_passes`] (few long rows split over the partitions, then a pass across).
 fn reduction(op: &ExternalOp<'_>) -> Option<Description> {
     let x = op.inputs.first()?;
     let out = op.outputs.first()?;
@@ -686,51 +685,14 @@ fn reduction(op: &ExternalOp<'_>) -> Option<Description> {
     let eb = x.dtype.size_bytes();
     let oeb = out.dtype.size_bytes();
     let sixteen = x.dtype.sixteen_bit();
-    let partitions = 128u64;
-    let mut pieces = Vec::new();
-    let lowering;
-    if rows >= partitions || cols <= FLAT_FREE {
-        pieces.push(Piece::Rows(row_plan(
-            rows,
-            cols,
-            vec![stage(Engine::Vector, 1)],
-            sixteen,
-            &[eb],
-            0,
-            0,
-        )));
-        // One result per row.
-        if let Some(Piece::Rows(plan)) = pieces.last_mut() {
-            plan.store_bytes_per_row = oeb;
-        }
-        lowering = "reduction rows".to_owned();
+    let passes = reduction_passes(rows, cols, 1, (eb, oeb), stage(Engine::Vector, 1), sixteen);
+    let lowering = if passes.len() == 1 {
+        "reduction rows"
     } else {
-        let parts = (partitions / rows).clamp(1, cols.div_ceil(FLAT_FREE));
-        let part_cols = cols.div_ceil(parts);
-        let mut first = row_plan(
-            rows * parts,
-            part_cols,
-            vec![stage(Engine::Vector, 1)],
-            sixteen,
-            &[eb],
-            0,
-            0,
-        );
-        first.store_bytes_per_row = 4;
-        let mut second = row_plan(
-            rows,
-            parts,
-            vec![stage(Engine::Vector, 1)],
-            false,
-            &[4],
-            0,
-            0,
-        );
-        second.store_bytes_per_row = oeb;
-        pieces.push(Piece::Rows(first));
-        pieces.push(Piece::Rows(second));
-        lowering = "reduction rows in partial sums, then across partitions".to_owned();
+        "reduction rows in partial sums, then across partitions"
     }
+    .to_owned();
+    let pieces = passes.into_iter().map(Piece::Rows).collect();
     Some(Description {
         lowering_plan: ExternalLowering { pieces },
         flops: numel,

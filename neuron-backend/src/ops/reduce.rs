@@ -63,7 +63,7 @@ impl Tensor {
             stages: vec![Stage::new(Engine::Vector, 1, instr_name(kernel))],
             flops: self.numel() as u64,
         }
-        .run(move |v| {
+        .run_reduction(lanes.inner, move |v| {
             let x = v[0].f32();
             let mut out = vec![0.0f32; lanes.count()];
             lanes.for_each(|lane, base, stride| {

@@ -3,7 +3,7 @@
 
 use crate::dispatch::{self, common_device, Lowering, OpCall};
 use crate::tensor::Values;
-use crate::timing::lower::{RowPlan, Stage};
+use crate::timing::lower::{reduction_passes, RowPlan, Stage};
 use crate::{BackendError, DType, Tensor};
 
 /// How a tensor splits around dimension `dim`: `outer × size × inner` elements.
@@ -76,6 +76,37 @@ impl RowKernel<'_> {
         numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
     ) -> Result<Vec<Tensor>, BackendError> {
         self.run_with(None, numerics)
+    }
+
+    /// Runs a reduction of each row to one result, its elements `inner` apart: its
+    /// first stage over the streamed input, tiled by [`reduction_passes`] (results
+    /// accumulated in contiguous runs, or a few long rows cut over the partitions and
+    /// their partial results reduced in a second pass).
+    pub(crate) fn run_reduction(
+        self,
+        inner: usize,
+        numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
+    ) -> Result<Vec<Tensor>, BackendError> {
+        let device = common_device(self.op, self.inputs)?;
+        let input = self.inputs[0];
+        let stage = self.stages[0];
+        let passes = reduction_passes(
+            self.rows as u64,
+            self.cols as u64,
+            inner as u64,
+            (input.dtype.size_bytes(), self.store_bytes_per_row),
+            stage,
+            input.dtype == DType::BF16,
+        );
+        let call = OpCall {
+            op: self.op,
+            kernel: self.kernel,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            flops: self.flops,
+            lowering: Lowering::RowPasses(passes),
+        };
+        dispatch::dispatch_checked(&device, call, numerics)
     }
 
     fn run_with(

@@ -23,7 +23,7 @@ mod matmul;
 mod rows;
 
 pub(crate) use matmul::{Epilogue, MatmulPlan};
-pub(crate) use rows::{RowPlan, FLAT_FREE};
+pub(crate) use rows::{reduction_passes, RowPlan, FLAT_FREE};
 
 use runtime_hooks::{DmaDirection, NameId};
 

@@ -8,6 +8,70 @@ use super::{cost, Buffers, Engine, KernelRun, Stage};
 /// Elements per partition per tile when rows are flattened elementwise data.
 pub(crate) const FLAT_FREE: u64 = 2048;
 
+/// Partitions a reduction of few long rows is spread over (one core's).
+const REDUCTION_PARTITIONS: u64 = 128;
+
+/// The passes of a reduction to `rows` results of `cols` elements each (`in_eb` bytes
+/// an element read, `out_eb` bytes a result stored), each pass running `stage`, where
+/// consecutive elements of one result lie `inner` apart (1: the reduced dimension is
+/// the innermost), tiled as a compiler tiles them:
+/// - `inner` > 1 (say a sum over the batch): the results are contiguous runs of `inner`,
+///   so each partition row accumulates a run of results elementwise over the `cols`
+///   slices, enough results a row to fill the partitions (up to [`FLAT_FREE`] elements
+///   read a row; the slices of a row are costed as one contiguous load). Kept as one
+///   result a partition row, an 8-slice sum of 16 Ki results read 32 B rows and ran
+///   8 elements an instruction: 11× slower;
+/// - whole rows on the partitions when there are as many rows as partitions or the rows
+///   are short ([`FLAT_FREE`] elements at most);
+/// - otherwise each row is cut over the partitions into 4-byte partial results, then a
+///   second pass reduces across them. (Cut only as far as SBUF needs, the one row of a
+///   1 MiB sum of all elements ran on 6 partitions of 128, 5× slower.)
+///
+/// The native reductions (`ops/reduce.rs`) and the PyTorch path's
+/// (`external/describe.rs`, which passes `inner` 1: it sees shapes, not which dimension
+/// is reduced) use it alike.
+pub(crate) fn reduction_passes(
+    rows: u64,
+    cols: u64,
+    inner: u64,
+    (in_eb, out_eb): (u64, u64),
+    stage: Stage,
+    sixteen_bit: bool,
+) -> Vec<RowPlan> {
+    let (rows, cols) = (rows.max(1), cols.max(1));
+    let pass = |rows: u64, cols: u64, in_eb: u64, store: u64, sixteen_bit: bool| RowPlan {
+        rows,
+        cols,
+        load_bytes_per_row: vec![cols * in_eb],
+        const_bytes: 0,
+        store_bytes_per_row: store,
+        stages: vec![stage],
+        sixteen_bit,
+        direction: DmaDirection::DeviceToDevice,
+    };
+    if inner > 1 {
+        let per_row = rows
+            .div_ceil(REDUCTION_PARTITIONS)
+            .clamp(1, (FLAT_FREE / cols).max(1))
+            .min(inner);
+        return vec![pass(
+            rows.div_ceil(per_row),
+            per_row * cols,
+            in_eb,
+            per_row * out_eb,
+            sixteen_bit,
+        )];
+    }
+    if rows >= REDUCTION_PARTITIONS || cols <= FLAT_FREE {
+        return vec![pass(rows, cols, in_eb, out_eb, sixteen_bit)];
+    }
+    let parts = (REDUCTION_PARTITIONS / rows).clamp(1, cols.div_ceil(FLAT_FREE));
+    vec![
+        pass(rows * parts, cols.div_ceil(parts), in_eb, 4, sixteen_bit),
+        pass(rows, parts, 4, out_eb, false),
+    ]
+}
+
 /// SBUF buffers per input of a row kernel when they fit: loads of tile `t` wait for the
 /// compute of tile `t - ROW_BUFFERS`.
 const ROW_BUFFERS: u64 = 3;

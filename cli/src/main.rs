@@ -539,7 +539,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 perfetto,
                 progress: true,
                 output: neuronprof::run::RunOutput::parse(&output)?,
-                gpt: (shape == "demo").then_some(neuronprof::run::DEMO_GPT),
+                gpt: (shape == "demo").then_some(neuron_backend::workloads::GptShape::DEMO),
                 optimizer: optimizer.as_deref().map(|name| match name {
                     "sgd" => neuron_backend::workloads::Optimizer::Sgd,
                     _ => neuron_backend::workloads::Optimizer::AdamW,

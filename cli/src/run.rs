@@ -204,7 +204,7 @@ impl RunRequest {
         }
     }
 
-    /// The demo: a GPT of [`DEMO_GPT`]'s shape on 4 data-parallel ranks with numerics,
+    /// The demo: a GPT of [`GptShape::DEMO`]'s shape on 4 data-parallel ranks with numerics,
     /// rank 2's device 2× slower, 6 steps, 4 of them recorded, AdamW.
     ///
     /// The ranks are threads of one process and take turns on the machine's cores, but
@@ -224,16 +224,13 @@ impl RunRequest {
             straggler: Some((2, 2.0)),
             out_dir,
             numerics: true,
-            gpt: Some(DEMO_GPT),
+            gpt: Some(GptShape::DEMO),
             optimizer: Some(Optimizer::AdamW),
             perfetto: true,
             ..RunRequest::new("gpt")
         }
     }
 }
-
-/// The demo's model: [`GptShape::DEMO`].
-pub const DEMO_GPT: GptShape = GptShape::DEMO;
 
 /// `neuronprof-traces/{workload}-{unix time in ms}`: a fresh directory per run, so one
 /// directory always holds one run's rank traces.

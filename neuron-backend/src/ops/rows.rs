@@ -87,34 +87,23 @@ impl RowKernel<'_> {
         inner: usize,
         numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
     ) -> Result<Vec<Tensor>, BackendError> {
-        let device = common_device(self.op, self.inputs)?;
-        let input = self.inputs[0];
-        let stage = self.stages[0];
+        let dtype = self.inputs[0].dtype;
         let passes = reduction_passes(
             self.rows as u64,
             self.cols as u64,
             inner as u64,
-            (input.dtype.size_bytes(), self.store_bytes_per_row),
-            stage,
-            input.dtype == DType::BF16,
+            (dtype.size_bytes(), self.store_bytes_per_row),
+            self.stages[0],
+            dtype == DType::BF16,
         );
-        let call = OpCall {
-            op: self.op,
-            kernel: self.kernel,
-            inputs: self.inputs,
-            outputs: self.outputs,
-            flops: self.flops,
-            lowering: Lowering::RowPasses(passes),
-        };
-        dispatch::dispatch_checked(&device, call, numerics)
+        self.dispatch(Lowering::RowPasses(passes), numerics)
     }
 
     fn run_with(
-        self,
+        mut self,
         gather_elem_bytes: Option<u64>,
         numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
     ) -> Result<Vec<Tensor>, BackendError> {
-        let device = common_device(self.op, self.inputs)?;
         let dtype = self.inputs[0].dtype;
         let mut plan = RowPlan {
             rows: self.rows as u64,
@@ -122,7 +111,7 @@ impl RowKernel<'_> {
             load_bytes_per_row: Vec::new(),
             const_bytes: 0,
             store_bytes_per_row: self.store_bytes_per_row,
-            stages: self.stages,
+            stages: std::mem::take(&mut self.stages),
             sixteen_bit: dtype == DType::BF16,
             direction: runtime_hooks::DmaDirection::DeviceToDevice,
         };
@@ -136,13 +125,23 @@ impl RowKernel<'_> {
                 plan.const_bytes += input.size_bytes();
             }
         }
+        self.dispatch(Lowering::Rows(plan), numerics)
+    }
+
+    /// Dispatches the kernel with `lowering` on its inputs' device.
+    fn dispatch(
+        self,
+        lowering: Lowering,
+        numerics: impl FnOnce(&[Values]) -> Result<Vec<Values>, BackendError>,
+    ) -> Result<Vec<Tensor>, BackendError> {
+        let device = common_device(self.op, self.inputs)?;
         let call = OpCall {
             op: self.op,
             kernel: self.kernel,
             inputs: self.inputs,
             outputs: self.outputs,
             flops: self.flops,
-            lowering: Lowering::Rows(plan),
+            lowering,
         };
         dispatch::dispatch_checked(&device, call, numerics)
     }

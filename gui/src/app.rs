@@ -47,6 +47,8 @@ pub struct TimelineView {
     pub last_tracks_rect: egui::Rect,
     /// Statistics of the selected range, computed once per range.
     pub range_stats: Option<((f64, f64), crate::range::RangeStats)>,
+    /// The roofline of the selected operator, looked up once per selection.
+    pub roofline: Option<crate::roofline::SelectedRoofline>,
 }
 
 impl TimelineView {
@@ -63,6 +65,7 @@ impl TimelineView {
             last_width: 1000.0,
             last_height: 600.0,
             range_stats: None,
+            roofline: None,
             last_tracks_rect: egui::Rect::NOTHING,
         }
     }

@@ -50,6 +50,12 @@
 //!   panel's checkbox) dims every slice whose event is not on the path (HTA's
 //!   `critical_path_events_set`: the events of the path's nodes) and outlines those
 //!   that are.
+//! - **Roofline of a selected operator** ([`roofline`]): a host operator slice shows its
+//!   row of the rank's roofline table (the analyses', computed once per rank by the
+//!   loader): GFLOP and bytes per call, FLOPs/byte, this call's TFLOP/s and TB/s from
+//!   the union of the kernels its launches flow to (the row's mean when none is found),
+//!   % of roofline, bound, device and peak, calls with these shapes and the time to
+//!   win; or the table's reason when the model does not cover the operator.
 //!
 //! # Example
 //! ```
@@ -76,6 +82,7 @@ pub mod load;
 pub mod model;
 pub mod range;
 pub mod recent;
+pub mod roofline;
 pub mod search;
 pub mod ui;
 

@@ -3,6 +3,7 @@
 pub mod critical_path_ui;
 pub mod details_ui;
 pub mod panels_ui;
+pub mod roofline_ui;
 pub mod timeline_ui;
 
 use eframe::egui;

@@ -119,6 +119,13 @@ fn selection_ui(ui: &mut egui::Ui, timeline: &Timeline, loaded: &mut Loaded) {
                 fact("self time", format_ns(timeline.self_time_ns(slice) as f64));
                 fact("event index", row.event_index[i].to_string());
             });
+            crate::ui::roofline_ui::roofline_ui(
+                ui,
+                timeline,
+                &loaded.analyses,
+                &mut view.roofline,
+                slice,
+            );
             let args = track.slice_args(row.args_at[i]);
             if !args.is_empty() {
                 ui.separator();

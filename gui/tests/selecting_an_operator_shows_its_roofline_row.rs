@@ -154,23 +154,27 @@ fn check_row(harness: &mut Harness<'static, ViewerApp>, table: &RankRoofline, op
     }
 }
 
-#[test]
-fn selecting_an_operator_shows_its_roofline_row() {
-    let path =
-        support::traces_dir().join("tracelens/h100_gaunernst_bert-small-uncased__1016001.json.gz");
+/// Every GEMM row of a TraceLens sample (several shapes of addmm, some with calls of
+/// different times) and attention: the row is the one of the call's arguments, not
+/// only of its name.
+fn gemm_and_attention_rows_are_shown(trace: &str, device: &str) {
+    let path = support::traces_dir().join("tracelens").join(trace);
     let set = load_paths(
         std::slice::from_ref(&path),
         &LoadOptions::default().with_lenient(true),
     )
     .unwrap();
     let table = roofline_table(&set.ranks[0], &RooflineOptions::default()).unwrap();
-    assert_eq!(table.device.as_deref(), Some("H100 SXM"), "{table:?}");
+    assert_eq!(
+        table.device.as_deref(),
+        Some(device),
+        "{}",
+        table.device_source
+    );
 
     let mut harness = support::viewer(vec![path]);
     support::wait_loaded(&mut harness);
 
-    // Every GEMM row (four shapes of addmm, one with 17 calls of different times) and
-    // attention: the row is the one of the call's arguments, not only of its name.
     let addmm: Vec<&RooflineOp> = table
         .ops
         .iter()
@@ -193,6 +197,22 @@ fn selecting_an_operator_shows_its_roofline_row() {
         .find(|op| op.name == "aten::_scaled_dot_product_flash_attention")
         .expect("an attention row");
     check_row(&mut harness, &table, attention);
+}
+
+#[test]
+fn selecting_an_operator_shows_its_roofline_row() {
+    gemm_and_attention_rows_are_shown(
+        "h100_gaunernst_bert-small-uncased__1016001.json.gz",
+        "H100 SXM",
+    );
+}
+
+#[test]
+fn selecting_an_operator_of_a_rocm_trace_shows_its_roofline_row() {
+    gemm_and_attention_rows_are_shown(
+        "mi300_gaunernst_bert-small-uncased__1016001.json.gz",
+        "MI300X",
+    );
 }
 
 #[test]

@@ -170,8 +170,9 @@ fn row_ui(
                         "kernel time of this call",
                         &[us(ns as f64 / 1e3), "µs".to_owned()],
                         Some(format!(
-                            "union of its {} kernels; row mean {} µs",
+                            "union of its {} kernel{}; row mean {} µs",
                             call.kernels,
+                            if call.kernels == 1 { "" } else { "s" },
                             us(op.kernel_time_per_call_us.mean)
                         )),
                     );
@@ -219,9 +220,13 @@ fn row_ui(
                     "% of roofline",
                     &[pct(p), "%".to_owned()],
                     Some(format!(
-                        "of the row: roofline {} µs per call / mean kernel time {} µs",
+                        "of the row: roofline {} µs per call / mean kernel time {} µs{}",
                         us(r),
-                        us(op.kernel_time_per_call_us.mean)
+                        us(op.kernel_time_per_call_us.mean),
+                        call_time.map_or(String::new(), |ns| format!(
+                            "; this call {} %",
+                            pct(r / (ns as f64 / 1e3) * 100.0)
+                        ))
                     )),
                 ),
                 _ => line(ui, "% of roofline", &["-".to_owned()], None),

@@ -220,6 +220,98 @@ mod tests {
         assert!(!is_host_operator("user_annotation"));
     }
 
+    /// A timeline of `events` (a trace's `traceEvents` array text).
+    fn timeline_of(name: &str, events: &str) -> Timeline {
+        let dir = std::env::temp_dir().join(format!("gui-roofline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, format!(r#"{{"traceEvents": {events}}}"#)).unwrap();
+        let progress = crate::load::Progress::for_files(std::slice::from_ref(&path));
+        let timeline = crate::load::load_timeline(std::slice::from_ref(&path), &progress).unwrap();
+        let _ = std::fs::remove_file(&path);
+        timeline
+    }
+
+    fn slice_named(timeline: &Timeline, name: &str) -> SliceRef {
+        let id = timeline.names.lookup(name).unwrap();
+        for (t, track) in timeline.tracks.iter().enumerate() {
+            for (depth, row) in track.rows().iter().enumerate() {
+                if let Some(i) = row.name.iter().position(|&n| n == id) {
+                    return SliceRef {
+                        track: t as u32,
+                        depth: depth as u16,
+                        index: i as u32,
+                    };
+                }
+            }
+        }
+        panic!("no slice {name}");
+    }
+
+    #[test]
+    fn a_call_counts_the_union_of_the_device_work_launched_inside_it() {
+        // aten::mm [0, 100] launches two kernels that overlap ([30, 60] and [50, 80]:
+        // 50 us of union, not 60) and a memset; a launch after it and a fwdbwd flow to
+        // another operator do not count.
+        let timeline = timeline_of(
+            "union",
+            r#"[
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "pid": 1, "tid": 1, "ts": 40, "dur": 5},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 150, "dur": 5},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm_backward", "pid": 1, "tid": 2, "ts": 300, "dur": 50},
+            {"ph": "X", "cat": "kernel", "name": "gemm_a", "pid": 0, "tid": 7, "ts": 30, "dur": 30},
+            {"ph": "X", "cat": "kernel", "name": "gemm_b", "pid": 0, "tid": 8, "ts": 50, "dur": 30},
+            {"ph": "X", "cat": "gpu_memset", "name": "Memset", "pid": 0, "tid": 7, "ts": 90, "dur": 2},
+            {"ph": "X", "cat": "kernel", "name": "later", "pid": 0, "tid": 7, "ts": 160, "dur": 10},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 1, "tid": 1, "ts": 10},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 30, "bp": "e"},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 1, "tid": 1, "ts": 20},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 2, "pid": 0, "tid": 8, "ts": 50, "bp": "e"},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 1, "tid": 1, "ts": 40},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 3, "pid": 0, "tid": 7, "ts": 90, "bp": "e"},
+            {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 1, "tid": 1, "ts": 150},
+            {"ph": "f", "cat": "ac2g", "name": "ac2g", "id": 4, "pid": 0, "tid": 7, "ts": 160, "bp": "e"},
+            {"ph": "s", "cat": "fwdbwd", "name": "fwdbwd", "id": 5, "pid": 1, "tid": 1, "ts": 0},
+            {"ph": "f", "cat": "fwdbwd", "name": "fwdbwd", "id": 5, "pid": 1, "tid": 2, "ts": 300, "bp": "e"}
+            ]"#,
+        );
+        let mm = slice_named(&timeline, "aten::mm");
+        assert_eq!(
+            call_kernels(&timeline, mm),
+            CallKernels {
+                kernels: 3,
+                time_ns: 52_000
+            }
+        );
+        // The launch and the operator outside it: their own work only.
+        let launch = slice_named(&timeline, "cudaMemsetAsync");
+        assert_eq!(
+            call_kernels(&timeline, launch),
+            CallKernels {
+                kernels: 1,
+                time_ns: 2_000
+            }
+        );
+        let backward = slice_named(&timeline, "aten::mm_backward");
+        assert_eq!(call_kernels(&timeline, backward), CallKernels::default());
+    }
+
+    #[test]
+    fn a_trace_without_flows_gives_no_kernels_rather_than_a_guess() {
+        let timeline = timeline_of(
+            "no-flows",
+            r#"[
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 30}
+            ]"#,
+        );
+        let mm = slice_named(&timeline, "aten::mm");
+        assert_eq!(call_kernels(&timeline, mm), CallKernels::default());
+    }
+
     #[test]
     fn a_missing_argument_is_empty() {
         let args = [("Input Dims", "[[2, 3]]"), ("Input type", "[\"float\"]")];

@@ -11,10 +11,11 @@ use analysis::live::{HardwareInfo, InstanceInfo, MonitorDocument, RuntimeEntry, 
 use ratatui::crossterm::event::KeyEvent;
 
 use crate::history::History;
+use crate::roofline::ReplayRoofline;
 
 pub use keys::KEY_HELP;
 pub use tree::TreeNode;
-pub use view::{CoreRow, EngineRow, TabView};
+pub use view::{CoreRow, EngineRow, OperatorsRoofline, TabView};
 
 /// Documents kept while frozen, applied on unfreeze (older ones are dropped, counted).
 pub const FROZEN_QUEUE_LEN: usize = 600;
@@ -169,6 +170,9 @@ pub struct Replay {
     pub index: usize,
     /// Whether the play timer advances the cursor.
     pub playing: bool,
+    /// The operators' roofline per document ([`crate::roofline`]), once computed, or
+    /// why there is none; `None` when not asked for.
+    pub roofline: Option<Result<Arc<ReplayRoofline>, String>>,
 }
 
 /// The whole UI state.
@@ -270,9 +274,19 @@ impl App {
             times_s: Arc::new(times_s),
             index: 0,
             playing: false,
+            roofline: None,
         });
         app.seek(0);
         app
+    }
+
+    /// Gives the replay its operators' roofline (computed once per document by
+    /// [`ReplayRoofline::build`]), or why there is none; the top-operators pane then
+    /// shows it. Does nothing outside a replay.
+    pub fn set_replay_roofline(&mut self, roofline: Result<ReplayRoofline, String>) {
+        if let Some(replay) = &mut self.replay {
+            replay.roofline = Some(roofline.map(Arc::new));
+        }
     }
 
     /// Handles one event; returns whether the screen needs a redraw.

@@ -27,6 +27,29 @@
 //! records. Documents without the extension (AWS's neuron-monitor) leave our panes with
 //! a note saying so.
 //!
+//! # How far the top operators are from the roofline (`--replay`)
+//! Replaying traces, the top-operators pane adds per operator its achieved rate
+//! (TFLOP/s, or TB/s when memory-bound, with a decimal prefix: `2.95 GB/s`), its % of
+//! the device's roofline and its bound (`C` compute, `M` memory), e.g. `0.4% M`; the
+//! pane's title names the device (`vs trn2 (LNC=2)`). They come from
+//! [`analysis::analyses::roofline::roofline_table`] over the device rows ending in the
+//! report's period, computed once per report when the replay loads
+//! ([`roofline::ReplayRoofline::build`]), not while drawing. Per operator, over its
+//! rows (one per unique input shapes), weighted by kernel time: % of roofline = Σ
+//! roofline time / Σ kernel time (a row's roofline time is calls × one call's), achieved
+//! TFLOP/s = Σ FLOPs / Σ kernel time, TB/s the same with bytes, bound = the bound of the
+//! rows holding most of the kernel time ([`roofline`] says exactly what a period
+//! covers). "—": the model does not cover the operator (no row under its name in the
+//! run, e.g. `aten::transpose`, `c10d::allreduce_`); "…": it is modeled but its calls
+//! running in this period end in a later one. Never an estimate. The "all" tab sums
+//! the figures over the running ranks. To make room the pane takes 44 % of the bottom
+//! row at 120×36 and more (64 % of the activity view at 80×24); the calls column, then
+//! the achieved rate, are dropped when the operator names would get narrower than 18
+//! columns.
+//!
+//! Live (`--pid`, `--stdin`): reports carry operator names, calls and device time only
+//! (no input shapes), so the pane shows those three columns, as before; no roofline.
+//!
 //! # Design choices (the issue is silent)
 //! - Tabs: "all" then one per `neuron_runtime_data` entry (each rank of a multi-rank
 //!   process is its own, tagged `<pid>/rank<N>`), numbered `1`–`9` in the tab bar.
@@ -64,6 +87,7 @@ pub mod app;
 mod args;
 pub mod history;
 mod live;
+pub mod roofline;
 mod run;
 pub mod ui;
 

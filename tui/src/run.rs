@@ -18,6 +18,7 @@ use ratatui::Terminal;
 
 use crate::app::{App, Event};
 use crate::args::{Args, Source};
+use crate::roofline::ReplayRoofline;
 
 /// Runs neuron-top until the user quits.
 pub fn run(args: Args) -> Result<()> {
@@ -36,7 +37,11 @@ pub fn run(args: Args) -> Result<()> {
             let series = replay_dir(dir, &options)
                 .with_context(|| format!("cannot replay {}", dir.display()))?;
             let label = format!("replay {}", dir.display());
-            let app = App::with_replay(label, series.documents, series.times_s);
+            let reports = series.documents.len();
+            let mut app = App::with_replay(label, series.documents, series.times_s);
+            eprintln!("neuron-top: computing the operators' roofline of {reports} reports …");
+            let period_ns = (series.period_s * 1e9).round() as i64;
+            app.set_replay_roofline(ReplayRoofline::build(dir, period_ns, reports));
             spawn_ticks(tx.clone(), args.play_interval);
             app
         }

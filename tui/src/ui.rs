@@ -100,13 +100,16 @@ fn wide_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &TabView) {
         .split(rows[1]);
     ours::engines_ui(frame, second[0], view);
     ours::hbm_ui(frame, second[1], view);
+    // With the replay's roofline, the operators take more of the row for their extra
+    // columns (collectives and latency drop their least wanted figures first).
+    let third_split = if view.roofline.is_some() {
+        [30, 44, 26]
+    } else {
+        [36, 32, 32]
+    };
     let third = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([
-            Constraint::Percentage(36),
-            Constraint::Percentage(32),
-            Constraint::Percentage(32),
-        ])
+        .constraints(third_split.map(Constraint::Percentage))
         .split(rows[2]);
     ours::collectives_ui(frame, third[0], view);
     ours::operators_ui(frame, third[1], app, view);
@@ -142,6 +145,14 @@ fn narrow_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &TabView) {
             ours::hbm_ui(frame, rows[1], view);
         }
         View::Activity => {
+            let cols = if view.roofline.is_some() {
+                Layout::default()
+                    .direction(Direction::Horizontal)
+                    .constraints([Constraint::Percentage(36), Constraint::Percentage(64)])
+                    .split(area)
+            } else {
+                cols
+            };
             let left = Layout::default()
                 .direction(Direction::Vertical)
                 .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])

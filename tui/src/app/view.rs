@@ -20,7 +20,8 @@ use analysis::live::{
     TopOperator,
 };
 
-use super::{App, CoreSort, OpSort};
+use super::{App, CoreSort, OpSort, Runtime};
+use crate::roofline::OpRoofline;
 
 /// One NeuronCore row of the utilization pane.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +75,20 @@ pub struct CollectiveRow {
     pub latency: CollectiveLatency,
 }
 
+/// The top operators' roofline in a replayed report, for the tab's runtimes
+/// ([`crate::roofline`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatorsRoofline {
+    /// The device the roofline is against (`trn2 (LNC=2)`; several joined by `, `), or
+    /// why there is none.
+    pub device: Result<String, String>,
+    /// Operator name → its figures in the report's period, summed over the tab's
+    /// running runtimes. An operator missing here has no modeled row in the period.
+    pub ops: BTreeMap<String, OpRoofline>,
+    /// Operators of the tab's runtimes with a modeled row in some period of the run.
+    pub modeled: BTreeSet<String>,
+}
+
 /// Everything the panes draw for the selected tab.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TabView {
@@ -115,6 +130,8 @@ pub struct TabView {
     pub waited_for_rank: Option<u32>,
     /// Top operators, merged by name, sorted and filtered.
     pub operators: Vec<TopOperator>,
+    /// Their roofline, when replaying recorded traces (live reports carry no shapes).
+    pub roofline: Option<OperatorsRoofline>,
     /// Execution latency per runtime.
     pub latencies: Vec<LatencyRow>,
     /// Records dropped by the publishers' rings.
@@ -308,6 +325,7 @@ impl App {
                 e.device_time_s += op.device_time_s;
             }
         }
+        v.roofline = self.operators_roofline(&runtimes);
         v.hbm = hbm;
         v.waited_for_rank = mode(&waiting).or_else(|| mode(&slowest));
         v.operators = ops
@@ -349,6 +367,56 @@ impl App {
             });
         }
         v
+    }
+}
+
+impl App {
+    /// The replay's roofline of the document under the cursor, merged over `runtimes`
+    /// (by the rank of their report); `None` outside a replay.
+    fn operators_roofline(&self, runtimes: &[&Runtime]) -> Option<OperatorsRoofline> {
+        let replay = self.replay.as_ref()?;
+        let roofline = match replay.roofline.as_ref()? {
+            Ok(r) => r,
+            Err(why) => {
+                return Some(OperatorsRoofline {
+                    device: Err(why.clone()),
+                    ops: BTreeMap::new(),
+                    modeled: BTreeSet::new(),
+                })
+            }
+        };
+        let devices: BTreeSet<&str> = roofline
+            .ranks
+            .iter()
+            .filter_map(|r| r.device.as_deref())
+            .collect();
+        let device = if devices.is_empty() {
+            Err(roofline
+                .ranks
+                .first()
+                .map_or("no traces".to_string(), |r| r.device_source.clone()))
+        } else {
+            Ok(devices.into_iter().collect::<Vec<_>>().join(", "))
+        };
+        let mut ops = BTreeMap::<String, OpRoofline>::new();
+        let mut modeled = BTreeSet::new();
+        for rt in runtimes {
+            let Some(rank) = rt.entry.report.neuronprof.as_ref().and_then(|n| n.rank) else {
+                continue;
+            };
+            let Some(r) = roofline.rank(rank) else {
+                continue;
+            };
+            for (name, op) in r.steps.get(replay.index).into_iter().flatten() {
+                ops.entry(name.clone()).or_default().merge(op);
+            }
+            modeled.extend(r.modeled.iter().cloned());
+        }
+        Some(OperatorsRoofline {
+            device,
+            ops,
+            modeled,
+        })
     }
 }
 

@@ -47,6 +47,52 @@ pub fn format_seconds(seconds: Option<f64>) -> String {
     }
 }
 
+/// A rate per second with a decimal prefix and three significant digits: `158 TF/s`,
+/// `1.23 TB/s`, `12.0 GB/s`, `0.512 kB/s`, `0 F/s` (`unit` is `F/s` or `B/s`).
+pub fn format_rate(per_sec: f64, unit: &str) -> String {
+    if per_sec <= 0.0 || !per_sec.is_finite() {
+        return format!("0 {unit}");
+    }
+    const PREFIXES: [(f64, &str); 5] =
+        [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let (scale, prefix) = PREFIXES
+        .iter()
+        .copied()
+        .find(|(scale, _)| per_sec >= *scale)
+        .unwrap_or((1e3, "k"));
+    let value = per_sec / scale;
+    let text = if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else if value >= 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    };
+    format!("{text} {prefix}{unit}")
+}
+
+/// A percentage with one decimal below 100 (`0.4%`, `99.9%`), none from 100 (`100%`,
+/// `250%`).
+pub fn format_percent(pct: f64) -> String {
+    if pct >= 99.95 {
+        format!("{pct:.0}%")
+    } else {
+        format!("{pct:.1}%")
+    }
+}
+
+/// `text` cut to `width` columns, its last kept character replaced by `…` when cut.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
 /// Joins `parts` with spaces, in their order, keeping the parts that fit in `width`
 /// columns taken by rank (lower first; the first part is always kept): a narrow pane
 /// drops the least wanted figures, a wide one still reads p50, p90, p99, max in order.
@@ -131,6 +177,15 @@ mod tests {
         assert_eq!(format_seconds(Some(0.0024)), "2.40 ms");
         assert_eq!(format_seconds(Some(0.000012)), "12.0 µs");
         assert_eq!(format_seconds(None), "-");
+        assert_eq!(format_rate(158e12, "F/s"), "158 TF/s");
+        assert_eq!(format_rate(1.234e12, "B/s"), "1.23 TB/s");
+        assert_eq!(format_rate(6.0e9, "B/s"), "6.00 GB/s");
+        assert_eq!(format_rate(512.0, "B/s"), "0.512 kB/s");
+        assert_eq!(format_rate(0.0, "F/s"), "0 F/s");
+        assert_eq!(format_percent(0.44), "0.4%");
+        assert_eq!(format_percent(99.96), "100%");
+        assert_eq!(truncate("aten::native_layer_norm", 10), "aten::nat…");
+        assert_eq!(truncate("aten::mm", 10), "aten::mm");
     }
 
     #[test]

@@ -7,9 +7,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 use ratatui::Frame;
 
-use super::format::{fit, fit_ranked, format_bytes, format_seconds, short_tag, sparkline};
+use super::format::{
+    fit, fit_ranked, format_bytes, format_percent, format_rate, format_seconds, short_tag,
+    sparkline, truncate,
+};
 use super::panes::block;
-use crate::app::{App, TabView};
+use crate::app::{App, OperatorsRoofline, TabView};
+use crate::roofline::{Bound, OpRoofline};
 
 const NO_EXTENSION: &str = "not in these reports (neuronprof extension)";
 
@@ -176,6 +180,10 @@ pub(super) fn collectives_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) 
 }
 
 pub(super) fn operators_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &TabView) {
+    if let (true, Some(roofline)) = (view.has_extension, &view.roofline) {
+        operators_roofline_ui(frame, area, app, view, roofline);
+        return;
+    }
     let inner_w = area.width.saturating_sub(2) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
     let title = format!(" Top Operators by {} ", app.op_sort.label());
@@ -207,6 +215,112 @@ pub(super) fn operators_ui(frame: &mut Frame<'_>, area: Rect, app: &App, view: &
         }
     }
     frame.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
+
+/// Narrowest operator name column before a figure is dropped (calls first, then the
+/// achieved throughput).
+const OP_NAME_MIN: usize = 18;
+
+/// The top operators with their roofline (replay): per operator its device time, the
+/// achieved TFLOP/s (TB/s when memory-bound), % of roofline and bound (`C`/`M`); "—"
+/// for an operator the model does not cover, "…" for one whose calls running in the
+/// period end in a later one.
+fn operators_roofline_ui(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &App,
+    view: &TabView,
+    roofline: &OperatorsRoofline,
+) {
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let sort = app.op_sort.label();
+    let title = match &roofline.device {
+        Ok(device) => {
+            let long = format!(" Top Operators by {sort} · roofline vs {device} ");
+            let medium = format!(" Top Operators by {sort} · vs {device} ");
+            if long.chars().count() <= inner_w {
+                long
+            } else if medium.chars().count() <= inner_w {
+                medium
+            } else {
+                format!(" Ops by {sort} · vs {device} ")
+            }
+        }
+        Err(_) => format!(" Top Operators by {sort} · no roofline "),
+    };
+    let mut lines = Vec::new();
+    if let Err(why) = &roofline.device {
+        lines.push(Line::from(Span::styled(
+            truncate(&format!("roofline: {why}"), inner_w),
+            Style::default().fg(Color::Yellow),
+        )));
+    }
+    // (header, width), right-aligned after the name; dropped from the end of `optional`
+    // while the name column is narrower than OP_NAME_MIN.
+    let (mut calls, mut achieved) = (true, true);
+    let width = |calls: bool, achieved: bool| {
+        8 + 9 + if calls { 7 } else { 0 } + if achieved { 11 } else { 0 }
+    };
+    if inner_w.saturating_sub(width(calls, achieved)) < OP_NAME_MIN {
+        calls = false;
+    }
+    if inner_w.saturating_sub(width(calls, achieved)) < OP_NAME_MIN {
+        achieved = false;
+    }
+    let name_w = inner_w.saturating_sub(width(calls, achieved)).max(4);
+    let row = |name: &str, calls_cell: &str, device: &str, rate: &str, pct: &str| {
+        let mut text = format!("{:<name_w$}", truncate(name, name_w));
+        if calls {
+            text.push_str(&format!(" {calls_cell:>6}"));
+        }
+        text.push_str(&format!(" {device:>8}"));
+        if achieved {
+            text.push_str(&format!(" {rate:>10}"));
+        }
+        text.push_str(&format!(" {pct:>7}"));
+        text
+    };
+    lines.push(Line::from(Span::styled(
+        row("operator", "calls", "device", "achieved", "%roof"),
+        Style::default().add_modifier(Modifier::BOLD),
+    )));
+    if view.operators.is_empty() {
+        lines.push(Line::from("none over the period"));
+    }
+    let room = inner_h.saturating_sub(lines.len());
+    for op in view.operators.iter().take(room) {
+        let (rate, pct) = match roofline.ops.get(&op.name) {
+            Some(r) => roofline_cells(r),
+            // Modeled, but none of its calls ends in this period.
+            None if roofline.modeled.contains(&op.name) => ("…".to_string(), "…".to_string()),
+            None => ("—".to_string(), "—".to_string()),
+        };
+        lines.push(Line::from(row(
+            &op.name,
+            &op.calls.to_string(),
+            &format_seconds(Some(op.device_time_s)),
+            &rate,
+            &pct,
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
+
+/// The achieved rate (TB/s when memory-bound, else TFLOP/s) and `% C`/`% M` of one
+/// operator.
+fn roofline_cells(r: &OpRoofline) -> (String, String) {
+    let bound = r.bound();
+    let rate = match bound {
+        Some(Bound::Memory) => format_rate(r.tb_per_sec() * 1e12, "B/s"),
+        _ => format_rate(r.tflops_per_sec() * 1e12, "F/s"),
+    };
+    let letter = bound.map_or("-", Bound::letter);
+    let pct = match r.roofline_pct() {
+        Some(p) => format!("{} {letter}", format_percent(p)),
+        None => "-".to_string(),
+    };
+    (rate, pct)
 }
 
 pub(super) fn latency_ui(frame: &mut Frame<'_>, area: Rect, view: &TabView) {

@@ -261,4 +261,21 @@ fn an_operator_the_model_does_not_cover_shows_why() {
         !shown(&harness, "TFLOP/s of this call") && !shown(&harness, "TFLOP/s (row mean)"),
         "no rate for an operator the model does not cost"
     );
+
+    // Its parent (aten::item) has no row and is not uncovered itself: its kernel counts
+    // under the child, which the panel says instead of a number.
+    let parent = timeline.parent(call).expect("a parent operator");
+    let parent_name = timeline.slice_name(parent).to_owned();
+    assert!(table.ops.iter().all(|op| op.name != parent_name));
+    assert!(table.uncovered.iter().all(|u| u.name != parent_name));
+    select(&mut harness, parent);
+    assert!(!shown(&harness, &reason), "the child's reason is gone");
+    assert_eq!(
+        harness
+            .query_all_by_label_contains("no roofline row of its own: its 1 kernel count")
+            .count(),
+        1,
+        "{parent_name}"
+    );
+    assert!(!shown(&harness, "TFLOP/s of this call") && !shown(&harness, "TFLOP/s (row mean)"));
 }

@@ -80,8 +80,10 @@ pub fn roofline_ui(
                 u.reason
             ));
             ui.weak(format!(
-                "rank {rank}: {} calls of {} launched kernels, {} µs of kernel time ({})",
+                "rank {rank}: {} call{} of {} launched kernels, {} µs of kernel time \
+                 (category {})",
                 u.count,
+                if u.count == 1 { "" } else { "s" },
                 u.name,
                 us(u.kernel_time_us),
                 u.category.label()
@@ -95,9 +97,10 @@ pub fn roofline_ui(
         }
         _ => {
             ui.weak(format!(
-                "no roofline row of its own: its {} kernels are counted in the row of an \
-                 operator it calls or that calls it",
-                selected.call.kernels
+                "no roofline row of its own: its {} kernel{} count under an operator it \
+                 calls or that calls it (see its parent and children)",
+                selected.call.kernels,
+                if selected.call.kernels == 1 { "" } else { "s" },
             ));
         }
     }

@@ -242,7 +242,7 @@ fn row_ui(
                 Some(d) => line(
                     ui,
                     "device",
-                    &[d.clone()],
+                    std::slice::from_ref(d),
                     Some(format!("from {}", table.device_source)),
                 ),
                 None => line(

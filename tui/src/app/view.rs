@@ -391,10 +391,10 @@ impl App {
             .filter_map(|r| r.device.as_deref())
             .collect();
         let device = if devices.is_empty() {
-            Err(roofline
-                .ranks
-                .first()
-                .map_or("no traces".to_string(), |r| r.device_source.clone()))
+            // `analyze`'s hint names its `--device-spec`, which neuron-top does not have.
+            Err(roofline.ranks.first().map_or("no traces".to_string(), |r| {
+                r.device_source.replace("; name one with --device-spec", "")
+            }))
         } else {
             Ok(devices.into_iter().collect::<Vec<_>>().join(", "))
         };

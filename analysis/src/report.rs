@@ -82,6 +82,10 @@ pub struct ReportOptions {
     /// The device of the roofline table (`--device-spec`); `None`: found from the
     /// trace's `deviceProperties` ([`crate::analyses::roofline`]).
     pub device_spec: Option<perf_model::DeviceSpec>,
+    /// Whether to build the roofline table ([`RankReport::roofline`]); on by default.
+    /// Off leaves it `null` with no error: what the performance model costs `analyze` is
+    /// measured with it (`scripts/bench-roofline`).
+    pub roofline: bool,
 }
 
 impl Default for ReportOptions {
@@ -104,6 +108,7 @@ impl Default for ReportOptions {
             peak_dtype: "bf16".to_owned(),
             operators_by_shape: false,
             device_spec: None,
+            roofline: true,
         }
     }
 }
@@ -173,6 +178,12 @@ impl ReportOptions {
         self
     }
 
+    /// Sets [`ReportOptions::roofline`].
+    pub fn with_roofline(mut self, on: bool) -> Self {
+        self.roofline = on;
+        self
+    }
+
     /// Sets [`ReportOptions::device_spec`].
     pub fn with_device_spec(mut self, device: Option<perf_model::DeviceSpec>) -> Self {
         self.device_spec = device;
@@ -218,7 +229,7 @@ pub struct RankReport {
     /// [`crate::analyses::roofline`]): per operator and unique arguments, kernel time,
     /// FLOPs, bytes, achieved rates and the roofline, ranked by the time reaching it
     /// would win; the whole trace. `null` when it cannot be made (no host operators),
-    /// with the reason in [`Report::errors`].
+    /// with the reason in [`Report::errors`], or when [`ReportOptions::roofline`] is off.
     pub roofline: Option<crate::analyses::roofline::RankRoofline>,
 }
 
@@ -528,6 +539,13 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
         (step_names.len() >= 2 && !mtia_06).then_some(true)
     });
     std::thread::scope(|scope| {
+        // The roofline table on a thread of its own: it reads the trace as the operator
+        // table does, and beside it adds no wall time where a core is free.
+        let roofline = (wanted && options.roofline).then(|| {
+            scope.spawn(|| {
+                crate::analyses::roofline::roofline_table(trace, &context.roofline_options)
+            })
+        });
         let from_trace = scope.spawn(|| {
             let mut errors = Vec::new();
             let from_trace = wanted.then(|| {
@@ -536,9 +554,7 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
                     operator_table_with(trace, &context.operator_options)
                         .map_err(|e| errors.push(e.to_string()))
                         .ok(),
-                    crate::analyses::roofline::roofline_table(trace, &context.roofline_options)
-                        .map_err(|e| errors.push(e.to_string()))
-                        .ok(),
+                    None,
                 )
             });
             let devices = utilization(trace, &context.utilization_options);
@@ -578,8 +594,14 @@ fn summarize(trace: &RankTrace, context: &Context<'_>) -> RankSummary {
                 collectives.join().expect("collectives panicked"),
             )
         });
-        let (from_trace, mut utilization, errors) =
+        let (mut from_trace, mut utilization, mut errors) =
             from_trace.join().expect("trace analyses panicked");
+        if let (Some(parts), Some(roofline)) = (&mut from_trace, roofline) {
+            match roofline.join().expect("roofline panicked") {
+                Ok(table) => parts.2 = Some(table),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
         let (compile, compile_error) = rank_compile(trace);
         for device in &mut utilization {
             for s in &steps {

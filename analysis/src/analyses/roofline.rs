@@ -308,13 +308,30 @@ pub fn roofline_table(
     let (device, device_source) = device_of(trace, options);
     let tree = attribute(trace, host);
     let empty = host.names.lookup("").unwrap_or(NameId::MAX);
-    let mut shape_of: FastMap<u32, [NameId; 3]> = FastMap::default();
-    for s in &host.shape_args {
-        shape_of.insert(s.op, [s.input_types, s.input_strides, s.concrete_inputs]);
-    }
+    // The shape arrays are in operator order (`HostOps::shape_args`): found by binary
+    // search for the few operators the table looks at, rather than a map of them all
+    // (most of the table's cost on a large trace). A map if the order ever breaks.
+    let sorted = host.shape_args.is_sorted_by_key(|s| s.op);
+    let shape_map: FastMap<u32, [NameId; 3]> = if sorted {
+        FastMap::default()
+    } else {
+        host.shape_args
+            .iter()
+            .map(|s| (s.op, [s.input_types, s.input_strides, s.concrete_inputs]))
+            .collect()
+    };
+    let shape_of = |op: u32| -> Option<[NameId; 3]> {
+        if sorted {
+            let i = host.shape_args.binary_search_by_key(&op, |s| s.op).ok()?;
+            let s = &host.shape_args[i];
+            Some([s.input_types, s.input_strides, s.concrete_inputs])
+        } else {
+            shape_map.get(&op).copied()
+        }
+    };
     let key_of = |op: u32| -> ArgsKey {
         let o = &host.operators[op as usize];
-        let [t, s, c] = shape_of.get(&op).copied().unwrap_or([empty; 3]);
+        let [t, s, c] = shape_of(op).unwrap_or([empty; 3]);
         [o.name, o.input_dims, t, s, c]
     };
     let text = |id: NameId| {

@@ -175,8 +175,9 @@ impl Row {
 }
 
 /// A compiled graph's kernel split into its passes (`python/`: the kernel args `passes`,
-/// `label D ns; …`, and `pass_spans_ns`, `start-end; …` after the kernel's start).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// `label D ns; …`, `pass_spans_ns`, `start-end; …` after the kernel's start, and
+/// `pass_costs`, `flops bytes spec; …`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct GraphPasses {
     /// The kernel's index in [`RankTrace::rows`].
     pub row: usize,
@@ -184,6 +185,20 @@ pub struct GraphPasses {
     pub labels: Vec<NameId>,
     /// Each pass's (start, end), ns after the kernel's start.
     pub spans: Vec<(i64, i64)>,
+    /// Each pass's cost, when the kernel states them (`pass_costs`; traces of earlier
+    /// versions do not).
+    pub costs: Option<Vec<PassCost>>,
+}
+
+/// What one pass of a compiled graph costs, as its kernel states it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassCost {
+    /// FLOPs of its nodes.
+    pub flops: f64,
+    /// HBM bytes it moves (after fusion).
+    pub bytes: f64,
+    /// The units and type its work runs on (`matrix_fp32`).
+    pub compute: perf_model::ComputeSpec,
 }
 
 impl GraphPasses {
@@ -209,6 +224,30 @@ impl GraphPasses {
             row,
             labels: labels.into_iter().map(|l| names.intern(l)).collect(),
             spans,
+            costs: None,
+        })
+    }
+
+    /// Adds the `pass_costs` arg; `None` when it does not parse or names another number
+    /// of passes.
+    pub(crate) fn with_costs(mut self, costs: &str) -> Option<Self> {
+        let costs: Vec<PassCost> = costs
+            .split("; ")
+            .map(|cost| {
+                let mut parts = cost.split(' ');
+                let flops = parts.next()?.parse::<u64>().ok()? as f64;
+                let bytes = parts.next()?.parse::<u64>().ok()? as f64;
+                let compute = perf_model::ComputeSpec::parse(parts.next()?)?;
+                parts.next().is_none().then_some(PassCost {
+                    flops,
+                    bytes,
+                    compute,
+                })
+            })
+            .collect::<Option<_>>()?;
+        (costs.len() == self.labels.len()).then(|| {
+            self.costs = Some(costs);
+            self
         })
     }
 }

@@ -37,7 +37,8 @@ pub use describe::{
     describe, Description, ExternalLowering, ExternalOp, ExternalTensor, ScalarType, TypeClass,
 };
 pub use program::{
-    ExternalProgram, ProgramNode, ProgramNodeInfo, ProgramSegment, ProgramStats, SegmentKind,
+    ExternalProgram, GroupCost, ProgramNode, ProgramNodeInfo, ProgramSegment, ProgramStats,
+    SegmentKind,
 };
 pub use streams::ExternalEvent;
 

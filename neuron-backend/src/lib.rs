@@ -125,8 +125,8 @@ pub use error::{BackendError, Result};
 pub use external::{
     describe, external_launch_ns, modeled_launches, Description, ExternalCollective,
     ExternalCollectiveSpan, ExternalEvent, ExternalKernel, ExternalLaunch, ExternalLowering,
-    ExternalOp, ExternalProgram, ExternalTensor, ProgramNode, ProgramNodeInfo, ProgramSegment,
-    ProgramStats, ScalarType, SegmentKind, TypeClass,
+    ExternalOp, ExternalProgram, ExternalTensor, GroupCost, ProgramNode, ProgramNodeInfo,
+    ProgramSegment, ProgramStats, ScalarType, SegmentKind, TypeClass,
 };
 pub use host_cost::{set_thread_host_cost, thread_host_cost, HostCost};
 pub use ops::{BinaryOp, UnaryOp};

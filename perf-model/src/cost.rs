@@ -51,6 +51,10 @@ pub enum Category {
     /// Optimizer steps: `_foreach_*` and fused optimizers.
     #[serde(rename = "optimizer")]
     Optimizer,
+    /// A compiled graph's kernel (a `torch.compile` program on neuron), costed from the
+    /// costs of its passes that its kernel states (`pass_costs`), not from an operator.
+    #[serde(rename = "compiled_graph")]
+    CompiledGraph,
     /// Everything else.
     #[serde(rename = "other")]
     Other,
@@ -58,7 +62,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in table order.
-    pub const ALL: [Category; 14] = [
+    pub const ALL: [Category; 15] = [
         Category::Gemm,
         Category::SdpaFwd,
         Category::SdpaBwd,
@@ -72,6 +76,7 @@ impl Category {
         Category::Embedding,
         Category::Memory,
         Category::Optimizer,
+        Category::CompiledGraph,
         Category::Other,
     ];
 
@@ -91,6 +96,7 @@ impl Category {
             Category::Embedding => "embedding",
             Category::Memory => "memory",
             Category::Optimizer => "optimizer",
+            Category::CompiledGraph => "compiled_graph",
             Category::Other => "other",
         }
     }
@@ -124,6 +130,20 @@ impl ComputeSpec {
             Unit::Vector => "vector",
         };
         format!("{unit}_{}", self.dtype.short_name())
+    }
+
+    /// Reads a [`label`](Self::label) back (`matrix_bf16`); `None` for anything else.
+    pub fn parse(label: &str) -> Option<ComputeSpec> {
+        let (unit, dtype) = label.split_once('_')?;
+        let unit = match unit {
+            "matrix" => Unit::Matrix,
+            "vector" => Unit::Vector,
+            _ => return None,
+        };
+        Some(ComputeSpec {
+            unit,
+            dtype: DType::from_short_name(dtype)?,
+        })
     }
 }
 

@@ -107,6 +107,27 @@ impl DType {
     }
 }
 
+impl DType {
+    /// The type a [`short_name`](Self::short_name) names.
+    pub fn from_short_name(name: &str) -> Option<DType> {
+        const ALL: [DType; 12] = [
+            DType::F64,
+            DType::F32,
+            DType::Bf16,
+            DType::F16,
+            DType::Fp8,
+            DType::I64,
+            DType::I32,
+            DType::I16,
+            DType::I8,
+            DType::Bool,
+            DType::C64,
+            DType::C128,
+        ];
+        ALL.into_iter().find(|d| d.short_name() == name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +138,7 @@ mod tests {
         assert_eq!(DType::parse("long int").map(DType::bytes), Some(8));
         assert_eq!(DType::parse("Scalar"), None);
         assert_eq!(DType::from_scalar_type_code(15), Some(DType::Bf16));
+        assert_eq!(DType::from_short_name("fp32"), Some(DType::F32));
+        assert_eq!(DType::from_short_name("float"), None);
     }
 }

@@ -113,7 +113,7 @@ pub fn model(name: &str, args: &OpArgs) -> Model {
              `TensorList`), so bytes cannot be counted"
                 .to_owned(),
         ),
-        Category::Other => return Model::Unknown,
+        Category::CompiledGraph | Category::Other => return Model::Unknown,
     };
     match result {
         Ok(cost) => Model::Cost(cost),

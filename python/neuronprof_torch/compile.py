@@ -211,6 +211,36 @@ def _short(name: str) -> str:
     return name.split(".", 1)[0]
 
 
+# The emulator's dtype tags as the performance model spells them in compute specs
+# (perf-model's `DType::short_name`).
+_SPEC_DTYPE = {
+    "f64": "fp64",
+    "f32": "fp32",
+    "bf16": "bf16",
+    "f16": "fp16",
+    "f8e4m3": "fp8",
+    "f8e5m2": "fp8",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "int8",
+    "bool": "bool",
+}
+
+
+def _pass_costs(nodes, seg) -> str:
+    """Each pass's FLOPs, HBM bytes (after fusion) and compute spec, in pass order:
+    `flops bytes matrix_fp32; ...` (the kernel arg `pass_costs`, which the roofline of
+    `neuronprof analyze` reads). A pass's spec is its units (a matmul's TensorE, else the
+    vector engines) and its first node's dtype."""
+    parts = []
+    for group, (flops, nbytes, unit) in zip(seg["groups"], seg["group_costs"]):
+        tag = nodes[group[0]]["dtype"]
+        parts.append(f"{int(flops)} {int(nbytes)} {unit}_{_SPEC_DTYPE.get(tag, tag)}")
+    return "; ".join(parts)
+
+
 class _Program:
     """A built program and the args its kernels carry."""
 
@@ -233,6 +263,7 @@ class _Program:
                     ("fused_nodes", len(names) - len(seg["groups"])),
                     ("hbm_bytes_saved", int(info["hbm_bytes_saved"])),
                     ("aten_ops", ops),
+                    ("pass_costs", _pass_costs(nodes, seg)),
                 ]
             else:
                 args = [("graph", graph), ("eager_fallback", names[0])]

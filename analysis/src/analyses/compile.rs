@@ -168,6 +168,21 @@ fn split_by_pass(
     spans: &[(i64, i64)],
     into: &mut BTreeMap<crate::model::NameId, (u64, f64)>,
 ) -> f64 {
+    let (shares, between) = pass_shares(dur_ns, spans);
+    for (label, share) in labels.iter().zip(shares) {
+        let e = into.entry(*label).or_default();
+        e.0 += 1;
+        e.1 += share;
+    }
+    between
+}
+
+/// Each pass's share (ns) of one kernel of `dur_ns` whose passes ran over `spans` (ns
+/// after its start, clipped to the kernel): at each instant the time is split evenly
+/// among the passes running, so the shares and the time no pass ran (returned second)
+/// add up to `dur_ns`.
+pub(crate) fn pass_shares(dur_ns: i64, spans: &[(i64, i64)]) -> (Vec<f64>, f64) {
+    let mut shares = vec![0.0; spans.len()];
     let mut edges: Vec<(i64, usize, bool)> = Vec::with_capacity(2 * spans.len());
     for (i, &(start, end)) in spans.iter().enumerate() {
         let (start, end) = (start.clamp(0, dur_ns), end.clamp(0, dur_ns));
@@ -175,7 +190,6 @@ fn split_by_pass(
             edges.push((start, i, true));
             edges.push((end, i, false));
         }
-        into.entry(labels[i]).or_default().0 += 1;
     }
     edges.sort_by_key(|&(t, _, starts)| (t, starts));
     let mut running: Vec<usize> = Vec::new();
@@ -184,7 +198,7 @@ fn split_by_pass(
         if t > at && !running.is_empty() {
             let share = (t - at) as f64 / running.len() as f64;
             for &r in &running {
-                into.entry(labels[r]).or_default().1 += share;
+                shares[r] += share;
             }
             covered += t - at;
         }
@@ -195,7 +209,7 @@ fn split_by_pass(
             running.swap_remove(p);
         }
     }
-    (dur_ns - covered) as f64
+    (shares, (dur_ns - covered) as f64)
 }
 
 impl RankCompile {
@@ -297,8 +311,9 @@ pub fn rank_compile(trace: &RankTrace) -> (Option<RankCompile>, Option<String>) 
             .map(u64::to_string)
             .collect();
         let message = format!(
-            "rank {} ({}): {} graph kernels' passes/pass_spans_ns args could not be read \
-             (events {}{}); their time is not split by pass",
+            "rank {} ({}): {} graph kernels' passes/pass_spans_ns/pass_costs args could not \
+             be read (events {}{}); their time is not split by pass and they have no roofline \
+             row",
             trace.rank,
             trace.path.display(),
             trace.graph_passes_unreadable.len(),

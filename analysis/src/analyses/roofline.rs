@@ -33,6 +33,9 @@
 //!   user could win, kernel time × (1 − fraction of roofline) = Σ kernel time − calls ×
 //!   roofline time. Rows are ranked by that time. Each row lists its kernels by name with
 //!   their own count and times.
+//! - **Compiled graphs** (neuron traces of `torch.compile`): a graph kernel that states its
+//!   passes' costs is a row of its own, whatever launched it, with its passes' shares of
+//!   its time and their rooflines ([`graphs`]).
 //! - **Engines** (neuron traces whose kernels state `<engine> busy (ns)`): each row's
 //!   kernel time split by engine, the engine its roofline says should bind and the
 //!   busiest one ([`engines`]).
@@ -49,6 +52,7 @@
 mod attribute;
 pub mod diff;
 pub mod engines;
+pub mod graphs;
 
 use perf_model::{Bound, Category, DeviceSpec, Model, OpArgs, OpCost};
 use serde::Serialize;
@@ -183,6 +187,9 @@ pub struct RooflineOp {
     pub engines: Option<engines::EngineSplit>,
     /// Its kernels, by name, most time first.
     pub kernels: Vec<KernelStats>,
+    /// A compiled graph's row ([`Category::CompiledGraph`]): its passes by label with
+    /// their share of its time and their roofline ([`graphs`]); `null` for an operator.
+    pub passes: Option<Vec<graphs::GraphPass>>,
 }
 
 /// Kernels launched by operators the model does not cost, per launching operator name.
@@ -374,14 +381,51 @@ pub fn roofline_table(
     let mut carried: FastMap<u32, Vec<u32>> = FastMap::default();
     let mut nested: crate::model::FastSet<u32> = crate::model::FastSet::default();
     let mut modeled: Vec<u32> = Vec::new();
+    // Compiled graphs' kernels that state their passes' costs are rows of their own
+    // ([`graphs`]), whatever launched them.
+    let graph_of: FastMap<u32, &crate::model::GraphPasses> = trace
+        .graph_passes
+        .iter()
+        .filter(|g| g.costs.is_some())
+        .map(|g| (g.row as u32, g))
+        .collect();
+    let mut graph_calls: FastMap<graphs::GraphKey, Vec<(u32, &crate::model::GraphPasses)>> =
+        FastMap::default();
     let mut leaves: Vec<(&u32, &Vec<u32>)> = tree.direct.iter().collect();
     leaves.sort_unstable_by_key(|(op, _)| **op);
-    for (&leaf, rows) in leaves {
-        let leaf_ns = union_ns(trace, rows.iter().copied());
+    let mut own_rows: Vec<u32> = Vec::new();
+    for (&leaf, all_rows) in leaves {
+        let leaf_ns = union_ns(trace, all_rows.iter().copied());
         let leaf_category = category(leaf);
         let entry = categories.entry(leaf_category).or_default();
         entry.0 += 1;
         entry.1 += leaf_ns;
+        let rows: &Vec<u32> = if graph_of.is_empty() {
+            all_rows
+        } else {
+            own_rows.clear();
+            for &r in all_rows {
+                match graph_of.get(&r) {
+                    Some(&passes) => {
+                        let row = &trace.rows[r as usize];
+                        graph_calls
+                            .entry((row.name, row.flops, row.bytes))
+                            .or_default()
+                            .push((r, passes));
+                    }
+                    None => own_rows.push(r),
+                }
+            }
+            if own_rows.is_empty() {
+                continue;
+            }
+            &own_rows
+        };
+        let leaf_ns = if rows.len() == all_rows.len() {
+            leaf_ns
+        } else {
+            union_ns(trace, rows.iter().copied())
+        };
         modeled.clear();
         let mut first_reason: Option<String> = None;
         let mut cur = leaf;
@@ -502,7 +546,12 @@ pub fn roofline_table(
             win_us,
             engines,
             kernels,
+            passes: None,
         });
+    }
+    for graph in graphs::graph_rows(trace, graph_calls, device.as_ref()) {
+        modeled_ns += graph.kernel_time_us * 1e3;
+        ops.push(graph);
     }
     ops.sort_by(|a, b| {
         b.win_us

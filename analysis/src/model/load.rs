@@ -999,9 +999,15 @@ impl RankSink {
                     .collect()
             }),
         };
-        if let Some((passes, spans)) = args.graph_passes() {
+        if let Some((passes, spans, costs)) = args.graph_passes() {
             let row = trace.rows.len();
-            match GraphPasses::parse(row, passes, spans, &mut trace.names) {
+            let parsed = GraphPasses::parse(row, passes, spans, &mut trace.names);
+            // Costs that do not read make the passes unreadable: said, never dropped.
+            let parsed = match costs {
+                Some(costs) => parsed.and_then(|p| p.with_costs(costs)),
+                None => parsed,
+            };
+            match parsed {
                 Some(parsed) => trace.graph_passes.push(parsed),
                 None => trace.graph_passes_unreadable.push(index),
             }

@@ -101,6 +101,7 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         out.push_str(&t.render());
     }
     render_engines(out, table, top);
+    render_graph_passes(out, table, top);
     if !table.uncovered.is_empty() {
         let mut t = Table::new(&["not covered", "calls", "kernel ms", "why"]);
         for u in table.uncovered.iter().take(top) {
@@ -174,6 +175,67 @@ pub fn render_roofline_diff(out: &mut String, diff: &RooflineDiff, top: usize) {
         ]);
     }
     if !t.is_empty() {
+        out.push_str(&t.render());
+    }
+}
+
+/// Passes shown per compiled graph (the JSON has them all).
+const TOP_GRAPH_PASSES: usize = 8;
+
+/// For each compiled graph among the top rows, its passes with their share of the
+/// graph's time and their roofline, per call of the graph.
+fn render_graph_passes(out: &mut String, table: &RankRoofline, top: usize) {
+    for op in table.ops.iter().take(top) {
+        let Some(passes) = &op.passes else { continue };
+        let _ = writeln!(
+            out,
+            "{}: {} calls, {:.1} us per call; its passes per call, most time first",
+            op.name, op.count, op.kernel_time_per_call_us.mean
+        );
+        let mut t = Table::new(&[
+            "pass (aten ops)",
+            "n",
+            "us",
+            "% of graph",
+            "GFLOP",
+            "MiB",
+            "roofline us",
+            "% roofline",
+            "bound",
+            "units",
+        ]);
+        for p in passes.iter().take(TOP_GRAPH_PASSES) {
+            t.row(vec![
+                short(&p.pass, 40),
+                p.count.to_string(),
+                format!("{:.2}", p.time_us),
+                format!("{:.1}%", p.share_pct),
+                format!("{:.4}", p.gflops),
+                format!("{:.2}", p.data_moved_bytes / 1048576.0),
+                p.roofline_time_us
+                    .map_or("-".to_owned(), |r| format!("{r:.2}")),
+                p.roofline_pct
+                    .map_or("-".to_owned(), |r| format!("{r:.1}%")),
+                p.bound
+                    .map_or("-".to_owned(), |b| format!("{b:?}").to_lowercase()),
+                p.compute_spec.clone(),
+            ]);
+        }
+        if passes.len() > TOP_GRAPH_PASSES {
+            let rest = &passes[TOP_GRAPH_PASSES..];
+            t.row(vec![
+                format!("({} other passes)", rest.len()),
+                rest.iter().map(|p| p.count).sum::<u64>().to_string(),
+                format!("{:.2}", rest.iter().map(|p| p.time_us).sum::<f64>()),
+                format!("{:.1}%", rest.iter().map(|p| p.share_pct).sum::<f64>()),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
         out.push_str(&t.render());
     }
 }

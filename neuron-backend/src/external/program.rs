@@ -84,6 +84,23 @@ struct Group {
     barrier: bool,
     /// Elementwise nodes fused into its matmul's evacuation.
     epilogue: Option<Epilogue>,
+    /// FLOPs of its nodes.
+    flops: u64,
+    /// HBM bytes it moves (after fusion).
+    bytes: u64,
+}
+
+/// What one pass (group) of a program costs, for the roofline of its share of the graph
+/// kernel (`analysis::analyses::roofline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCost {
+    /// FLOPs of its nodes.
+    pub flops: u64,
+    /// HBM bytes it moves (after fusion).
+    pub bytes: u64,
+    /// Whether a matmul runs it on TensorE (the elementwise nodes fused into its
+    /// evacuation count with it); else its work is on the vector engines.
+    pub matrix: bool,
 }
 
 /// One kernel of a program.
@@ -102,6 +119,19 @@ impl ProgramSegment {
     /// Node indices of each group, in issue order.
     pub fn groups(&self) -> impl Iterator<Item = &[usize]> {
         self.groups.iter().map(|g| g.nodes.as_slice())
+    }
+
+    /// What each group costs, in issue order.
+    pub fn group_costs(&self) -> impl Iterator<Item = GroupCost> + '_ {
+        self.groups.iter().map(|g| GroupCost {
+            flops: g.flops,
+            bytes: g.bytes,
+            matrix: g
+                .lowering
+                .pieces
+                .iter()
+                .any(|p| matches!(p, Piece::Matmul(_))),
+        })
     }
 
     fn lower(&self, run: &mut KernelRun<'_>) -> Vec<(u64, u64)> {
@@ -319,6 +349,8 @@ impl ExternalProgram {
             }
             *seg_bytes += g.bytes;
             *seg_flops += g.flops;
+            g.group.flops = g.flops;
+            g.group.bytes = g.bytes;
             groups.push(g.group);
         };
 
@@ -351,6 +383,8 @@ impl ExternalProgram {
                         after: Vec::new(),
                         barrier: true,
                         epilogue: None,
+                        flops: d.flops,
+                        bytes: d.bytes,
                     }],
                     flops: d.flops,
                     bytes: d.bytes,
@@ -394,6 +428,8 @@ impl ExternalProgram {
                     after,
                     barrier: writes_in_place(node.op.name),
                     epilogue: None,
+                    flops: 0,
+                    bytes: 0,
                 },
                 produced: node.output_ids.iter().copied().collect(),
                 tiles,

@@ -163,10 +163,12 @@ fn json_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// The program as JSON: `{"nodes": [{"name", "lowering", "flops", "bytes"}],
+/// The program as JSON: `{"nodes": [{"name", "lowering", "dtype", "flops", "bytes"}],
 /// "segments": [{"kind": "program"|"eager", "node" (eager), "groups": [[node, ...]],
-/// "flops", "bytes"}], "fused_nodes", "groups", "hbm_bytes_saved", "eager_fallbacks":
-/// [name]}`.
+/// "group_costs": [[flops, bytes, "matrix"|"vector"], ...], "flops", "bytes"}],
+/// "fused_nodes", "groups", "hbm_bytes_saved", "eager_fallbacks": [name]}`. A node's
+/// `dtype` is its eager kernel's dtype tag (`f32`, `bf16`); a group's cost is its nodes'
+/// FLOPs, the HBM bytes it moves after fusion, and the units its work runs on.
 fn describe_json(program: &ExternalProgram) -> String {
     let mut out = String::from("{\"nodes\":[");
     for (i, node) in program.nodes.iter().enumerate() {
@@ -177,6 +179,8 @@ fn describe_json(program: &ExternalProgram) -> String {
         json_string(&mut out, &node.name);
         out.push_str(",\"lowering\":");
         json_string(&mut out, &node.lowering);
+        out.push_str(",\"dtype\":");
+        json_string(&mut out, node.dtype_tag);
         let _ = write!(out, ",\"flops\":{},\"bytes\":{}}}", node.flops, node.bytes);
     }
     out.push_str("],\"segments\":[");
@@ -197,6 +201,14 @@ fn describe_json(program: &ExternalProgram) -> String {
             }
             let list: Vec<String> = nodes.iter().map(usize::to_string).collect();
             let _ = write!(out, "[{}]", list.join(","));
+        }
+        out.push_str("],\"group_costs\":[");
+        for (g, cost) in seg.group_costs().enumerate() {
+            if g > 0 {
+                out.push(',');
+            }
+            let unit = if cost.matrix { "matrix" } else { "vector" };
+            let _ = write!(out, "[{},{},\"{unit}\"]", cost.flops, cost.bytes);
         }
         let _ = write!(out, "],\"flops\":{},\"bytes\":{}}}", seg.flops, seg.bytes);
     }

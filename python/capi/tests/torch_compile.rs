@@ -340,6 +340,70 @@ fn check_passes(dir: &Path) {
     assert!(text.contains(&format!("\n{}", passes[0].pass)), "{text}");
 }
 
+/// The roofline of a compiled trace made now (the vendored one, checked on a plain clone
+/// by `analysis/tests/roofline_costs_compiled_graphs_by_pass.rs`, goes stale if the
+/// extension changes): every graph kernel is a call of a row of its own whose passes'
+/// FLOPs and bytes add up to the kernel's own `flops` and `bytes` args, and the
+/// launching `CompiledFunction` is no longer "not covered".
+fn check_graph_roofline(dir: &Path, trace: &Value) {
+    use analysis::analyses::roofline::{roofline_table, RooflineOptions};
+    let set = analysis::load_paths(&traces_in(dir), &analysis::LoadOptions::default())
+        .expect("the compiled trace loads");
+    let table = roofline_table(&set.ranks[0], &RooflineOptions::default()).expect("a table");
+    let graph_kernels: Vec<&Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["cat"] == "kernel"
+                && analysis::analyses::compile::is_graph_kernel(e["name"].as_str().unwrap_or(""))
+        })
+        .collect();
+    let graphs: Vec<_> = table
+        .ops
+        .iter()
+        .filter(|op| op.category == perf_model::Category::CompiledGraph)
+        .collect();
+    let calls: u64 = graphs.iter().map(|g| g.count).sum();
+    assert!(!graph_kernels.is_empty());
+    assert_eq!(
+        calls as usize,
+        graph_kernels.len(),
+        "one call per graph kernel"
+    );
+    for g in &graphs {
+        let kernel = graph_kernels
+            .iter()
+            .find(|e| e["name"] == g.name.as_str())
+            .unwrap_or_else(|| panic!("{}: no such kernel", g.name));
+        let passes = g.passes.as_ref().expect("a graph row lists its passes");
+        let flops: f64 = passes.iter().map(|p| p.gflops * 1e9).sum();
+        let bytes: f64 = passes.iter().map(|p| p.data_moved_bytes).sum();
+        let (stated_flops, stated_bytes) = (
+            kernel["args"]["flops"].as_f64().unwrap(),
+            kernel["args"]["bytes"].as_f64().unwrap(),
+        );
+        assert!(
+            (flops - stated_flops).abs() <= 1e-6 * stated_flops,
+            "{}",
+            g.name
+        );
+        assert!(
+            (bytes - stated_bytes).abs() <= 1e-6 * stated_bytes,
+            "{}",
+            g.name
+        );
+    }
+    assert!(
+        !table
+            .uncovered
+            .iter()
+            .any(|u| u.name.starts_with("CompiledFunction")),
+        "{:?}",
+        table.uncovered
+    );
+}
+
 /// `neuronprof diff eager/ compiled/` (the library it runs): the graph kernels are new,
 /// the model's per-op matmul kernels are gone, there are fewer launches and less device
 /// time.
@@ -516,6 +580,7 @@ fn torch_compile_runs_graphs_as_device_programs() {
     let compiled = only_trace(&work.join("compiled"));
     check_compiled(&eager, &compiled);
     check_passes(&work.join("compiled"));
+    check_graph_roofline(&work.join("compiled"), &compiled);
     check_diff(&work.join("eager"), &work.join("compiled"));
     check_fallback(&result, &only_trace(&work.join("unknown")));
     check_attention(&result, &only_trace(&work.join("attention")));

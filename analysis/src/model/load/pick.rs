@@ -240,9 +240,11 @@ pub(super) struct RareArgs {
     /// in a string, `"[0, 1]"`, or a JSON array).
     pub(super) lists: [Option<String>; 3],
     pub(super) engine_busy: Vec<(String, i64)>,
-    /// A compiled graph's kernel (`python/`): `passes` and `pass_spans_ns`.
+    /// A compiled graph's kernel (`python/`): `passes`, `pass_spans_ns` and
+    /// `pass_costs`.
     pub(super) passes: Option<String>,
     pub(super) pass_spans: Option<String>,
+    pub(super) pass_costs: Option<String>,
 }
 
 impl PickedArgs {
@@ -295,6 +297,7 @@ impl PickedArgs {
                 "Process Group Ranks" => set(&mut picked.rare().lists[2], || list_text(&lazy)),
                 "passes" => set(&mut picked.rare().passes, text),
                 "pass_spans_ns" => set(&mut picked.rare().pass_spans, text),
+                "pass_costs" => set(&mut picked.rare().pass_costs, text),
                 "Group size" => set(&mut picked.rare().group_size, || Some(int_coerce(&value()))),
                 "flops" => set(&mut picked.flops, || {
                     let value = value();
@@ -371,10 +374,15 @@ impl PickedArgs {
         })))
     }
 
-    /// A compiled graph kernel's `passes` and `pass_spans_ns`, when it has both.
-    pub(super) fn graph_passes(&self) -> Option<(&str, &str)> {
+    /// A compiled graph kernel's `passes` and `pass_spans_ns`, when it has both, and its
+    /// `pass_costs` when it has them.
+    pub(super) fn graph_passes(&self) -> Option<(&str, &str, Option<&str>)> {
         let rare = self.rare.as_ref()?;
-        Some((rare.passes.as_deref()?, rare.pass_spans.as_deref()?))
+        Some((
+            rare.passes.as_deref()?,
+            rare.pass_spans.as_deref()?,
+            rare.pass_costs.as_deref(),
+        ))
     }
 
     pub(super) fn engine_busy(&self) -> &[(String, i64)] {

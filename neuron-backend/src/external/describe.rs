@@ -678,10 +678,26 @@ fn softmax(op: &ExternalOp<'_>, backward: bool) -> Option<Description> {
 /// A reduction of the first input to the first output's size, tiled by
 /// [`reduction_passes`] (few long rows split over the partitions, then a pass across).
 fn reduction(op: &ExternalOp<'_>) -> Option<Description> {
-    let x = op.inputs.first()?;
+    // The data reduced is the largest floating input (`nll_loss_backward`'s first
+    // input is the scalar gradient of the loss; the class's integer inputs are indices).
+    let x = op
+        .inputs
+        .iter()
+        .filter(|t| !t.is_integer())
+        .max_by_key(|t| t.numel())
+        .or_else(|| op.inputs.first())?;
     let out = op.outputs.first()?;
-    let (numel, rows) = (x.numel().max(1), out.numel().max(1));
-    let cols = (numel / rows).max(1);
+    let numel = x.numel().max(1);
+    let (rows, cols) = if out.numel() >= numel {
+        // An output as large as the data: a scan, a sort, or a reduction's backward
+        // (`nll_loss_backward`'s gradient of the logits) runs along rows of the data's
+        // last dimension, not one row per output element.
+        let cols = x.size_from_end(1).max(1);
+        ((numel / cols).max(1), cols)
+    } else {
+        let rows = out.numel().max(1);
+        (rows, (numel / rows).max(1))
+    };
     let eb = x.dtype.size_bytes();
     let oeb = out.dtype.size_bytes();
     let sixteen = x.dtype.sixteen_bit();

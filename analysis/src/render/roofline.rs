@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::Table;
 use crate::analyses::roofline::diff::RooflineDiff;
-use crate::analyses::roofline::RankRoofline;
+use crate::analyses::roofline::{RankRoofline, RooflineOp};
 
 /// Rows shown per rank in the text report (the JSON has them all).
 pub const TOP_ROOFLINE_OPS: usize = 10;
@@ -71,15 +71,39 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         "category",
     ]);
     // Rows whose every call ran inside another costed call are in the JSON only.
-    for op in table
+    let shown: Vec<_> = table
         .ops
         .iter()
         .filter(|op| op.nested_calls < op.count)
         .take(top)
-    {
+        .collect();
+    for op in &shown {
+        // Rows that differ only in what the parameters do not show (a scalar argument:
+        // Adam's `mul_` by β1 and by β2; a tensor or a scalar operand) say what tells
+        // them apart: the first of the recorded arrays that differs.
+        let fields = |o: &RooflineOp| {
+            [
+                o.input_dims.clone(),
+                o.input_types.clone(),
+                o.input_strides.clone(),
+                o.concrete_inputs.clone(),
+            ]
+        };
+        let mine = fields(op);
+        let apart = shown
+            .iter()
+            .filter(|o| !std::ptr::eq(**o, *op) && o.name == op.name && o.params == op.params)
+            .find_map(|o| {
+                let theirs = fields(o);
+                (0..4).find(|&i| theirs[i] != mine[i])
+            });
+        let args = match apart {
+            Some(i) => format!("{} {}", op.params, mine[i]),
+            None => op.params.clone(),
+        };
         t.row(vec![
             op.name.clone(),
-            short(&op.params, 48),
+            short(&args, 48),
             op.count.to_string(),
             ms(op.kernel_time_us),
             format!("{:.3}", op.gflops),
@@ -274,4 +298,41 @@ fn render_engines(out: &mut String, table: &RankRoofline, top: usize) {
         ]);
     }
     out.push_str(&t.render());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyses::roofline::{roofline_table, RooflineOptions};
+
+    /// Two rows that print the same parameters say what tells them apart; a row alone
+    /// prints its parameters only.
+    #[test]
+    fn rows_that_print_alike_show_the_argument_that_differs() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/compiled-block/rank0.pt.trace.json.gz");
+        let set = crate::load_paths(&[&path], &crate::LoadOptions::default()).unwrap();
+        let mut table = roofline_table(&set.ranks[0], &RooflineOptions::default()).unwrap();
+        let first = table
+            .ops
+            .iter()
+            .position(|o| o.name == "aten::add_")
+            .expect("an add_ row");
+        let mut alone = String::new();
+        render_roofline(&mut alone, &table, table.ops.len());
+        let line = |text: &str, args: &str| {
+            text.lines()
+                .any(|l| l.starts_with("aten::add_") && l.contains(args))
+        };
+        let params = table.ops[first].params.clone();
+        let concrete = table.ops[first].concrete_inputs.clone();
+        assert!(line(&alone, &params) && !line(&alone, &concrete), "{alone}");
+        let mut twin = table.ops[first].clone();
+        twin.concrete_inputs = r#"["", "0.5"]"#.to_owned();
+        table.ops.insert(first + 1, twin);
+        let mut text = String::new();
+        render_roofline(&mut text, &table, table.ops.len());
+        assert!(line(&text, &format!("{params} {concrete}")), "{text}");
+        assert!(line(&text, &format!(r#"{params} ["", "0.5"]"#)), "{text}");
+    }
 }

@@ -50,8 +50,9 @@
 //! has the edges the runtime has and the trace does not spell out:
 //! - a device-side wait (`nrt_event_wait`): the next row the thread launches starts
 //!   after the oldest collective it launched and had not waited for;
-//! - a launch blocked on a full queue (longer than 5 µs, returning within 2 µs after a
-//!   row of its stream ended) waits for that row, its own span weighing 0;
+//! - a launch blocked on a full queue (5 µs longer than the call's unblocked cost, its
+//!   10th-percentile duration on the rank, and returning within 2 µs after a row of its
+//!   stream ended) waits for that row, its own span weighing 0;
 //! - a compute row held up by a collective's DMA transfers (longer than the same work,
 //!   same name, `flops` and `bytes`, takes at least in the rank's window, overlapping a
 //!   collective of its device that ended within it) ends after that collective: its

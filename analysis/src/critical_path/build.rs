@@ -946,17 +946,20 @@ fn kernel_edges(
 /// (end time, end node) of a stream's device rows.
 type RowEnds = Vec<(i64, u32)>;
 
-/// A launch longer than this that ends just after a device row of its stream ended was
-/// blocked on a full queue (default mode).
-const BLOCKED_LAUNCH_NS: i64 = 5_000;
+/// A launch longer than this beyond its call's unblocked cost that ends just after a
+/// device row of its stream ended was blocked on a full queue (default mode).
+const BLOCKED_LAUNCH_NS: i64 = 1_000;
 /// How close (ns) the blocked launch's end follows the device row that freed its slot.
 const SLOT_FREED_NS: i64 = 2_000;
 
 /// A launch blocks while its stream's queue is full (the neuron runtime, like CUDA,
 /// bounds the queue): it returns when a device row ends and frees a slot. Such a launch
-/// (longer than 5 µs, ending within 2 µs after a row of its stream ended) gets an edge
-/// from that row's end weighing the rest of the call, and its own span weighs 0: it
-/// was waiting, not working.
+/// (5 µs longer than the call's unblocked cost on the rank, ending within 2 µs after a
+/// row of its stream ended) gets an edge from that row's end weighing the rest of the
+/// call, and its own span weighs 0: it was waiting, not working. The unblocked cost is
+/// the call's 10th-percentile duration on the rank: a plain launch that happens to end
+/// just after a row (with the host's time modeled every `nrt_execute` lasts 7 µs) is
+/// not a wait.
 fn full_queue_edges(
     graph: &mut Graph,
     events: &[CpEvent<'_>],
@@ -982,9 +985,27 @@ fn full_queue_edges(
     for list in ends.values_mut() {
         list.sort_unstable();
     }
+    let mut durations: FastMap<&str, Vec<i64>> = FastMap::default();
     for &i in clipped {
         let e = &events[i as usize];
-        if e.on_stream() || e.index_correlation <= 0 || e.dur() < BLOCKED_LAUNCH_NS {
+        if !e.on_stream() && e.index_correlation > 0 {
+            durations.entry(e.name).or_default().push(e.dur());
+        }
+    }
+    let unblocked: FastMap<&str, i64> = durations
+        .into_iter()
+        .map(|(name, mut durs)| {
+            durs.sort_unstable();
+            (name, durs[durs.len() / 10])
+        })
+        .collect();
+    for &i in clipped {
+        let e = &events[i as usize];
+        if e.on_stream() || e.index_correlation <= 0 {
+            continue;
+        }
+        let usual = unblocked.get(e.name).copied().unwrap_or(0);
+        if e.dur() < usual + BLOCKED_LAUNCH_NS {
             continue;
         }
         let Some(&row) = by_index.get(&(e.index_correlation as u64)) else {

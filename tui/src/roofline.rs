@@ -7,8 +7,8 @@
 //! earliest device work, `cpu_op` or `[memory]` event over every rank). Its roofline is
 //! [`roofline_table`] over the device rows (kernels, copies, memsets) that **end** in
 //! that period (an end on a boundary belongs to the period before it, as for the
-//! execution latency): every rank's trace is read once more with its host operators
-//! and, per report, the table is computed with only those rows visible to it. It is
+//! execution latency): every rank's trace the replay read is read once more with its
+//! host operators and, per report, the table is computed with only those rows visible to it. It is
 //! computed for every report when the replay loads ([`ReplayRoofline::build`]), never
 //! while drawing.
 //!
@@ -33,13 +33,12 @@
 //! running in the period end in a later one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::PathBuf;
 
 use analysis::analyses::roofline::{roofline_table, RooflineOp, RooflineOptions};
 use analysis::classify::is_device_work_category;
+use analysis::live::ReplaySeries;
 use analysis::{load_paths, LoadOptions, RankTrace};
-use trace_format::{Event, TraceSink};
 
 /// What bounds an operator on the device's roofline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,28 +188,31 @@ pub struct ReplayRoofline {
 }
 
 impl ReplayRoofline {
-    /// Reads the traces of `path` (as [`analysis::live::replay_dir`] did) with their host
-    /// operators and computes the roofline of each of `reports` periods of `period_ns`.
-    /// `Err` says why there is none (a trace without operators, a read error).
-    pub fn build(path: &Path, period_ns: i64, reports: usize) -> Result<ReplayRoofline, String> {
+    /// Reads the traces `series` was made from ([`analysis::live::replay_dir`]), this
+    /// time with their host operators, and computes the roofline of each of its
+    /// documents' periods. `Err` says why there is none (a trace without operators, a
+    /// read error).
+    pub fn build(series: &ReplaySeries) -> Result<ReplayRoofline, String> {
+        Self::build_from(
+            &series.files,
+            series.t0_ns,
+            series.period_ns,
+            series.documents.len(),
+        )
+    }
+
+    /// [`build`](Self::build) from the series' parts: `files`, and `reports` periods of
+    /// `period_ns` from `t0`.
+    pub fn build_from(
+        files: &[PathBuf],
+        t0: i64,
+        period_ns: i64,
+        reports: usize,
+    ) -> Result<ReplayRoofline, String> {
         if period_ns <= 0 || reports == 0 {
             return Err("no reports to compute a roofline for".to_string());
         }
-        let files = analysis::live::replay::trace_files(path).map_err(|e| e.to_string())?;
-        let mut t0: Option<i64> = None;
-        for file in &files {
-            let mut origin = Origin::default();
-            analysis::inputs::open_trace(file, false)
-                .map_err(|e| e.to_string())?
-                .read(&mut origin)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
-            t0 = match (t0, origin.min_ns) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        let t0 = t0.ok_or_else(|| format!("{}: nothing timed to replay", path.display()))?;
-        let traces = load_paths(&files, &LoadOptions::default()).map_err(|e| e.to_string())?;
+        let traces = load_paths(files, &LoadOptions::default()).map_err(|e| e.to_string())?;
         let grid = Grid {
             t0,
             period_ns,
@@ -327,41 +329,4 @@ fn rank_rooflines(mut trace: RankTrace, grid: &Grid) -> Result<RankRooflines, St
         steps,
         modeled,
     })
-}
-
-/// The replay's time origin in one trace: its earliest device work, `cpu_op` or
-/// `[memory]` event (with `Total Allocated`), as the replay takes it.
-#[derive(Default)]
-struct Origin {
-    min_ns: Option<i64>,
-}
-
-impl Origin {
-    fn see(&mut self, ts_ns: i64) {
-        self.min_ns = Some(self.min_ns.map_or(ts_ns, |m| m.min(ts_ns)));
-    }
-}
-
-impl TraceSink for Origin {
-    fn on_event(&mut self, _index: u64, event: &Event<'_>) -> ControlFlow<()> {
-        if event.is_memory_event() {
-            let allocated = event
-                .args
-                .as_ref()
-                .and_then(|a| a.get_i64("Total Allocated"));
-            if let (Some(ts), Some(_)) = (event.ts_ns, allocated) {
-                self.see(ts);
-            }
-            return ControlFlow::Continue(());
-        }
-        if let (Some(ts), Some(_), Some(category)) =
-            (event.ts_ns, event.dur_ns, event.normalized_category())
-        {
-            let category = category.as_str();
-            if category == "cpu_op" || is_device_work_category(category) {
-                self.see(ts);
-            }
-        }
-        ControlFlow::Continue(())
-    }
 }

@@ -37,11 +37,13 @@ pub fn run(args: Args) -> Result<()> {
             let series = replay_dir(dir, &options)
                 .with_context(|| format!("cannot replay {}", dir.display()))?;
             let label = format!("replay {}", dir.display());
-            let reports = series.documents.len();
+            eprintln!(
+                "neuron-top: computing the operators' roofline of {} reports …",
+                series.documents.len()
+            );
+            let roofline = ReplayRoofline::build(&series);
             let mut app = App::with_replay(label, series.documents, series.times_s);
-            eprintln!("neuron-top: computing the operators' roofline of {reports} reports …");
-            let period_ns = (series.period_s * 1e9).round() as i64;
-            app.set_replay_roofline(ReplayRoofline::build(dir, period_ns, reports));
+            app.set_replay_roofline(roofline);
             spawn_ticks(tx.clone(), args.play_interval);
             app
         }

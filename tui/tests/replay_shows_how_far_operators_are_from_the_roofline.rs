@@ -29,10 +29,9 @@ fn replay(period: Option<Duration>) -> App {
         ..ReplayOptions::default()
     };
     let series = replay_dir(&gpt_dir(), &options).unwrap();
-    let period_ns = (series.period_s * 1e9).round() as i64;
-    let reports = series.documents.len();
+    let roofline = ReplayRoofline::build(&series);
     let mut app = App::with_replay("replay gpt", series.documents, series.times_s);
-    app.set_replay_roofline(ReplayRoofline::build(&gpt_dir(), period_ns, reports));
+    app.set_replay_roofline(roofline);
     app
 }
 
@@ -234,7 +233,7 @@ fn a_replay_without_its_roofline_says_why() {
     let mut app = App::with_replay("replay gpt", series.documents, series.times_s);
     // A trace directory that does not exist: an error in the pane, not a panic.
     let missing = gpt_dir().join("no-such-dir");
-    let built = ReplayRoofline::build(&missing, 1000, 3);
+    let built = ReplayRoofline::build_from(&[missing], 0, 1000, 3);
     assert!(built.is_err());
     app.set_replay_roofline(built);
     let s = text(&screen(&app, 120, 40));

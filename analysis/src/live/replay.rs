@@ -77,6 +77,11 @@ pub struct ReplaySeries {
     pub times_s: Vec<f64>,
     /// The period, seconds.
     pub period_s: f64,
+    /// The period, ns (document `b` covers `[t0_ns + b·period_ns, t0_ns + (b+1)·period_ns)`).
+    pub period_ns: i64,
+    /// The run's start on the traces' clock, ns: the earliest device work, `cpu_op` or
+    /// `[memory]` event over every rank.
+    pub t0_ns: i64,
     /// Trace files read.
     pub files: Vec<PathBuf>,
 }
@@ -209,6 +214,8 @@ pub fn replay_dir(path: &Path, options: &ReplayOptions) -> Result<ReplaySeries, 
             .map(|b| (b as i64 * period_ns) as f64 / 1e9)
             .collect(),
         period_s,
+        period_ns,
+        t0_ns: t0,
         files,
     })
 }

@@ -81,20 +81,12 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         // Rows that differ only in what the parameters do not show (a scalar argument:
         // Adam's `mul_` by β1 and by β2; a tensor or a scalar operand) say what tells
         // them apart: the first of the recorded arrays that differs.
-        let fields = |o: &RooflineOp| {
-            [
-                o.input_dims.clone(),
-                o.input_types.clone(),
-                o.input_strides.clone(),
-                o.concrete_inputs.clone(),
-            ]
-        };
-        let mine = fields(op);
+        let mine = arrays(op);
         let apart = shown
             .iter()
             .filter(|o| !std::ptr::eq(**o, *op) && o.name == op.name && o.params == op.params)
             .find_map(|o| {
-                let theirs = fields(o);
+                let theirs = arrays(o);
                 (0..4).find(|&i| theirs[i] != mine[i])
             });
         let args = match apart {
@@ -151,6 +143,17 @@ pub fn render_roofline(out: &mut String, table: &RankRoofline, top: usize) {
         })
         .collect();
     let _ = writeln!(out, "by category: {}", cells.join(", "));
+}
+
+/// A row's recorded argument arrays: `Input Dims`, `Input type`, `Input Strides`,
+/// `Concrete Inputs`.
+fn arrays(o: &RooflineOp) -> [&str; 4] {
+    [
+        &o.input_dims,
+        &o.input_types,
+        &o.input_strides,
+        &o.concrete_inputs,
+    ]
 }
 
 /// Renders `diff`'s `top` rows with the largest change of kernel time: per operator and

@@ -158,22 +158,20 @@ pub(super) fn graph_rows(
             costs
                 .iter()
                 .zip(&lines)
-                .filter_map(|(c, l)| l.as_ref().map(|l| (c.compute.label(), l.time_s))),
+                .filter_map(|(c, l)| l.as_ref().map(|l| (c.compute, l.time_s))),
         )
         .or_else(|| {
             costs
                 .iter()
                 .max_by(|a, b| a.flops.total_cmp(&b.flops))
-                .map(|c| c.compute.label())
-        })
-        .unwrap_or_default();
+                .map(|c| c.compute)
+        });
         let bound = dominant(lines.iter().flatten().map(|l| (l.bound, l.time_s)));
-        let peak = lines
+        let peak = costs
             .iter()
-            .flatten()
-            .zip(costs)
-            .find(|(_, c)| c.compute.label() == spec)
-            .and_then(|(l, _)| l.peak.clone())
+            .zip(&lines)
+            .find(|(c, _)| Some(c.compute) == spec)
+            .and_then(|(_, l)| l.as_ref()?.peak.clone())
             .map(|p| (p.spec, p.flops_per_sec / 1e12));
         let per_call = |amount: f64| {
             let mut v: Vec<f64> = us
@@ -192,16 +190,12 @@ pub(super) fn graph_rows(
             .all(|&f| f >= 0)
             .then(|| stated.iter().sum::<i64>() as f64 / n);
         let win_us = roofline_us.map_or(0.0, |r| (total_us - r * n).max(0.0));
-        let unit = costs
-            .iter()
-            .find(|c| c.compute.label() == spec)
-            .map(|c| c.compute.unit);
         let engines = super::engines::engine_split(
             trace,
             calls.iter().map(|&(r, _)| r),
             calls.len(),
             total_us,
-            bound.zip(unit),
+            bound.zip(spec.map(|s| s.unit)),
         );
         out.push(RooflineOp {
             name: trace.names.get(name).to_owned(),
@@ -215,7 +209,7 @@ pub(super) fn graph_rows(
                 costs.len(),
                 passes.len()
             ),
-            compute_spec: spec,
+            compute_spec: spec.map(|s| s.label()).unwrap_or_default(),
             count: calls.len() as u64,
             nested_calls: 0,
             kernel_time_us: total_us,

@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use exporters::tables::dataset::{write_dataset, DatasetOptions, DatasetOutcome};
 use exporters::{CsvExporter, ExportError, ExportStats, PerfettoExporter, TableStats};
+use serde::Serialize;
 
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +276,257 @@ fn analyze(
         &analysis::ReportOptions::default().with_device_spec(device),
     )
     .context("analyzing the traces for the analysis tables")
+}
+
+/// What `neuronprof export --json` prints (and `neuronprof mcp`'s `export` tool returns):
+/// the counts the text summary shows, with the format as `format`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExportSummary {
+    /// The input files, in the order converted.
+    pub files: Vec<PathBuf>,
+    /// Bytes of the input files as stored (compressed for `.gz`).
+    pub input_bytes: u64,
+    /// The output file or directory.
+    pub out: PathBuf,
+    /// Wall time of the conversion, seconds.
+    pub seconds: f64,
+    /// What was written, by format.
+    #[serde(flatten)]
+    pub converted: ConvertedSummary,
+}
+
+/// Rows written to one table.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableRows {
+    /// The table (`kernels`, `analysis_steps`, a Neuron Explorer table …).
+    pub table: String,
+    /// Rows written.
+    pub rows: u64,
+}
+
+/// What one format wrote: `{"format": "perfetto" | "csv" | "parquet" |
+/// "neuron-explorer", …}`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "format", rename_all = "kebab-case")]
+pub enum ConvertedSummary {
+    /// The Perfetto trace: bytes, events by kind, flows, tracks, what was skipped and
+    /// the slices moved to extra tracks (`split_tracks`: track, slices, extra tracks).
+    Perfetto {
+        /// Bytes written.
+        bytes_written: u64,
+        /// Events read; `slices`, `instants`, … say what they became.
+        events_read: u64,
+        /// Slices.
+        slices: u64,
+        /// Instants.
+        instants: u64,
+        /// Counter values (`[memory]` totals included).
+        counter_values: u64,
+        /// `[memory]` events.
+        memory_events: u64,
+        /// Flow events.
+        flow_events: u64,
+        /// Metadata events.
+        metadata_events: u64,
+        /// Flow endpoints on their enclosing slice.
+        flows_bound: u64,
+        /// Flow endpoints on instants (no slice encloses them).
+        flows_unbound: u64,
+        /// Engine utilization values derived.
+        derived_counter_values: u64,
+        /// Tracks.
+        tracks: u64,
+        /// Packets.
+        packets: u64,
+        /// Events without a time, skipped.
+        skipped_no_time: u64,
+        /// Events of unsupported phases, skipped.
+        skipped_unsupported: u64,
+        /// Non-numeric counter values, skipped.
+        skipped_counter_values: u64,
+        /// Slices overlapping without nesting, moved to extra tracks.
+        split_slices: u64,
+        /// The tracks with such slices, most split first.
+        split_tracks: Vec<SplitTrackRows>,
+    },
+    /// CSV files: rows per table (event tables, then analysis tables).
+    Csv {
+        /// Rows per table.
+        tables: Vec<TableRows>,
+    },
+    /// The Parquet dataset: ranks in it after the export, files converted now, ranks
+    /// kept as they were, rows written per table, and the damaged files of a lenient
+    /// read.
+    Parquet {
+        /// Ranks in the dataset.
+        ranks: Vec<i64>,
+        /// Input files converted now.
+        converted: Vec<String>,
+        /// Inputs whose rank was already in the dataset.
+        kept: Vec<KeptRank>,
+        /// Rows written per table (event tables over the converted files, then analysis
+        /// tables over every input).
+        tables: Vec<TableRows>,
+        /// Files converted up to their damage.
+        damaged: Vec<DamagedFile>,
+    },
+    /// Neuron Explorer profile folders, one per input.
+    NeuronExplorer {
+        /// The profiles written.
+        profiles: Vec<ProfileRows>,
+    },
+}
+
+/// A Perfetto track whose overlapping slices were moved to extra tracks.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitTrackRows {
+    /// The track's name.
+    pub track: String,
+    /// Slices moved.
+    pub split_slices: u64,
+    /// Extra tracks added.
+    pub extra_tracks: usize,
+}
+
+/// An input not converted because its rank was already in the dataset.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeptRank {
+    /// The input.
+    pub file: PathBuf,
+    /// Its rank.
+    pub rank: i64,
+}
+
+/// A file converted up to its damage (lenient read).
+#[derive(Clone, Debug, Serialize)]
+pub struct DamagedFile {
+    /// The input.
+    pub file: String,
+    /// Its rank.
+    pub rank: i64,
+    /// Events read.
+    pub events: u64,
+    /// Damaged events skipped.
+    pub events_skipped: u64,
+    /// Where and why (file, byte offset, event).
+    pub damage: Vec<String>,
+}
+
+/// A Neuron Explorer profile folder written.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileRows {
+    /// The folder.
+    pub dir: PathBuf,
+    /// Rows per table.
+    pub tables: Vec<TableRows>,
+    /// Events with no table for them, by kind.
+    pub not_written: std::collections::BTreeMap<String, u64>,
+}
+
+fn table_rows(names: &[&str], rows: &[u64]) -> Vec<TableRows> {
+    names
+        .iter()
+        .zip(rows)
+        .map(|(table, rows)| TableRows {
+            table: (*table).to_owned(),
+            rows: *rows,
+        })
+        .collect()
+}
+
+/// The JSON form of an export's outcome.
+pub fn summary(outcome: &ExportOutcome) -> ExportSummary {
+    use exporters::tables::{ANALYSIS_TABLES, TABLES};
+    let converted = match &outcome.converted {
+        Converted::Perfetto(stats) => ConvertedSummary::Perfetto {
+            bytes_written: stats.bytes_written,
+            events_read: stats.events_read,
+            slices: stats.slices,
+            instants: stats.instants,
+            counter_values: stats.counter_values,
+            memory_events: stats.memory_events,
+            flow_events: stats.flow_events,
+            metadata_events: stats.metadata_events,
+            flows_bound: stats.flows_bound,
+            flows_unbound: stats.flows_unbound,
+            derived_counter_values: stats.derived_counter_values,
+            tracks: stats.tracks,
+            packets: stats.packets,
+            skipped_no_time: stats.skipped_no_time,
+            skipped_unsupported: stats.skipped_unsupported,
+            skipped_counter_values: stats.skipped_counter_values,
+            split_slices: stats.split_slices,
+            split_tracks: stats
+                .split_tracks
+                .iter()
+                .map(|t| SplitTrackRows {
+                    track: t.track.clone(),
+                    split_slices: t.split_slices,
+                    extra_tracks: t.lanes.saturating_sub(1),
+                })
+                .collect(),
+        },
+        Converted::Tables(stats, _) => {
+            let mut tables = table_rows(&TABLES, &stats.rows);
+            tables.extend(table_rows(&ANALYSIS_TABLES, &stats.analysis_rows));
+            ConvertedSummary::Csv { tables }
+        }
+        Converted::Dataset(dataset, analysis_rows) => {
+            let mut tables = table_rows(&TABLES, &dataset.rows);
+            tables.extend(table_rows(&ANALYSIS_TABLES, analysis_rows));
+            ConvertedSummary::Parquet {
+                ranks: exporters::tables::dataset::ranks_in(&outcome.out),
+                converted: dataset
+                    .converted
+                    .iter()
+                    .map(|c| c.rank.file.clone())
+                    .collect(),
+                kept: dataset
+                    .kept
+                    .iter()
+                    .map(|(file, rank)| KeptRank {
+                        file: file.clone(),
+                        rank: *rank,
+                    })
+                    .collect(),
+                tables,
+                damaged: dataset
+                    .damaged()
+                    .map(|r| DamagedFile {
+                        file: r.file.clone(),
+                        rank: r.rank,
+                        events: r.events,
+                        events_skipped: r.events_skipped,
+                        damage: r.damage.clone(),
+                    })
+                    .collect(),
+            }
+        }
+        Converted::Profiles(profiles) => ConvertedSummary::NeuronExplorer {
+            profiles: profiles
+                .iter()
+                .map(|p| ProfileRows {
+                    dir: p.dir.clone(),
+                    tables: p
+                        .rows
+                        .iter()
+                        .map(|(table, rows)| TableRows {
+                            table: table.clone(),
+                            rows: *rows,
+                        })
+                        .collect(),
+                    not_written: p.dropped.clone(),
+                })
+                .collect(),
+        },
+    };
+    ExportSummary {
+        files: outcome.files.clone(),
+        input_bytes: outcome.input_bytes,
+        out: outcome.out.clone(),
+        seconds: outcome.seconds,
+        converted,
+    }
 }
 
 /// Prints what was converted and what was split.

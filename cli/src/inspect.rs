@@ -38,6 +38,12 @@ pub use report::{
 /// The top-level metadata key where neuronprof states how many records were dropped.
 pub const DROPPED_RECORDS_KEY: &str = "dropped_records";
 
+/// `neuronprof inspect PATH…`: the trace files of `paths` ([`collect_trace_files`]),
+/// inspected.
+pub fn inspect_paths(paths: &[PathBuf]) -> anyhow::Result<InspectReport> {
+    Ok(inspect_files(&collect_trace_files(paths)?))
+}
+
 /// Inspects every file, in parallel (one worker per core), keeping the given order.
 pub fn inspect_files(files: &[PathBuf]) -> InspectReport {
     let workers = std::thread::available_parallelism()

@@ -20,6 +20,9 @@
 //!   they run).
 //! - [`monitor`]: `neuronprof monitor` — every live process's metrics as
 //!   neuron-monitor JSON documents, or Prometheus metrics over HTTP.
+//!
+//! Every command's `--json` document is written by [`write_json`], so other front ends can
+//! give the same bytes as the CLI.
 #![warn(missing_docs)]
 
 pub mod analyze;
@@ -33,3 +36,12 @@ pub mod query;
 pub mod recost;
 pub mod replace;
 pub mod run;
+
+/// Writes `value` as the commands' `--json` print it: pretty JSON and a newline.
+pub fn write_json<T: serde::Serialize + ?Sized>(
+    out: &mut dyn std::io::Write,
+    value: &T,
+) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    out.write_all(b"\n")
+}

@@ -207,6 +207,9 @@ enum Command {
         /// --device-spec` [default: from the traces' deviceProperties].
         #[arg(long, value_name = "NAME|FILE")]
         device_spec: Option<String>,
+        /// Print what was written as JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// SQL over traces (any Kineto trace) or over a dataset of `export --format
     /// parquet`: tables events, kernels, collectives, memory, steps, ranks, operators,
@@ -445,8 +448,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { paths, json } => {
-            let files = neuronprof::inspect::collect_trace_files(&paths)?;
-            let report = neuronprof::inspect::inspect_files(&files);
+            let report = neuronprof::inspect::inspect_paths(&paths)?;
             print_report(json, &report, |report, out| {
                 neuronprof::inspect::render_text(report, out)
             })?;
@@ -583,8 +585,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .context("running the microbenchmarks")?;
             let mut out = std::io::stdout().lock();
             if json {
-                serde_json::to_writer_pretty(&mut out, &rows).context("writing JSON")?;
-                out.write_all(b"\n").context("writing JSON")?;
+                neuronprof::write_json(&mut out, &rows).context("writing JSON")?;
             } else {
                 out.write_all(neuronprof::calibrate::render(&profile.name, &rows).as_bytes())
                     .context("writing the table")?;
@@ -597,6 +598,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             lenient,
             device_spec,
+            json,
         } => {
             let request = neuronprof::export::ExportRequest {
                 paths,
@@ -608,7 +610,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let outcome = neuronprof::export::run_export(&request)?;
             let mut stdout = std::io::stdout().lock();
-            neuronprof::export::render_outcome(&outcome, &mut stdout).context("writing summary")?;
+            if json {
+                let summary = neuronprof::export::summary(&outcome);
+                neuronprof::write_json(&mut stdout, &summary).context("writing JSON")?;
+            } else {
+                neuronprof::export::render_outcome(&outcome, &mut stdout)
+                    .context("writing summary")?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Query {
@@ -692,8 +700,7 @@ fn print_report<T: serde::Serialize>(
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, value).context("writing JSON")?;
-        out.write_all(b"\n").context("writing JSON")?;
+        neuronprof::write_json(&mut out, value).context("writing JSON")?;
     } else {
         render(value, &mut out).context("writing the report")?;
     }

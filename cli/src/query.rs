@@ -48,12 +48,7 @@ pub fn run_query(request: &QueryRequest) -> anyhow::Result<QueryOutcome> {
     if let Some(out) = &request.out {
         refuse_an_input_as_output(out, &source)?;
     }
-    let options = QueryOptions {
-        lenient: request.lenient,
-        allow_write: request.allow_write,
-        ..QueryOptions::default()
-    };
-    let engine = Engine::new(source, &options)?;
+    let engine = engine(request, source)?;
     let outcome = match &request.out {
         Some(path) => crate::replace::replace_file(path, |file| {
             let mut out = BufWriter::with_capacity(1 << 20, file);
@@ -63,16 +58,44 @@ pub fn run_query(request: &QueryRequest) -> anyhow::Result<QueryOutcome> {
             Ok(outcome)
         })?,
         None => {
-            if request.format == OutputFormat::Parquet {
-                anyhow::bail!("--format parquet writes a file: give it with -o FILE");
-            }
             let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout());
-            let outcome = engine.run(&request.sql, request.format, &mut out)?;
+            let outcome = write_result(&engine, request, &mut out)?;
             out.flush().context("writing the result")?;
             outcome
         }
     };
     Ok(outcome)
+}
+
+/// Runs the query of a request without `-o` and writes its result to `out`: what
+/// `neuronprof query` prints on standard output (and `neuronprof mcp`'s `query` tool
+/// returns).
+pub fn query_to_writer(
+    request: &QueryRequest,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<QueryOutcome> {
+    let engine = engine(request, source_of(&request.paths)?)?;
+    write_result(&engine, request, out)
+}
+
+fn engine(request: &QueryRequest, source: Source) -> anyhow::Result<Engine> {
+    let options = QueryOptions {
+        lenient: request.lenient,
+        allow_write: request.allow_write,
+        ..QueryOptions::default()
+    };
+    Ok(Engine::new(source, &options)?)
+}
+
+fn write_result(
+    engine: &Engine,
+    request: &QueryRequest,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<QueryOutcome> {
+    if request.format == OutputFormat::Parquet {
+        anyhow::bail!("--format parquet writes a file: give it with -o FILE");
+    }
+    Ok(engine.run(&request.sql, request.format, out)?)
 }
 
 /// Refuses `-o OUT` when OUT is one of the trace files read (the same file under any

@@ -20,9 +20,11 @@
 //!   they run).
 //! - [`monitor`]: `neuronprof monitor` — every live process's metrics as
 //!   neuron-monitor JSON documents, or Prometheus metrics over HTTP.
+//! - [`mcp`]: `neuronprof mcp --allow DIR…` — the commands above as the tools of a Model
+//!   Context Protocol server on stdio, for agents, confined to the folders named.
 //!
-//! Every command's `--json` document is written by [`write_json`], so other front ends can
-//! give the same bytes as the CLI.
+//! Every command's `--json` document is written by [`write_json`], so the MCP tools give
+//! the same bytes as the CLI.
 #![warn(missing_docs)]
 
 pub mod analyze;
@@ -30,6 +32,7 @@ pub mod calibrate;
 pub mod critical_path;
 pub mod export;
 pub mod inspect;
+pub mod mcp;
 pub mod monitor;
 pub mod paths;
 pub mod query;

@@ -177,7 +177,10 @@ enum Command {
     },
     /// Convert Kineto traces into one Perfetto protobuf trace (.pftrace: named tracks
     /// per rank, device queue, engine and DMA queue; counters; flows; overlapping slices
-    /// on extra tracks, printed, instead of dropped) or tables (events, kernels,
+    /// on extra tracks, printed, instead of dropped), a Perfetto archive (perfetto-archive:
+    /// a tar of one .pftrace per rank and a perfetto_manifest.json naming each file's
+    /// machine, its host, and relating hosts' clocks by their collectives; Perfetto v58
+    /// opens it as one timeline) or tables (events, kernels,
     /// collectives, memory, steps, ranks, operators, flows, and the analysis' results:
     /// temporal breakdown, kernels, steps, collectives, utilization, insights, roofline) as CSV
     /// files in a directory or a Hive-partitioned Parquet dataset (TABLE/rank=R/
@@ -192,11 +195,11 @@ enum Command {
         #[arg(
             long,
             default_value = "perfetto",
-            value_parser = ["perfetto", "csv", "parquet", "neuron-explorer"]
+            value_parser = ["perfetto", "perfetto-archive", "csv", "parquet", "neuron-explorer"]
         )]
         format: String,
-        /// The output file (perfetto) or directory (csv, parquet, neuron-explorer: a
-        /// data path).
+        /// The output file (perfetto, perfetto-archive: a .tar) or directory (csv,
+        /// parquet, neuron-explorer: a data path).
         #[arg(short, long)]
         out: PathBuf,
         /// Parquet: read past damaged events and truncations; damaged files are
@@ -339,6 +342,17 @@ enum Command {
         /// Print the rows as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the commands as the tools of a Model Context Protocol server on standard
+    /// input and output, for agents: inspect, analyze (sections selectable),
+    /// critical_path, what_if, diff, query (read-only SQL; the schema as a resource) and
+    /// export, each answering with the command's --json; a prompt, `investigate`, walks a
+    /// trace from the insights down.
+    Mcp {
+        /// A folder the tools may read and write in (and below); repeat for several.
+        /// Paths outside them, with `..`, or through a symlink leading out are refused.
+        #[arg(long = "allow", value_name = "DIR", required = true)]
+        allow: Vec<PathBuf>,
     },
     /// Compare two traces (or two directories of rank traces) by operator and kernel name,
     /// and each operator with its arguments by efficiency (percent of its roofline).
@@ -658,6 +672,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     metrics_server::Exposure::Loopback
                 },
             })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { allow } => {
+            neuronprof::mcp::serve_stdio(&allow)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Diff {

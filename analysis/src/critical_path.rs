@@ -126,6 +126,7 @@ mod build;
 mod events;
 mod graph;
 pub mod predicted;
+mod runtime_edges;
 pub mod what_if;
 
 use serde::Serialize;
@@ -527,7 +528,7 @@ pub fn build_graph<'t>(
     // What each piece of device work takes without waiting, per rank, in the window
     // (the compute rows held up by a collective's transfers weigh it: default mode
     // only).
-    let nominal: Vec<build::Nominal<'t>> = if compat {
+    let nominal: Vec<runtime_edges::Nominal<'t>> = if compat {
         vec![Default::default(); prepared.len()]
     } else {
         let clips: Vec<Vec<&CpEvent<'t>>> = prepared
@@ -536,7 +537,7 @@ pub fn build_graph<'t>(
                 clipped.iter().map(|&i| &events[i as usize]).collect()
             })
             .collect();
-        build::nominal_durations(&clips)
+        runtime_edges::nominal_durations(&clips)
     };
     for ((rank, trace, events, window, clipped), nominal) in prepared.into_iter().zip(&nominal) {
         let queue = match trace.timeline.as_ref().and_then(|t| t.window.as_ref()) {

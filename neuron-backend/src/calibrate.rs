@@ -126,13 +126,14 @@ fn matmuls(profile: &DeviceProfile, rows: &mut Vec<CalibrationRow>) -> Result<()
                 format!("{what} {peak} TFLOPS per logical core (HARDWARE.md TensorE)"),
                 || {
                     // Moving passes at the figure's rate; the rest of the busy time
-                    // loads stationary tiles (and runs throttled after idle).
+                    // loads stationary tiles where no passes hide them (and runs
+                    // throttled after idle).
                     let passes = 2.0 * (n as f64).powi(3) / (peak * 1e3);
                     format!(
                         "moving passes at the figure's rate fill {:.0} % of the kernel and \
-                         stationary loads (and the throttle ramp after idle) {:.0} %; the \
-                         rest waits for {:.1} MiB of DMA per physical core (operands from \
-                         HBM) and fixed costs",
+                         stationary loads no passes hide (and the throttle ramp after \
+                         idle) {:.0} %; the rest waits for {:.1} MiB of DMA per physical \
+                         core (operands from HBM) and fixed costs",
                         passes / dur * 100.0,
                         (busy - passes).max(0.0) / dur * 100.0,
                         moved / (1 << 20) as f64

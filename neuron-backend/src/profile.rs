@@ -53,7 +53,9 @@ pub struct DeviceProfile {
     pub tensor_fp32_slowdown: f64,
     /// How many times faster FP8 matmul passes are than BF16.
     pub tensor_fp8_speedup: f64,
-    /// Cycles to load a stationary tile into the array.
+    /// Most TensorE cycles a stationary load takes (a tile of free size `M` takes
+    /// `min(this, M)`, at the moving passes' precision factor); the load runs behind the
+    /// previous stationary's moving passes (`timing/lower/matmul.rs`).
     pub tensor_stationary_load_cycles: u32,
     /// Published dense BF16 TFLOPS of one physical core's TensorE (for checks and reports).
     pub tensor_bf16_tflops: f64,
@@ -156,9 +158,10 @@ impl DeviceProfile {
             tensor_min_pass_cycles: 64, // hw.md cost rules: a pass issues every max(N, 64) cycles
             tensor_fp32_slowdown: 4.0, // hw.md cost rules: FP32 about 4× slower (79 vs 20 TFLOPS)
             tensor_fp8_speedup: 2.0, // hw.md One NeuronCore: 158 FP8 vs 79 BF16 TFLOPS
-            // Assumption: the stationary tile enters the array one row per cycle, so a
-            // 128-row tile takes 128 cycles (hw.md names the load but gives no time).
-            tensor_stationary_load_cycles: 128,
+            // NKI `nc_matmul` cost: max(min(64, N_stationary), N_moving) cycles, the
+            // stationary load running in the background of the previous moving passes
+            // ("background" and "fast LoadStationary", NKI architecture guide).
+            tensor_stationary_load_cycles: 64,
             tensor_bf16_tflops: 79.0, // hw.md One NeuronCore: 79 BF16 TFLOPS dense
             tensor_throttle_idle_ns: 3_000, // hw.md: after ≥3 µs idle ...
             tensor_throttle_rate: 0.5, // hw.md: ... the array runs at ~50% ...

@@ -24,26 +24,40 @@ impl Precision {
     }
 }
 
+/// The factor TensorE instructions in `precision` take against BF16 (FP32 passes
+/// `tensor_fp32_slowdown` times slower, FP8 passes `tensor_fp8_speedup` times faster).
+fn tensor_factor(profile: &DeviceProfile, precision: Precision) -> f64 {
+    match precision {
+        Precision::Fp32 => profile.tensor_fp32_slowdown,
+        Precision::Bf16 => 1.0,
+        Precision::Fp8 => 1.0 / profile.tensor_fp8_speedup,
+    }
+}
+
 /// TensorE: one moving pass of free size `moving_free` (`max(N, 64)` cycles at the
-/// TensorE clock for BF16; FP32 passes `tensor_fp32_slowdown` times slower, FP8 passes
-/// `tensor_fp8_speedup` times faster).
+/// TensorE clock for BF16, scaled by the precision's factor).
 pub(crate) fn tensor_pass_ns(
     profile: &DeviceProfile,
     moving_free: u64,
     precision: Precision,
 ) -> f64 {
     let cycles = moving_free.max(u64::from(profile.tensor_min_pass_cycles)) as f64;
-    let factor = match precision {
-        Precision::Fp32 => profile.tensor_fp32_slowdown,
-        Precision::Bf16 => 1.0,
-        Precision::Fp8 => 1.0 / profile.tensor_fp8_speedup,
-    };
-    cycles * factor / profile.tensor_clock_ghz
+    cycles * tensor_factor(profile, precision) / profile.tensor_clock_ghz
 }
 
-/// TensorE: loading a stationary tile.
-pub(crate) fn tensor_stationary_ns(profile: &DeviceProfile) -> f64 {
-    f64::from(profile.tensor_stationary_load_cycles) / profile.tensor_clock_ghz
+/// TensorE: loading a stationary tile of free size `stationary_free` (its output rows):
+/// `min(64, M)` cycles, the stationary term of NKI's `nc_matmul` cost
+/// `max(min(64, N_stationary), N_moving)`, scaled by the precision's factor as that cost
+/// is (FP32 4×; an FP8 double-row load takes a BF16 load's time for twice the depth, so
+/// half per 128 rows). Whether it is exposed is the lowering's business: the load runs
+/// behind the previous stationary's moving passes (`lower/matmul.rs`).
+pub(crate) fn tensor_stationary_ns(
+    profile: &DeviceProfile,
+    stationary_free: u64,
+    precision: Precision,
+) -> f64 {
+    let cycles = stationary_free.clamp(1, u64::from(profile.tensor_stationary_load_cycles)) as f64;
+    cycles * tensor_factor(profile, precision) / profile.tensor_clock_ghz
 }
 
 /// VectorE: one instruction over `free` elements per partition reading `inputs` tiles.
@@ -281,6 +295,24 @@ mod tests {
         assert_eq!(
             tensor_pass_ns(&p, 8, Precision::Bf16),
             tensor_pass_ns(&p, 64, Precision::Bf16)
+        );
+    }
+
+    #[test]
+    fn a_stationary_load_costs_the_nc_matmul_rules_stationary_term() {
+        let p = DeviceProfile::trn2();
+        let cycle = 1.0 / p.tensor_clock_ghz;
+        // min(64, N_stationary) cycles: a full 128-row tile 64, a 16-row tile 16.
+        assert!((tensor_stationary_ns(&p, 128, Precision::Bf16) - 64.0 * cycle).abs() < 1e-9);
+        assert!((tensor_stationary_ns(&p, 16, Precision::Bf16) - 16.0 * cycle).abs() < 1e-9);
+        assert_eq!(
+            tensor_stationary_ns(&p, 128, Precision::Fp32),
+            4.0 * tensor_stationary_ns(&p, 128, Precision::Bf16)
+        );
+        // Behind a full moving pass (512 columns) it hides eight times over.
+        assert!(
+            8.0 * tensor_stationary_ns(&p, 128, Precision::Bf16)
+                <= tensor_pass_ns(&p, 512, Precision::Bf16)
         );
     }
 

@@ -8,6 +8,54 @@ use super::{cost, Buffers, Engine, KernelRun, Stage};
 /// unit's passes.
 const LHS_BUFFERS: u64 = 2;
 
+/// The stationary loads of one physical core's TensorE in a kernel. TensorE loads the
+/// next stationary tile in the background while the moving passes of the current one
+/// run (NKI architecture guide, "Background LoadStationary"), so a load costs time only
+/// where it outlasts those passes or has nothing to run behind (the first load of a
+/// kernel, or one whose operand arrived after the array went idle): the exposed part is
+/// an instruction on TensorE; a load hidden whole has no instruction of its own.
+#[derive(Debug, Clone, Copy, Default)]
+struct StationaryLoads {
+    /// When the current stationary's moving passes began and ended.
+    passes: Option<(u64, u64)>,
+}
+
+impl StationaryLoads {
+    /// Loads a stationary tile taking `load_ns` whose operand is in SBUF at `input_ns`;
+    /// returns when it is in the array.
+    fn load(
+        &mut self,
+        run: &mut KernelRun<'_>,
+        core: usize,
+        load_ns: f64,
+        input_ns: u64,
+        name: runtime_hooks::NameId,
+    ) -> u64 {
+        match self.passes {
+            // The array's second stationary buffer frees when the current passes begin.
+            Some((start, end)) if input_ns <= end => {
+                let loaded = input_ns.max(start) + load_ns.round() as u64;
+                if loaded > end {
+                    run.exec(core, Engine::Tensor, (loaded - end) as f64, end, name, 0)
+                } else {
+                    loaded
+                }
+            }
+            _ => run.exec(core, Engine::Tensor, load_ns, input_ns, name, 0),
+        }
+    }
+
+    /// When the last moving passes ended (the kernel's start before any).
+    fn passes_end(&self) -> u64 {
+        self.passes.map_or(0, |(_, end)| end)
+    }
+
+    /// The moving passes on the stationary just loaded ran from `start` to `end`.
+    fn passes(&mut self, start: u64, end: u64) {
+        self.passes = Some((start, end));
+    }
+}
+
 /// A (batched) matmul `[batch, m, k] × [k, n]` (RHS shared or per batch).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MatmulPlan {
@@ -128,6 +176,7 @@ impl MatmulPlan {
             }
         }
         let mut lhs = vec![Buffers::new(LHS_BUFFERS as usize, start); cores as usize];
+        let mut stationary = vec![StationaryLoads::default(); cores as usize];
         let mut psum = vec![Buffers::new(2, start); cores as usize];
         let mut pending_store: Vec<Option<(cost::Transfer, u64)>> = vec![None; cores as usize];
         // RHS residency: which (batch, block) each core holds, and when each k-tile of
@@ -175,13 +224,17 @@ impl MatmulPlan {
                             let group_start = group * tiling.group_cols;
                             let cols = tiling.group_cols.min(block_cols - group_start);
                             let psum_free = psum[core].free_at();
-                            let mut ready = lhs_loaded.max(psum_free);
+                            // The passes write PSUM (a free group) and read the RHS
+                            // k-tile; the stationary load needs only the LHS panel.
+                            let mut ready = psum_free;
+                            let load = cost::tensor_stationary_ns(&profile, rows, self.precision);
                             for kt in 0..k_tiles {
                                 let depth = dim.min(self.k - kt * dim).max(1);
-                                let stationary = cost::tensor_stationary_ns(&profile);
-                                let input = ready.max(rhs_ready[core][kt as usize]);
-                                ready =
-                                    run.exec(core, Engine::Tensor, stationary, input, load_name, 0);
+                                let loaded =
+                                    stationary[core].load(run, core, load, lhs_loaded, load_name);
+                                ready = ready.max(loaded).max(rhs_ready[core][kt as usize]);
+                                // The array runs one instruction at a time.
+                                let passes_start = ready.max(stationary[core].passes_end());
                                 let chunks = cols.div_ceil(moving_max);
                                 for chunk in 0..chunks {
                                     let c = moving_max.min(cols - chunk * moving_max).max(1);
@@ -196,6 +249,7 @@ impl MatmulPlan {
                                         flops,
                                     );
                                 }
+                                stationary[core].passes(passes_start, ready);
                             }
                             last_pass = ready;
                             let inputs = if self.bias { 2 } else { 1 };

@@ -14,6 +14,9 @@
 //! - [`PerfettoExporter`]: `add_path(file)` for each rank file, then `finish()`: the
 //!   output writer and [`ExportStats`] (slices, split slices per track, counters, flows,
 //!   what was skipped). Streaming, bounded memory.
+//! - [`perfetto::archive::write_archive`]: one `.pftrace` per rank and Perfetto's
+//!   `perfetto_manifest.json` (a machine per host, hosts' clocks related by their
+//!   collectives) in one tar, which Perfetto v58 and later open as one timeline.
 //! - [`perfetto::validate`]: decodes a `.pftrace` and checks it semantically (interned
 //!   ids defined before use, track uuids resolve, counters only on counter tracks,
 //!   begin/end balanced, flows paired, repeated fields unpacked), returning counts.

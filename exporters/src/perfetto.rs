@@ -4,6 +4,7 @@
 //! takes one or more Kineto files (one per rank) and writes one `.pftrace`;
 //! [`validate`] checks such a file semantically.
 
+pub mod archive;
 mod clock;
 mod convert;
 mod intern;
@@ -161,6 +162,19 @@ impl<W: Write> PerfettoExporter<W> {
     pub fn label_unranked_files(mut self, on: bool) -> Self {
         self.converter.label_files = on;
         self
+    }
+
+    /// Keeps `pids` out of the output: a process with one of them gets a synthetic pid
+    /// (for files that will share a machine with the trace that used them: a machine
+    /// is one pid namespace). Call before adding files.
+    pub fn avoid_pids(mut self, pids: impl IntoIterator<Item = i32>) -> Self {
+        self.converter.avoid_pids(pids);
+        self
+    }
+
+    /// The pids of the process groups written so far.
+    pub fn pids(&self) -> Vec<i32> {
+        self.converter.pids()
     }
 
     /// Converts one Kineto file (`.json` or `.json.gz`). Its process groups are labelled

@@ -1,7 +1,7 @@
-//! `scripts/torch-venv` and `scripts/hta-venv` print the path of the venv's python, for
-//! a venv named relative to the repository or by an absolute path
-//! (`NEURONPROF_TORCH_VENV`, `NEURONPROF_HTA_VENV`). The venvs here are stand-ins whose
-//! `python` accepts any check, so nothing is installed.
+//! `scripts/torch-venv`, `scripts/hta-venv` and `scripts/perfetto-venv` print the path
+//! of the venv's python, for a venv named relative to the repository or by an absolute
+//! path (`NEURONPROF_TORCH_VENV`, `NEURONPROF_HTA_VENV`, `NEURONPROF_PERFETTO_VENV`). The
+//! venvs here are stand-ins whose `python` accepts any check, so nothing is installed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +47,7 @@ fn venv_scripts_print_a_python_that_exists() {
     for (script, var) in [
         ("torch-venv", "NEURONPROF_TORCH_VENV"),
         ("hta-venv", "NEURONPROF_HTA_VENV"),
+        ("perfetto-venv", "NEURONPROF_PERFETTO_VENV"),
     ] {
         for (venv, dir) in [
             (absolute.to_str().unwrap().to_owned(), absolute.clone()),

@@ -98,6 +98,16 @@ impl<W: Write> Converter<W> {
         }
     }
 
+    /// Keeps `pids` out of the output ([`Layout::avoid_pids`]).
+    pub fn avoid_pids(&mut self, pids: impl IntoIterator<Item = i32>) {
+        self.layout.avoid_pids(pids);
+    }
+
+    /// The pids of the process groups described so far, sorted.
+    pub fn pids(&self) -> Vec<i32> {
+        self.layout.pids()
+    }
+
     /// The sequence flags of the next packet: the first packet of all clears the
     /// incremental state, and packets that use it (interned data, defaults) say so.
     fn flags(&mut self, needs_state: bool) -> Option<u32> {

@@ -83,6 +83,18 @@ impl Layout {
         self.next_uuid
     }
 
+    /// Makes `pids` taken: a process with one of them gets a synthetic pid.
+    pub fn avoid_pids(&mut self, pids: impl IntoIterator<Item = i32>) {
+        self.used_pids.extend(pids);
+    }
+
+    /// The pids of the process groups described so far, sorted.
+    pub fn pids(&self) -> Vec<i32> {
+        let mut pids: Vec<i32> = self.processes.values().map(|p| p.pid_out).collect();
+        pids.sort_unstable();
+        pids
+    }
+
     /// Sets the label of a file's groups (`rank 3`), or none for a single unranked file.
     pub fn set_rank_label(&mut self, file: u32, label: Option<String>) {
         if let Some(label) = label {

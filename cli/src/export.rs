@@ -1,5 +1,6 @@
-//! `neuronprof export --format perfetto|csv|parquet|neuron-explorer IN… -o OUT`: Kineto
-//! traces into other formats; the tables include the analysis results (`analysis_*`, see
+//! `neuronprof export --format perfetto|perfetto-archive|csv|parquet|neuron-explorer IN…
+//! -o OUT`: Kineto traces into other formats (`perfetto-archive`: a `.pftrace` per rank
+//! and Perfetto's manifest in one tar, [`perfetto_archive`]); the tables include the analysis results (`analysis_*`, see
 //! `exporters::tables`); `neuron-explorer` writes each trace as a Neuron Explorer profile
 //! folder (`OUT/profiles/global/NAME@latest/`, see the `neuron-explorer` crate).
 
@@ -13,11 +14,16 @@ use exporters::tables::dataset::{write_dataset, DatasetOptions, DatasetOutcome};
 use exporters::{CsvExporter, ExportError, ExportStats, PerfettoExporter, TableStats};
 use serde::Serialize;
 
+pub mod perfetto_archive;
+
 /// Output formats of `neuronprof export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {
     /// Perfetto's TrackEvent protobuf (`.pftrace`).
     Perfetto,
+    /// A tar of one `.pftrace` per rank and a `perfetto_manifest.json` (machine per
+    /// host, clocks related by the collectives): `exporters::perfetto::archive`.
+    PerfettoArchive,
     /// CSV tables (events, kernels, collectives, memory, steps, and the analysis
     /// results: `analysis_temporal` …) in a directory.
     Csv,
@@ -35,13 +41,14 @@ impl ExportFormat {
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         match text {
             "perfetto" => Ok(ExportFormat::Perfetto),
+            "perfetto-archive" => Ok(ExportFormat::PerfettoArchive),
             "csv" => Ok(ExportFormat::Csv),
             "parquet" => Ok(ExportFormat::Parquet),
             "neuron-explorer" => Ok(ExportFormat::NeuronExplorer),
             other => {
                 anyhow::bail!(
-                    "unknown export format {other:?} (known: perfetto, csv, parquet, \
-                     neuron-explorer)"
+                    "unknown export format {other:?} (known: perfetto, perfetto-archive, csv, \
+                     parquet, neuron-explorer)"
                 )
             }
         }
@@ -72,6 +79,8 @@ pub struct ExportRequest {
 pub enum Converted {
     /// Perfetto: slices, counters, flows, splits.
     Perfetto(ExportStats),
+    /// Perfetto archive: each member's counts, machines and clocks.
+    PerfettoArchive(Box<exporters::perfetto::archive::ArchiveStats>),
     /// CSV: rows per table.
     Tables(TableStats, &'static str),
     /// Parquet: the dataset written, and rows per analysis table.
@@ -124,6 +133,13 @@ pub fn run_export(request: &ExportRequest) -> anyhow::Result<ExportOutcome> {
                 .and_then(|file| file.sync_all())
                 .with_context(|| format!("writing {}", request.out.display()))?;
             Converted::Perfetto(stats)
+        }
+        ExportFormat::PerfettoArchive => {
+            for file in &files {
+                input_bytes += std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+            }
+            let stats = perfetto_archive::export_archive(&files, &request.out)?;
+            Converted::PerfettoArchive(Box::new(stats))
         }
         ExportFormat::Csv => {
             let exporter = CsvExporter::create(&request.out)
@@ -304,8 +320,8 @@ pub struct TableRows {
     pub rows: u64,
 }
 
-/// What one format wrote: `{"format": "perfetto" | "csv" | "parquet" |
-/// "neuron-explorer", …}`.
+/// What one format wrote: `{"format": "perfetto" | "perfetto-archive" | "csv" |
+/// "parquet" | "neuron-explorer", …}`.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "format", rename_all = "kebab-case")]
 pub enum ConvertedSummary {
@@ -348,6 +364,16 @@ pub enum ConvertedSummary {
         split_slices: u64,
         /// The tracks with such slices, most split first.
         split_tracks: Vec<SplitTrackRows>,
+    },
+    /// The Perfetto archive: its bytes, each trace member (machine, clock offset,
+    /// counts) and how each further host's clock was placed.
+    PerfettoArchive {
+        /// Bytes of the archive.
+        bytes_written: u64,
+        /// The trace members, in input order.
+        members: Vec<perfetto_archive::MemberRows>,
+        /// Hosts placed by their collectives.
+        hosts: Vec<perfetto_archive::HostRows>,
     },
     /// CSV files: rows per table (event tables, then analysis tables).
     Csv {
@@ -466,6 +492,14 @@ pub fn summary(outcome: &ExportOutcome) -> ExportSummary {
                 })
                 .collect(),
         },
+        Converted::PerfettoArchive(stats) => {
+            let (members, hosts) = perfetto_archive::rows(stats);
+            ConvertedSummary::PerfettoArchive {
+                bytes_written: stats.bytes_written,
+                members,
+                hosts,
+            }
+        }
         Converted::Tables(stats, _) => {
             let mut tables = table_rows(&TABLES, &stats.rows);
             tables.extend(table_rows(&ANALYSIS_TABLES, &stats.analysis_rows));
@@ -544,6 +578,7 @@ pub fn render_outcome(outcome: &ExportOutcome, out: &mut impl Write) -> io::Resu
     }
     match &outcome.converted {
         Converted::Perfetto(stats) => render_perfetto(stats, out),
+        Converted::PerfettoArchive(stats) => perfetto_archive::render(stats, out),
         Converted::Tables(tables, extension) => {
             for (table, rows) in exporters::tables::TABLES.iter().zip(tables.rows) {
                 writeln!(out, "{table}.{extension}: {rows} row(s)")?;

@@ -69,6 +69,9 @@ pub struct RunRequest {
     pub profile: ProfileSpec,
     /// Also write the rank traces as one Perfetto file (`trace.pftrace` in the out dir).
     pub perfetto: bool,
+    /// Also write the rank traces as one Perfetto archive (`perfetto.tar` in the out dir:
+    /// a `.pftrace` per rank and Perfetto's manifest, `export --format perfetto-archive`).
+    pub perfetto_archive: bool,
     /// Show the steps done on standard error (when it is a terminal).
     pub progress: bool,
     /// What the run leaves in `out_dir`: Kineto traces, or Neuron Explorer profiles.
@@ -199,13 +202,15 @@ impl RunRequest {
             optimizer: None,
             profile: ProfileSpec::default(),
             perfetto: false,
+            perfetto_archive: false,
             progress: false,
             output: RunOutput::Kineto,
         }
     }
 
     /// The demo: a GPT of [`GptShape::DEMO`]'s shape on 4 data-parallel ranks with numerics,
-    /// rank 2's device 2× slower, 6 steps, 4 of them recorded, AdamW.
+    /// rank 2's device 2× slower, 6 steps, 4 of them recorded, AdamW; the traces also as
+    /// one Perfetto archive (`perfetto.tar`).
     ///
     /// The ranks are threads of one process and take turns on the machine's cores, but
     /// a rank's host time is what its ops cost eager PyTorch (modeled) and its device
@@ -226,7 +231,7 @@ impl RunRequest {
             numerics: true,
             gpt: Some(GptShape::DEMO),
             optimizer: Some(Optimizer::AdamW),
-            perfetto: true,
+            perfetto_archive: true,
             ..RunRequest::new("gpt")
         }
     }
@@ -379,6 +384,8 @@ pub struct RunOutcome {
     pub numerics: bool,
     /// The Perfetto file of all ranks, when asked for.
     pub perfetto: Option<PathBuf>,
+    /// The Perfetto archive of the ranks, when asked for.
+    pub perfetto_archive: Option<PathBuf>,
     /// Which steps the traces keep, when the default schedule records fewer steps than
     /// the run ([`kept_steps`]).
     pub kept: Option<String>,
@@ -558,21 +565,27 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
         .map(|(i, r)| (r.rank().unwrap_or(i as u32), r.summary()))
         .collect();
 
-    let perfetto = if request.perfetto {
-        let out = request.out_dir.join("trace.pftrace");
+    let export_perfetto = |format, name: &str| -> anyhow::Result<PathBuf> {
+        let out = request.out_dir.join(name);
         crate::export::run_export(&crate::export::ExportRequest {
             paths: profiled.files.clone(),
-            format: crate::export::ExportFormat::Perfetto,
+            format,
             out: out.clone(),
             lenient: false,
             progress: false,
             device_spec: None,
         })
-        .context("writing the Perfetto trace")?;
-        Some(out)
-    } else {
-        None
+        .with_context(|| format!("writing {}", out.display()))?;
+        Ok(out)
     };
+    let perfetto = request
+        .perfetto
+        .then(|| export_perfetto(crate::export::ExportFormat::Perfetto, "trace.pftrace"))
+        .transpose()?;
+    let perfetto_archive = request
+        .perfetto_archive
+        .then(|| export_perfetto(crate::export::ExportFormat::PerfettoArchive, "perfetto.tar"))
+        .transpose()?;
     let files = match request.output {
         RunOutput::Kineto => profiled.files,
         RunOutput::NeuronExplorer => write_profiles(&profiled.files, &request.out_dir)?,
@@ -582,6 +595,7 @@ pub fn run_workload(request: &RunRequest) -> anyhow::Result<RunOutcome> {
     let analysis = analyze(&set, &ReportOptions::default());
     Ok(RunOutcome {
         perfetto,
+        perfetto_archive,
         kept,
         report,
         files,
@@ -706,6 +720,14 @@ pub fn render_outcome(outcome: &RunOutcome, out: &mut dyn std::io::Write) -> std
             out,
             "  {}  (all ranks, Perfetto: open in ui.perfetto.dev)",
             perfetto.display()
+        )?;
+    }
+    if let Some(archive) = &outcome.perfetto_archive {
+        writeln!(
+            out,
+            "  {}  (a trace per rank and a manifest, one timeline: open in ui.perfetto.dev, \
+             v58 or later)",
+            archive.display()
         )?;
     }
     if !outcome.files.is_empty() {

@@ -67,6 +67,19 @@ fn demo_profiles_four_ranks_and_says_where_the_traces_are() {
         .to_str()
         .unwrap()
         .starts_with("demo-"));
+    // Beside the traces, one Perfetto archive: the manifest and a trace per rank.
+    let archive = runs[0].join("perfetto.tar");
+    assert!(text.contains("/perfetto.tar  (a trace per rank"), "{text}");
+    let listed = Command::new("tar")
+        .arg("-tf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "tar reads {}", archive.display());
+    assert_eq!(
+        String::from_utf8(listed.stdout).unwrap(),
+        "perfetto_manifest.json\nrank0.pftrace\nrank1.pftrace\nrank2.pftrace\nrank3.pftrace\n"
+    );
 
     // The directory is what inspect and analyze take.
     let inspect = neuronprof(&["inspect", "--json", runs[0].to_str().unwrap()], &cwd);

@@ -353,6 +353,32 @@ fn the_roofline_table_is_exported_and_queried_as_analyze_reports_it() {
         let got = row["tflops_per_sec_mean"].as_f64().unwrap();
         assert!((got - tflops).abs() <= 1e-9 * tflops, "{row} vs {op}");
     }
+    // Each row's kernels join on (rank, op_index): per row, the count of its kernel
+    // names and their launches, as `analyze` lists them.
+    let sql = "SELECT r.op_index, r.name, COUNT(*) AS kernels, SUM(k.count) AS launches \
+               FROM analysis_roofline r JOIN analysis_roofline_kernels k \
+               ON r.rank = k.rank AND r.op_index = k.op_index \
+               GROUP BY r.op_index, r.name ORDER BY r.op_index";
+    let out = neuronprof(
+        &["query", sql, "--format", "json"],
+        std::slice::from_ref(&dir),
+    );
+    let joined = json_of(&out);
+    let joined = joined.as_array().unwrap();
+    let expected: Vec<(usize, &serde_json::Value)> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| !op["kernels"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(joined.len(), expected.len(), "{joined:?}");
+    for (row, (index, op)) in joined.iter().zip(expected) {
+        let kernels = op["kernels"].as_array().unwrap();
+        let launches: u64 = kernels.iter().map(|k| k["count"].as_u64().unwrap()).sum();
+        assert_eq!(row["op_index"], index, "{row}");
+        assert_eq!(row["name"], op["name"], "{row}");
+        assert_eq!(row["kernels"], kernels.len(), "{row}");
+        assert_eq!(row["launches"], launches, "{row}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

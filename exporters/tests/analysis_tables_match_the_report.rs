@@ -60,6 +60,19 @@ fn csv_records(text: &str) -> Vec<Vec<String>> {
     records
 }
 
+/// Σ over the analyzed ranks' roofline tables of `rows`.
+fn roofline_rows(
+    report: &analysis::Report,
+    rows: impl Fn(&analysis::analyses::roofline::RankRoofline) -> usize,
+) -> usize {
+    report
+        .per_rank
+        .iter()
+        .filter_map(|r| r.roofline.as_ref())
+        .map(rows)
+        .sum()
+}
+
 #[test]
 fn analysis_tables_match_the_report() {
     let shared = common::shared_dir();
@@ -87,13 +100,20 @@ fn analysis_tables_match_the_report() {
             .sum(),
         report.utilization.len(),
         report.insights.len(),
-        report
-            .per_rank
-            .iter()
-            .filter_map(|r| r.roofline.as_ref())
-            .map(|t| t.ops.len())
-            .sum(),
+        roofline_rows(&report, |t| t.ops.len()),
+        roofline_rows(&report, |t| t.ops.iter().map(|o| o.kernels.len()).sum()),
+        roofline_rows(&report, |t| {
+            t.ops
+                .iter()
+                .map(|o| o.passes.as_ref().map_or(0, Vec::len))
+                .sum()
+        }),
+        roofline_rows(&report, |t| t.uncovered.len()),
     ];
+    assert!(
+        expected[9] > 0 && expected[10] > 0,
+        "roofline rows: {expected:?}"
+    );
     assert_eq!(expected[0], 2, "temporal breakdown of both ranks");
     assert!(expected[1] > 0 && expected[2] > 0, "{expected:?}");
 
@@ -235,5 +255,160 @@ fn collective_group_and_rank_tables_carry_the_report() {
     let rank2 = (0..ranks.num_rows()).find(|&i| rank.value(i) == 2).unwrap();
     // TraceLens's straggler summary: rank 2 arrived last 84 times.
     assert_eq!(last.value(rank2), 84);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The roofline's tables join on (`rank`, `op_index`): each row's kernels and each compiled
+/// graph's passes come back under the row they belong to, with the report's values, and
+/// the engine split is columns. On a `torch.compile(backend="neuron")` block
+/// (`analysis/tests/data/compiled-block`: passes) and an emulator GPT run recorded with
+/// engine busy times (`analysis/tests/data/gpt-2ranks-4steps`: engines).
+#[test]
+fn roofline_tables_join_on_the_row() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../analysis/tests/data");
+    check_roofline_tables(
+        &data.join("compiled-block/rank0.pt.trace.json.gz"),
+        false,
+        true,
+    );
+    check_roofline_tables(
+        &data.join("gpt-2ranks-4steps/rank0.pt.trace.json.gz"),
+        true,
+        false,
+    );
+}
+
+/// A pass row: op index, graph, pass, share of the graph's time.
+type PassRow = (Option<i64>, Option<String>, Option<String>, f64);
+
+/// Exports the report of `trace` and checks its roofline tables against it; `engines`,
+/// `passes`: the trace must give rows with an engine split, graph passes.
+fn check_roofline_tables(trace: &std::path::Path, engines_expected: bool, passes_expected: bool) {
+    let set = analysis::load_paths(&[trace], &analysis::LoadOptions::default()).unwrap();
+    let report = analysis::analyze(&set, &analysis::ReportOptions::default());
+    let table = report.per_rank[0]
+        .roofline
+        .as_ref()
+        .expect("a roofline table");
+    let name = trace
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("exporters-roofline-{}-{name}", std::process::id()));
+    let mut parquet = ParquetExporter::create(&dir).unwrap();
+    parquet.add_analysis(&report).unwrap();
+    parquet.finish().unwrap();
+    let column = |batch: &RecordBatch, name: &str| {
+        batch.column(batch.schema().index_of(name).unwrap()).clone()
+    };
+    let ints = |batch: &RecordBatch, name: &str| -> Vec<Option<i64>> {
+        let c = column(batch, name);
+        let c = c.as_any().downcast_ref::<Int64Array>().unwrap();
+        (0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i)))
+            .collect()
+    };
+    let texts = |batch: &RecordBatch, name: &str| -> Vec<Option<String>> {
+        let c = column(batch, name);
+        let c = c.as_any().downcast_ref::<StringArray>().unwrap();
+        (0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i).to_owned()))
+            .collect()
+    };
+    let floats = |batch: &RecordBatch, name: &str| -> Vec<f64> {
+        let c = column(batch, name);
+        let c = c.as_any().downcast_ref::<Float64Array>().unwrap();
+        (0..c.len()).map(|i| c.value(i)).collect()
+    };
+
+    let ops = read(&dir.join("analysis_roofline/part-0.parquet"));
+    let rows: Vec<Option<i64>> = (0..table.ops.len() as i64).map(Some).collect();
+    assert_eq!(ints(&ops, "op_index"), rows);
+    let with_engines: Vec<(usize, &analysis::analyses::roofline::engines::EngineSplit)> = table
+        .ops
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| o.engines.as_ref().map(|e| (i, e)))
+        .collect();
+    assert_eq!(
+        !with_engines.is_empty(),
+        engines_expected,
+        "{name}: engine splits"
+    );
+    let (busiest, engines) = (texts(&ops, "busiest"), texts(&ops, "engines"));
+    for &(i, split) in &with_engines {
+        assert_eq!(busiest[i].as_deref(), Some(split.busiest.as_str()));
+        // JSON text: serde_json's default float parsing may differ in the last bit.
+        let json: Vec<serde_json::Value> =
+            serde_json::from_str(engines[i].as_ref().unwrap()).unwrap();
+        assert_eq!(json.len(), split.engines.len());
+        for (cell, engine) in json.iter().zip(&split.engines) {
+            assert_eq!(cell["engine"], engine.engine.as_str());
+            let close = |field: &str, want: f64| {
+                let got = cell[field].as_f64().unwrap();
+                assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "{field}");
+            };
+            close("busy_per_call_us", engine.busy_per_call_us);
+            close("share_pct", engine.share_pct);
+        }
+    }
+    let peaks = texts(&ops, "peak_spec");
+    for (i, op) in table.ops.iter().enumerate() {
+        assert_eq!(peaks[i].as_deref(), op.peak.as_ref().map(|p| p.0.as_str()));
+    }
+
+    let kernels = read(&dir.join("analysis_roofline_kernels/part-0.parquet"));
+    let expected: Vec<(Option<i64>, Option<String>, f64)> = table
+        .ops
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| {
+            o.kernels
+                .iter()
+                .map(move |k| (Some(i as i64), Some(k.name.clone()), k.total_us))
+        })
+        .collect();
+    let got: Vec<(Option<i64>, Option<String>, f64)> = ints(&kernels, "op_index")
+        .into_iter()
+        .zip(texts(&kernels, "name"))
+        .zip(floats(&kernels, "total_us"))
+        .map(|((r, n), t)| (r, n, t))
+        .collect();
+    assert!(!got.is_empty());
+    assert_eq!(got, expected);
+
+    let passes = read(&dir.join("analysis_roofline_passes/part-0.parquet"));
+    let expected: Vec<PassRow> = table
+        .ops
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| {
+            o.passes.iter().flatten().map(move |p| {
+                (
+                    Some(i as i64),
+                    Some(o.name.clone()),
+                    Some(p.pass.clone()),
+                    p.share_pct,
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        !expected.is_empty(),
+        passes_expected,
+        "{name}: graph passes"
+    );
+    let got: Vec<PassRow> = ints(&passes, "op_index")
+        .into_iter()
+        .zip(texts(&passes, "graph"))
+        .zip(texts(&passes, "pass"))
+        .zip(floats(&passes, "share_pct"))
+        .map(|(((r, g), p), s)| (r, g, p, s))
+        .collect();
+    assert_eq!(got, expected);
     std::fs::remove_dir_all(&dir).ok();
 }

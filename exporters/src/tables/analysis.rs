@@ -19,7 +19,10 @@
 //! | `analysis_all_to_all` | (group, collective, sender, receiver) of an all-to-all(v) matrix (`collectives.all_to_all`) | `process_group, collective` text, `src_rank, dst_rank, bytes, instances` i64 (bytes `src_rank` sent `dst_rank` over the group's `instances`) |
 //! | `analysis_utilization` | rank and device (`utilization`) | `rank, device` i64, `window_start_us, window_us, device_busy_pct, peer_wait_us, peer_wait_pct` f64, `engine_source` text, `model_flops, hardware_flops` i64, `peak_tflops, mfu_pct, hfu_pct, tensor_throttled_us` f64, `tensor_throttle_events, host_bound_steps, device_bound_steps` i64, `engines, cores, dma` text (JSON) |
 //! | `analysis_insights` | finding, most important first (`insights`) | `kind` text, `rank` i64, `score, value, threshold` f64, `unit, summary` text, `start_us, end_us` f64 (`time_range_us`) |
-//! | `analysis_roofline` | operator and unique arguments per analyzed rank, most time to win first (`per_rank[].roofline.ops`) | `rank` i64, `device, name, category, input_dims, input_types, input_strides, concrete_inputs, params, compute_spec` text, `count, nested_calls` i64, `kernel_time_us, kernel_time_mean_us, gflops, data_moved_bytes, flops_per_byte, tflops_per_sec_mean, tb_per_sec_mean, roofline_time_us, roofline_pct` f64, `bound` text (`compute`/`memory`, empty without a device), `win_us` f64 (`kernel_time_mean_us`, `tflops_per_sec_mean`, `tb_per_sec_mean`: the means of the per-call spreads) |
+//! | `analysis_roofline` | operator and unique arguments per analyzed rank, most time to win first (`per_rank[].roofline.ops`) | `rank` i64, `device, name, category, input_dims, input_types, input_strides, concrete_inputs, params, compute_spec` text, `count, nested_calls` i64, `kernel_time_us, kernel_time_mean_us, gflops, data_moved_bytes, flops_per_byte, tflops_per_sec_mean, tb_per_sec_mean, roofline_time_us, roofline_pct` f64, `bound` text (`compute`/`memory`, empty without a device), `win_us` f64 (`kernel_time_mean_us`, `tflops_per_sec_mean`, `tb_per_sec_mean`: the means of the per-call spreads), `op_index` i64 (the row's position in its rank's table, from 0: what the tables below join on, with `rank`), `device_flops_per_call` f64 (the kernels' own `flops` args, neuron), `peak_spec` text and `peak_tflops` f64 (the device peak used), `should_bind, busiest` text and `engines` text (JSON `[{engine, busy_per_call_us, share_pct}]`: the split by engine on neuron traces with engine busy times) |
+//! | `analysis_roofline_kernels` | kernel of a roofline row, most time first (`ops[].kernels`) | `rank, op_index` i64, `name` text, `count` i64, `total_us, dur_mean_us, dur_median_us, dur_min_us, dur_max_us` f64 |
+//! | `analysis_roofline_passes` | pass of a compiled graph's row, by label (`ops[].passes`) | `rank, op_index` i64, `graph, pass` text, `count` i64, `time_us, share_pct, gflops, data_moved_bytes` f64, `compute_spec` text, `roofline_time_us, roofline_pct` f64, `bound` text |
+//! | `analysis_roofline_uncovered` | operator the model does not cost, per rank, most kernel time first (`per_rank[].roofline.uncovered`) | `rank` i64, `name, category` text, `count` i64, `kernel_time_us` f64, `reason` text |
 
 use serde_json::Value;
 
@@ -51,7 +54,7 @@ const fn c(name: &'static str, kind: Kind) -> AnalysisColumn {
 use Kind::{Float as F, Int as I, Text as T};
 
 /// How many analysis tables there are.
-pub const ANALYSIS_TABLE_COUNT: usize = 10;
+pub const ANALYSIS_TABLE_COUNT: usize = 13;
 
 /// The analysis tables, in the order of [`crate::TableStats::analysis_rows`].
 pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
@@ -65,6 +68,9 @@ pub const ANALYSIS_TABLES: [&str; ANALYSIS_TABLE_COUNT] = [
     "analysis_utilization",
     "analysis_insights",
     "analysis_roofline",
+    "analysis_roofline_kernels",
+    "analysis_roofline_passes",
+    "analysis_roofline_uncovered",
 ];
 
 /// The columns of each analysis table (same order as [`ANALYSIS_TABLES`]).
@@ -221,6 +227,47 @@ pub const ANALYSIS_SCHEMAS: [&[AnalysisColumn]; ANALYSIS_TABLE_COUNT] = [
         c("roofline_pct", F),
         c("bound", T),
         c("win_us", F),
+        c("op_index", I),
+        c("device_flops_per_call", F),
+        c("peak_spec", T),
+        c("peak_tflops", F),
+        c("should_bind", T),
+        c("busiest", T),
+        c("engines", T),
+    ],
+    &[
+        c("rank", I),
+        c("op_index", I),
+        c("name", T),
+        c("count", I),
+        c("total_us", F),
+        c("dur_mean_us", F),
+        c("dur_median_us", F),
+        c("dur_min_us", F),
+        c("dur_max_us", F),
+    ],
+    &[
+        c("rank", I),
+        c("op_index", I),
+        c("graph", T),
+        c("pass", T),
+        c("count", I),
+        c("time_us", F),
+        c("share_pct", F),
+        c("gflops", F),
+        c("data_moved_bytes", F),
+        c("compute_spec", T),
+        c("roofline_time_us", F),
+        c("roofline_pct", F),
+        c("bound", T),
+    ],
+    &[
+        c("rank", I),
+        c("name", T),
+        c("category", T),
+        c("count", I),
+        c("kernel_time_us", F),
+        c("reason", T),
     ],
 ];
 
@@ -278,6 +325,7 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
             }
         }
     }
+    let roofline = roofline_objects(report);
     let sources = [
         report
             .temporal_breakdown
@@ -292,7 +340,10 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
         all_to_all,
         objects(&report.utilization),
         insights,
-        roofline_objects(report),
+        roofline.ops,
+        roofline.kernels,
+        roofline.passes,
+        roofline.uncovered,
     ];
     let mut out: [Vec<Vec<Cell>>; ANALYSIS_TABLE_COUNT] = Default::default();
     for ((rows, objects), schema) in out.iter_mut().zip(sources).zip(ANALYSIS_SCHEMAS) {
@@ -309,30 +360,103 @@ pub fn analysis_rows(report: &analysis::Report) -> [Vec<Vec<Cell>>; ANALYSIS_TAB
     out
 }
 
-/// The roofline rows of every analyzed rank, flattened: the rank and device on each row,
-/// and the means of the per-call spreads as `kernel_time_mean_us`, `tflops_per_sec_mean`
-/// and `tb_per_sec_mean`.
-fn roofline_objects(report: &analysis::Report) -> Vec<Value> {
-    let mut out = Vec::new();
+/// The roofline tables' rows, flattened over the analyzed ranks.
+#[derive(Default)]
+struct RooflineObjects {
+    ops: Vec<Value>,
+    kernels: Vec<Value>,
+    passes: Vec<Value>,
+    uncovered: Vec<Value>,
+}
+
+/// Inserts `fields` into `object` (a serde object; anything else stays as it is).
+fn extend(mut object: Value, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        for (name, value) in fields {
+            map.insert(name.into(), value);
+        }
+    }
+    object
+}
+
+/// The roofline rows of every analyzed rank, flattened: the rank, the device and the
+/// row's position on each row, the means of the per-call spreads as
+/// `kernel_time_mean_us`, `tflops_per_sec_mean` and `tb_per_sec_mean`, the peak and the
+/// engine split as columns; each row's kernels and passes, and the uncovered operators.
+fn roofline_objects(report: &analysis::Report) -> RooflineObjects {
+    let mut out = RooflineObjects::default();
     for table in report.per_rank.iter().filter_map(|r| r.roofline.as_ref()) {
-        for (mut row, op) in objects(&table.ops).into_iter().zip(&table.ops) {
-            if let Some(object) = row.as_object_mut() {
-                object.insert("rank".into(), Value::from(table.rank));
-                object.insert(
-                    "device".into(),
-                    table.device.clone().map_or(Value::Null, Value::from),
-                );
-                object.insert(
-                    "kernel_time_mean_us".into(),
-                    Value::from(op.kernel_time_per_call_us.mean),
-                );
-                object.insert(
-                    "tflops_per_sec_mean".into(),
-                    Value::from(op.tflops_per_sec.mean),
-                );
-                object.insert("tb_per_sec_mean".into(), Value::from(op.tb_per_sec.mean));
+        let rank = Value::from(table.rank);
+        for (index, (row, op)) in objects(&table.ops).into_iter().zip(&table.ops).enumerate() {
+            let at = [
+                ("rank", rank.clone()),
+                ("op_index", Value::from(index as i64)),
+            ];
+            let (peak_spec, peak_tflops) = op
+                .peak
+                .as_ref()
+                .map_or((Value::Null, Value::Null), |(spec, tflops)| {
+                    (Value::from(spec.as_str()), Value::from(*tflops))
+                });
+            let engines = op.engines.as_ref();
+            out.ops.push(extend(
+                row,
+                at.clone().into_iter().chain([
+                    (
+                        "device",
+                        table.device.clone().map_or(Value::Null, Value::from),
+                    ),
+                    (
+                        "kernel_time_mean_us",
+                        Value::from(op.kernel_time_per_call_us.mean),
+                    ),
+                    ("tflops_per_sec_mean", Value::from(op.tflops_per_sec.mean)),
+                    ("tb_per_sec_mean", Value::from(op.tb_per_sec.mean)),
+                    ("peak_spec", peak_spec),
+                    ("peak_tflops", peak_tflops),
+                    (
+                        "should_bind",
+                        engines
+                            .and_then(|e| e.should_bind.clone())
+                            .map_or(Value::Null, Value::from),
+                    ),
+                    (
+                        "busiest",
+                        engines.map_or(Value::Null, |e| Value::from(e.busiest.as_str())),
+                    ),
+                    (
+                        "engines",
+                        engines.map_or(Value::Null, |e| {
+                            serde_json::to_value(&e.engines).unwrap_or(Value::Null)
+                        }),
+                    ),
+                ]),
+            ));
+            for kernel in &op.kernels {
+                out.kernels.push(serde_json::json!({
+                    "rank": table.rank,
+                    "op_index": index,
+                    "name": kernel.name,
+                    "count": kernel.count,
+                    "total_us": kernel.total_us,
+                    "dur_mean_us": kernel.dur_us.mean,
+                    "dur_median_us": kernel.dur_us.median,
+                    "dur_min_us": kernel.dur_us.min,
+                    "dur_max_us": kernel.dur_us.max,
+                }));
             }
-            out.push(row);
+            for pass in op.passes.iter().flatten() {
+                let object = serde_json::to_value(pass).unwrap_or(Value::Null);
+                out.passes.push(extend(
+                    object,
+                    at.clone()
+                        .into_iter()
+                        .chain([("graph", Value::from(op.name.as_str()))]),
+                ));
+            }
+        }
+        for op in objects(&table.uncovered) {
+            out.uncovered.push(extend(op, [("rank", rank.clone())]));
         }
     }
     out

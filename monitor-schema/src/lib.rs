@@ -88,19 +88,47 @@ pub struct NeuroncoreCounters {
 }
 
 /// Counters of one (logical) NeuronCore.
+///
+/// AWS's documentation names the flops counter `flops`; the reports neuron-monitor
+/// writes name it `effective_flops`. Either is read into [`CoreCounters::flops`]
+/// (`flops` when a report has both); it is written as `flops`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "CoreCountersIn")]
 pub struct CoreCounters {
     /// Busy percentage over the period (0–100).
-    #[serde(default)]
     pub neuroncore_utilization: f64,
-    /// Floating-point operations per second over the period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Floating-point operations per second over the period (`flops` or
+    /// `effective_flops` on input).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flops: Option<f64>,
     /// Further keys. At LNC=2 AWS adds the physical cores under the core version, e.g.
     /// `"v3d": {"nc_v3.0": {"neuroncore_utilization": 21.01}, …}` (see
     /// [`CoreCounters::physical_cores`]); anything else unknown is kept as is.
     #[serde(flatten)]
     pub extra: BTreeMap<String, CoreExtra>,
+}
+
+/// [`CoreCounters`] as read: both names of the flops counter.
+#[derive(Deserialize)]
+struct CoreCountersIn {
+    #[serde(default)]
+    neuroncore_utilization: f64,
+    #[serde(default)]
+    flops: Option<f64>,
+    #[serde(default)]
+    effective_flops: Option<f64>,
+    #[serde(flatten)]
+    extra: BTreeMap<String, CoreExtra>,
+}
+
+impl From<CoreCountersIn> for CoreCounters {
+    fn from(read: CoreCountersIn) -> Self {
+        CoreCounters {
+            neuroncore_utilization: read.neuroncore_utilization,
+            flops: read.flops.or(read.effective_flops),
+            extra: read.extra,
+        }
+    }
 }
 
 impl CoreCounters {

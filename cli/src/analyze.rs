@@ -68,20 +68,7 @@ pub struct AnalyzeRequest {
 /// The device `--device-spec` names: a built-in name (`mi300x`, `h100-sxm`, `trn2`, …:
 /// [`perf_model::BUILTIN_DEVICES`]) or a JSON file ([`perf_model::DeviceSpec::from_json`]).
 pub fn device_spec(spec: &str) -> anyhow::Result<perf_model::DeviceSpec> {
-    if let Some(device) = perf_model::DeviceSpec::builtin(spec) {
-        return Ok(device);
-    }
-    let path = std::path::Path::new(spec);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading device file {}", path.display()))?;
-        return perf_model::DeviceSpec::from_json(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
-    }
-    anyhow::bail!(
-        "--device-spec {spec}: neither a built-in device ({}) nor a file",
-        perf_model::BUILTIN_DEVICES.join(", ")
-    )
+    perf_model::DeviceSpec::named(spec).map_err(|e| anyhow::anyhow!(e))
 }
 
 /// Reads the traces and runs every analysis, a few ranks in memory at a time

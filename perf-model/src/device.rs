@@ -265,6 +265,26 @@ impl DeviceSpec {
         DeviceSpec::builtin(key)
     }
 
+    /// The device a user names (`--device-spec NAME|FILE` of `analyze`, `export`, `diff`
+    /// and `neuron-top --replay`): a built-in name ([`BUILTIN`]), else a device
+    /// file ([`DeviceSpec::from_json`]). `Err` says which it was taken for and why it
+    /// failed.
+    pub fn named(spec: &str) -> Result<DeviceSpec, String> {
+        if let Some(device) = DeviceSpec::builtin(spec) {
+            return Ok(device);
+        }
+        let path = std::path::Path::new(spec);
+        if path.is_file() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("reading device file {}: {e}", path.display()))?;
+            return DeviceSpec::from_json(&text).map_err(|e| format!("{}: {e}", path.display()));
+        }
+        Err(format!(
+            "--device-spec {spec}: neither a built-in device ({}) nor a file",
+            BUILTIN.join(", ")
+        ))
+    }
+
     /// Reads a device file: JSON `{"name": "…", "memory_tb_per_s": 3.35,
     /// "peak_tflops": {"matrix_bf16": 989.4, "vector_fp32": 66.9, …}}`.
     pub fn from_json(text: &str) -> Result<DeviceSpec, String> {

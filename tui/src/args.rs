@@ -19,6 +19,9 @@ pub enum Source {
         dir: PathBuf,
         /// Trace time each report covers; `None` picks one giving about 100 reports.
         period: Option<Duration>,
+        /// The device the operators' roofline is against (`--device-spec NAME|FILE`:
+        /// a built-in name or a device file); `None`: each trace's `deviceProperties`.
+        device_spec: Option<String>,
     },
 }
 
@@ -44,8 +47,12 @@ usage:
   neuron-top --stdin                           read a neuron-monitor JSON stream
                                                (e.g. `neuron-monitor | neuron-top --stdin`)
   neuron-top --replay TRACE_DIR [--period SECONDS] [--play-interval SECONDS]
-                                               replay recorded rank traces (default
-                                               period: about 100 reports over the run)
+             [--device-spec NAME|FILE]         replay recorded rank traces (default
+                                               period: about 100 reports over the run;
+                                               the roofline's device: the traces'
+                                               deviceProperties, or a built-in name
+                                               such as h100-sxm, mi300x, trn2, or a
+                                               device file)
 
 keys: ? help, q quit, f freeze, / filter, F %/TFLOPS, 1-9 a d tabs, Tab views,
       s u sort, arrows + x memory tree; replay: Left/Right step, space play";
@@ -58,6 +65,7 @@ impl Args {
         let mut stdin = false;
         let mut replay: Option<PathBuf> = None;
         let mut period = None;
+        let mut device_spec = None;
         let mut refresh = Duration::from_secs(1);
         let mut play_interval = Duration::from_millis(250);
         let mut it = args.into_iter();
@@ -82,6 +90,7 @@ impl Args {
                 "--stdin" => stdin = true,
                 "--replay" => replay = Some(PathBuf::from(value("--replay")?)),
                 "--period" => period = Some(seconds("--period", &value("--period")?)?),
+                "--device-spec" => device_spec = Some(value("--device-spec")?),
                 "--refresh" => refresh = seconds("--refresh", &value("--refresh")?)?,
                 "--play-interval" => {
                     play_interval = seconds("--play-interval", &value("--play-interval")?)?
@@ -95,11 +104,18 @@ impl Args {
                 return Err("--pid applies to live attach only".into())
             }
             (true, None, None) => Source::Stdin,
-            (false, Some(dir), None) => Source::Replay { dir, period },
+            (false, Some(dir), None) => Source::Replay {
+                dir,
+                period,
+                device_spec: device_spec.take(),
+            },
             (false, None, pid) => Source::Live { pid },
         };
         if period.is_some() && !matches!(source, Source::Replay { .. }) {
             return Err("--period applies to --replay only".into());
+        }
+        if device_spec.is_some() {
+            return Err("--device-spec applies to --replay only".into());
         }
         Ok(Some(Args {
             source,
@@ -145,7 +161,19 @@ mod tests {
                 .source,
             Source::Replay {
                 dir: "d".into(),
-                period: Some(Duration::from_millis(500))
+                period: Some(Duration::from_millis(500)),
+                device_spec: None,
+            }
+        );
+        assert_eq!(
+            parse(&["--replay", "d", "--device-spec", "mi300x"])
+                .unwrap()
+                .unwrap()
+                .source,
+            Source::Replay {
+                dir: "d".into(),
+                period: None,
+                device_spec: Some("mi300x".into()),
             }
         );
     }
@@ -161,6 +189,12 @@ mod tests {
         assert!(parse(&["--period", "1"])
             .unwrap_err()
             .contains("--replay only"));
+        assert!(parse(&["--device-spec", "trn2"])
+            .unwrap_err()
+            .contains("--device-spec applies to --replay only"));
+        assert!(parse(&["--replay", "d", "--device-spec"])
+            .unwrap_err()
+            .contains("--device-spec needs a value"));
         assert!(parse(&["--bogus"])
             .unwrap_err()
             .contains("unknown argument"));

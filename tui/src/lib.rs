@@ -31,7 +31,9 @@
 //! Replaying traces, the top-operators pane adds per operator its achieved rate
 //! (TFLOP/s, or TB/s when memory-bound, with a decimal prefix: `2.95 GB/s`), its % of
 //! the device's roofline and its bound (`C` compute, `M` memory), e.g. `0.4% M`; the
-//! pane's title names the device (`vs trn2 (LNC=2)`). They come from
+//! pane's title names the device (`vs trn2 (LNC=2)`: the traces' `deviceProperties`, or
+//! the device `--device-spec NAME|FILE` names, a built-in one or a device file, as for
+//! `neuronprof analyze`, so a GPU trace reads against a Trainium's roofline). They come from
 //! [`analysis::analyses::roofline::roofline_table`] over the device rows ending in the
 //! report's period, computed once per report when the replay loads
 //! ([`roofline::ReplayRoofline::build`]), not while drawing. Per operator, over its

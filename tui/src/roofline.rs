@@ -39,6 +39,7 @@ use analysis::analyses::roofline::{roofline_table, RooflineOp, RooflineOptions};
 use analysis::classify::is_device_work_category;
 use analysis::live::ReplaySeries;
 use analysis::{load_paths, LoadOptions, RankTrace};
+use perf_model::DeviceSpec;
 
 /// What bounds an operator on the device's roofline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,22 +193,29 @@ impl ReplayRoofline {
     /// time with their host operators, and computes the roofline of each of its
     /// documents' periods. `Err` says why there is none (a trace without operators, a
     /// read error).
-    pub fn build(series: &ReplaySeries) -> Result<ReplayRoofline, String> {
+    /// `device`: the device named with `--device-spec`; `None`: each trace's
+    /// `deviceProperties`.
+    pub fn build(
+        series: &ReplaySeries,
+        device: Option<DeviceSpec>,
+    ) -> Result<ReplayRoofline, String> {
         Self::build_from(
             &series.files,
             series.t0_ns,
             series.period_ns,
             series.documents.len(),
+            device,
         )
     }
 
     /// [`build`](Self::build) from the series' parts: `files`, and `reports` periods of
-    /// `period_ns` from `t0`.
+    /// `period_ns` from `t0`, against `device`.
     pub fn build_from(
         files: &[PathBuf],
         t0: i64,
         period_ns: i64,
         reports: usize,
+        device: Option<DeviceSpec>,
     ) -> Result<ReplayRoofline, String> {
         if period_ns <= 0 || reports == 0 {
             return Err("no reports to compute a roofline for".to_string());
@@ -218,6 +226,7 @@ impl ReplayRoofline {
             period_ns,
             count: reports,
         };
+        let options = RooflineOptions::default().with_device(device);
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut ranks = Vec::with_capacity(traces.ranks.len());
         let mut traces = traces.ranks;
@@ -226,7 +235,10 @@ impl ReplayRoofline {
             let results: Vec<Result<RankRooflines, String>> = std::thread::scope(|scope| {
                 let handles: Vec<_> = chunk
                     .into_iter()
-                    .map(|trace| scope.spawn(move || rank_rooflines(trace, &grid)))
+                    .map(|trace| {
+                        let options = &options;
+                        scope.spawn(move || rank_rooflines(trace, &grid, options))
+                    })
                     .collect();
                 handles
                     .into_iter()
@@ -282,7 +294,11 @@ fn is_window_row(trace: &RankTrace, row: &analysis::model::Row) -> bool {
 /// One rank's roofline per period. The device rows outside a period are hidden from the
 /// table by clearing their `stream` and `correlation` (the attribution then takes them
 /// neither for device work nor for a launch), so no copy of the trace is made per period.
-fn rank_rooflines(mut trace: RankTrace, grid: &Grid) -> Result<RankRooflines, String> {
+fn rank_rooflines(
+    mut trace: RankTrace,
+    grid: &Grid,
+    options: &RooflineOptions,
+) -> Result<RankRooflines, String> {
     let rank = u32::try_from(trace.rank)
         .map_err(|_| format!("{}: rank {} is negative", trace.path.display(), trace.rank))?;
     let mut by_period: Vec<Vec<(usize, i64, i64)>> = vec![Vec::new(); grid.count];
@@ -299,8 +315,7 @@ fn rank_rooflines(mut trace: RankTrace, grid: &Grid) -> Result<RankRooflines, St
             trace.rows[i].correlation = -1;
         }
     }
-    let options = RooflineOptions::default();
-    let empty = roofline_table(&trace, &options).map_err(|e| e.to_string())?;
+    let empty = roofline_table(&trace, options).map_err(|e| e.to_string())?;
     let mut steps = Vec::with_capacity(grid.count);
     for rows in &by_period {
         let mut ops: BTreeMap<String, OpRoofline> = BTreeMap::new();
@@ -309,7 +324,7 @@ fn rank_rooflines(mut trace: RankTrace, grid: &Grid) -> Result<RankRooflines, St
                 trace.rows[i].stream = stream;
                 trace.rows[i].correlation = correlation;
             }
-            let table = roofline_table(&trace, &options).map_err(|e| e.to_string())?;
+            let table = roofline_table(&trace, options).map_err(|e| e.to_string())?;
             for row in &table.ops {
                 ops.entry(row.name.clone()).or_default().add_row(row);
             }

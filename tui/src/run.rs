@@ -28,7 +28,17 @@ pub fn run(args: Args) -> Result<()> {
             spawn_stdin(tx.clone());
             App::new("stdin")
         }
-        Source::Replay { dir, period } => {
+        Source::Replay {
+            dir,
+            period,
+            device_spec,
+        } => {
+            // Named devices are checked before the traces are read.
+            let device = device_spec
+                .as_deref()
+                .map(perf_model::DeviceSpec::named)
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
             let options = ReplayOptions {
                 period: *period,
                 ..ReplayOptions::default()
@@ -41,7 +51,7 @@ pub fn run(args: Args) -> Result<()> {
                 "neuron-top: computing the operators' roofline of {} reports …",
                 series.documents.len()
             );
-            let roofline = ReplayRoofline::build(&series);
+            let roofline = ReplayRoofline::build(&series, device);
             let mut app = App::with_replay(label, series.documents, series.times_s);
             app.set_replay_roofline(roofline);
             spawn_ticks(tx.clone(), args.play_interval);

@@ -24,12 +24,17 @@ fn gpt_dir() -> PathBuf {
 /// The replay of the gpt run cut into periods of `period` (`None`: the default), with
 /// its roofline.
 fn replay(period: Option<Duration>) -> App {
+    replay_against(period, None)
+}
+
+/// [`replay`] against `device` (`--device-spec`), `None`: the traces' own.
+fn replay_against(period: Option<Duration>, device: Option<perf_model::DeviceSpec>) -> App {
     let options = ReplayOptions {
         period,
         ..ReplayOptions::default()
     };
     let series = replay_dir(&gpt_dir(), &options).unwrap();
-    let roofline = ReplayRoofline::build(&series);
+    let roofline = ReplayRoofline::build(&series, device);
     let mut app = App::with_replay("replay gpt", series.documents, series.times_s);
     app.set_replay_roofline(roofline);
     app
@@ -37,9 +42,18 @@ fn replay(period: Option<Duration>) -> App {
 
 /// `analysis`'s roofline table of rank 0 over the whole trace.
 fn whole_table() -> RankRoofline {
+    whole_table_against(None)
+}
+
+/// [`whole_table`] against `device`.
+fn whole_table_against(device: Option<perf_model::DeviceSpec>) -> RankRoofline {
     let path = gpt_dir().join("rank0.pt.trace.json.gz");
     let traces = load_paths(&[&path], &LoadOptions::default()).unwrap();
-    roofline_table(&traces.ranks[0], &RooflineOptions::default()).unwrap()
+    roofline_table(
+        &traces.ranks[0],
+        &RooflineOptions::default().with_device(device),
+    )
+    .unwrap()
 }
 
 /// The documented % of roofline of operator `name` from a table: Σ calls × roofline
@@ -111,6 +125,32 @@ fn one_period_over_the_whole_run_shows_the_tables_percent_of_roofline() {
             "memory-bound: a rate in bytes: {line}"
         );
     }
+}
+
+/// `--device-spec mi300x`: the trn2 run's operators against an MI300X's roofline, as
+/// `analyze --device-spec mi300x` reports them; the pane says which device.
+#[test]
+fn a_named_device_replaces_the_traces_own() {
+    let mi300x = perf_model::DeviceSpec::named("mi300x").unwrap();
+    let mut app = replay_against(Some(Duration::from_secs(1)), Some(mi300x.clone()));
+    key(&mut app, KeyCode::Char('2'));
+    let view = app.tab_view(10);
+    let roofline = view.roofline.as_ref().expect("a replay has a roofline");
+    assert_eq!(roofline.device.as_deref(), Ok(mi300x.name.as_str()));
+    let table = whole_table_against(Some(mi300x.clone()));
+    let expected = documented_pct(&table, "aten::add");
+    let on_trn2 = documented_pct(&whole_table(), "aten::add");
+    assert!((expected - on_trn2).abs() > 0.1, "{expected} vs {on_trn2}");
+    let got = roofline.ops["aten::add"].roofline_pct().unwrap();
+    assert!(
+        (got - expected).abs() <= 1e-9 * expected,
+        "pane {got}, table {expected}"
+    );
+    let s = text(&screen(&app, 120, 40));
+    assert!(s.contains(&format!("vs {}", mi300x.name)), "{s}");
+    // A name that is neither built in nor a file says so.
+    let err = perf_model::DeviceSpec::named("no-such-device").unwrap_err();
+    assert!(err.contains("neither a built-in device"), "{err}");
 }
 
 #[test]
@@ -233,7 +273,7 @@ fn a_replay_without_its_roofline_says_why() {
     let mut app = App::with_replay("replay gpt", series.documents, series.times_s);
     // A trace directory that does not exist: an error in the pane, not a panic.
     let missing = gpt_dir().join("no-such-dir");
-    let built = ReplayRoofline::build_from(&[missing], 0, 1000, 3);
+    let built = ReplayRoofline::build_from(&[missing], 0, 1000, 3, None);
     assert!(built.is_err());
     app.set_replay_roofline(built);
     let s = text(&screen(&app, 120, 40));

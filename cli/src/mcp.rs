@@ -16,7 +16,7 @@
 //! | `what_if` | `what-if PATH… --scale … --json` | `out` writes the predicted traces |
 //! | `diff` | `diff A B --json` | |
 //! | `query` | `query "SQL" PATH… --format json` | read-only; `csv`, `table` too; results up to 8 MiB |
-//! | `export` | `export … -o OUT --json` | perfetto, csv, parquet, neuron-explorer |
+//! | `export` | `export … -o OUT --json` | perfetto, perfetto-archive, csv, parquet, neuron-explorer |
 //!
 //! Inputs are typed: each tool's JSON schema is generated from its argument struct (in
 //! `tools.rs`), with the CLI flags' names and help, and unknown arguments are refused. A

@@ -205,10 +205,10 @@ impl NeuronprofServer {
         self.run("query", args, tools::query).await
     }
 
-    /// Converts traces: a Perfetto trace (every rank on one time axis), CSV tables, a
-    /// Parquet dataset (for query, Spark, DuckDB) or Neuron Explorer profile folders,
-    /// written to `out` inside the allowed folders. Returns what was written (`neuronprof
-    /// export --json`).
+    /// Converts traces: a Perfetto trace (every rank on one time axis) or archive (a
+    /// trace per rank, a machine per host), CSV tables, a Parquet dataset (for query,
+    /// Spark, DuckDB) or Neuron Explorer profile folders, written to `out` inside the
+    /// allowed folders. Returns what was written (`neuronprof export --json`).
     #[tool(annotations(
         read_only_hint = false,
         destructive_hint = true,

@@ -422,6 +422,9 @@ pub fn query(allowed: &AllowedDirs, args: QueryArgs) -> anyhow::Result<ToolOutpu
 pub enum ExportFormatArg {
     /// Perfetto TrackEvent protobuf, one .pftrace with every rank.
     Perfetto,
+    /// A .tar of one .pftrace per rank and a perfetto_manifest.json (a machine per host,
+    /// clocks related by the collectives), which Perfetto v58+ opens as one timeline.
+    PerfettoArchive,
     /// CSV tables in a folder.
     Csv,
     /// A Hive-partitioned Parquet dataset (query reads it).
@@ -436,9 +439,10 @@ pub enum ExportFormatArg {
 pub struct ExportArgs {
     /// Trace files (.json, .json.gz) or folders, one file per rank.
     pub paths: Vec<String>,
-    /// perfetto, csv, parquet or neuron-explorer.
+    /// perfetto, perfetto-archive, csv, parquet or neuron-explorer.
     pub format: ExportFormatArg,
-    /// The output file (perfetto) or folder (the others), inside the allowed folders;
+    /// The output file (perfetto, perfetto-archive) or folder (the others), inside the
+    /// allowed folders;
     /// an existing file is replaced.
     pub out: String,
     /// Parquet: read past damage; damaged files are converted up to it and listed.
@@ -457,6 +461,7 @@ pub fn export(allowed: &AllowedDirs, args: ExportArgs) -> anyhow::Result<ToolOut
         paths: allowed.inputs("paths", &args.paths)?,
         format: match args.format {
             ExportFormatArg::Perfetto => ExportFormat::Perfetto,
+            ExportFormatArg::PerfettoArchive => ExportFormat::PerfettoArchive,
             ExportFormatArg::Csv => ExportFormat::Csv,
             ExportFormatArg::Parquet => ExportFormat::Parquet,
             ExportFormatArg::NeuronExplorer => ExportFormat::NeuronExplorer,

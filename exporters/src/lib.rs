@@ -1,6 +1,8 @@
 //! Exporters of Kineto traces into other formats: Perfetto's protobuf, and tables as CSV
 //! or Parquet; and of live neuron-monitor documents as Prometheus metrics
-//! ([`prometheus`]: the metric names of neuron-monitor's Prometheus companion plus ours).
+//! ([`prometheus`]: the metric names of neuron-monitor's Prometheus companion plus ours,
+//! and Neuron Observer's names where they match a figure of ours: [`observer`]), and as
+//! an OTLP metrics request ([`otlp`]).
 //!
 //! Kineto JSON opens in Perfetto on a best-effort basis: it cannot name tracks, and
 //! Perfetto drops `X` events that overlap on one thread without nesting
@@ -139,6 +141,8 @@
 //! Measured numbers are in `docs/PERFORMANCE.md`, section "exporters (issue 7)".
 #![warn(missing_docs)]
 
+pub mod observer;
+pub mod otlp;
 pub mod perfetto;
 pub mod prometheus;
 pub mod tables;

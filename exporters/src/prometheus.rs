@@ -30,6 +30,7 @@
 //! | `neuronprof_collective_latency_seconds{percentile}` | gauge | extension `collectives.latency_s` (`p50`, `p90`, `p99`, `p100`) |
 //! | `neuronprof_dropped_records_total` | counter | extension `dropped_records` |
 //! | `neuronprof_step` | gauge | extension `step` |
+//! | `neuron_core_utilization_percent{neuroncore}`, `neuron_core_utilization_{sum,avg,max}_percent` | gauge | Neuron Observer's names for `neuroncore_utilization` (percent) and its sum, mean and maximum over the cores ([`crate::observer`]) |
 //!
 //! Counters the documents carry per period (`execution_summary`, `error_summary`)
 //! become running totals in a [`PrometheusState`] that sees every document, as
@@ -114,7 +115,9 @@ impl PrometheusState {
     pub fn render(&self, doc: &MonitorDocument, out: &mut dyn io::Write) -> io::Result<()> {
         let mut families = Families::default();
         self.collect(doc, &mut families);
-        out.write_all(families.text().as_bytes())
+        let mut text = families.text();
+        observer_families(doc, &mut text);
+        out.write_all(text.as_bytes())
     }
 
     fn collect(&self, doc: &MonitorDocument, f: &mut Families) {
@@ -360,6 +363,46 @@ fn runtime_metrics(entry: &RuntimeEntry, base: &Labels, f: &mut Families) {
     );
     if let Some(step) = ext.step {
         f.add("neuronprof_step", base, step as f64);
+    }
+}
+
+/// The Observer-named families (`crate::observer`), with the instance labels the
+/// other families carry.
+fn observer_families(doc: &MonitorDocument, text: &mut String) {
+    let instance = doc.instance_info.as_ref();
+    let instance_labels = [
+        (
+            "instance_id",
+            instance.map_or("", |i| i.instance_id.as_str()),
+        ),
+        (
+            "instance_type",
+            instance.map_or("", |i| i.instance_type.as_str()),
+        ),
+    ];
+    for series in crate::observer::observer_series(doc) {
+        let name = crate::observer::prometheus_name(&series);
+        let kind = match series.kind {
+            crate::observer::SeriesKind::Gauge => "gauge",
+        };
+        let _ = writeln!(text, "# HELP {name} {}", series.description);
+        let _ = writeln!(text, "# TYPE {name} {kind}");
+        for point in &series.points {
+            text.push_str(&name);
+            text.push('{');
+            let labels = point
+                .attributes
+                .iter()
+                .map(|(k, v)| (*k, v.as_str()))
+                .chain(instance_labels);
+            for (i, (key, value)) in labels.enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                let _ = write!(text, "{key}=\"{}\"", escape_label(value));
+            }
+            let _ = writeln!(text, "}} {}", format_value(point.value));
+        }
     }
 }
 

@@ -31,6 +31,13 @@
 //! Key types: [`Exposition`] (the text, shared between whoever renders it and the
 //! server) and [`MetricsServer`] (the listening server; dropping it stops it).
 //!
+//! # Pushing to an OpenTelemetry collector
+//!
+//! [`push::OtlpPusher`] posts OTLP/HTTP protobuf bodies (`exporters::otlp` encodes them)
+//! to a collector's `/v1/metrics`, with the same hyper, on a one-thread runtime of its
+//! own; [`push::endpoint_from`] picks the URL from `--otlp-endpoint` or OpenTelemetry's
+//! standard `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`.
+//!
 //! ```
 //! use std::io::{Read as _, Write as _};
 //!
@@ -47,6 +54,7 @@
 
 #![warn(missing_docs)]
 
+pub mod push;
 pub mod reach;
 mod serve;
 

@@ -258,6 +258,12 @@ enum Command {
         /// address, and a bare PORT on every interface (0.0.0.0).
         #[arg(long, requires = "prometheus")]
         listen_public: bool,
+        /// Also push each period's metrics under Neuron Observer's names to an
+        /// OpenTelemetry collector, OTLP over HTTP/protobuf to URL/v1/metrics (plain
+        /// http). Without it, OTEL_EXPORTER_OTLP_ENDPOINT (a base URL) or
+        /// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT (the full URL) turn the push on.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
         /// Stop after this many documents (default: until Ctrl-C).
         #[arg(long)]
         count: Option<u64>,
@@ -658,6 +664,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             period,
             prometheus,
             listen_public,
+            otlp_endpoint,
             count,
             dir,
         } => {
@@ -666,6 +673,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 dir: dir.unwrap_or_else(analysis::live_client::endpoint_dir),
                 count,
                 prometheus,
+                otlp: metrics_server::push::endpoint_from(otlp_endpoint.as_deref(), |name| {
+                    std::env::var(name).ok()
+                }),
                 exposure: if listen_public {
                     metrics_server::Exposure::Public
                 } else {

@@ -23,6 +23,10 @@
 //!   address is loopback unless an IP is named or `--listen-public` is given
 //!   (`metrics_server::reach`); the command says who can read it, with a warning when
 //!   that reaches beyond the host.
+//! - With `--otlp-endpoint URL` (or OpenTelemetry's `OTEL_EXPORTER_OTLP_ENDPOINT`) each
+//!   document's metrics under Neuron Observer's names (`exporters::observer`) are also
+//!   pushed to a collector, OTLP over HTTP/protobuf ([`OtlpFeed`]); a collector that
+//!   fails is reported once on standard error and tried again each period.
 //! - Ctrl-C or SIGTERM ends it after the current period; a closed standard output
 //!   (`| head`) ends it quietly.
 
@@ -386,6 +390,8 @@ pub struct MonitorOptions {
     pub prometheus: Option<String>,
     /// Where `prometheus` may be (`--listen-public`: off the loopback too).
     pub exposure: metrics_server::Exposure,
+    /// Push Observer-named metrics to this OTLP/HTTP metrics URL each period.
+    pub otlp: Option<String>,
 }
 
 /// Runs the monitor until stopped (or `count` documents).
@@ -421,11 +427,21 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let mut otlp = match &options.otlp {
+        Some(url) => {
+            eprintln!("neuronprof monitor: pushing OTLP metrics to {url}");
+            Some(OtlpFeed::new(url)?)
+        }
+        None => None,
+    };
     let mut next = Instant::now() + options.period;
     let mut written = 0u64;
     while sleep_until(next) {
         next += options.period;
         let line = collector.collect()?;
+        if let Some(feed) = &mut otlp {
+            feed.update_and_report(&line)?;
+        }
         match &mut metrics {
             Some((_server, feed)) => feed.update(&line)?,
             None => {
@@ -475,6 +491,62 @@ impl PrometheusFeed {
         self.state.render(&doc, &mut text)?;
         self.exposition.set(String::from_utf8(text)?);
         Ok(())
+    }
+}
+
+/// Pushes each document's Neuron Observer-named series (`exporters::observer`) to an
+/// OpenTelemetry collector, OTLP/HTTP protobuf (`exporters::otlp`,
+/// `metrics_server::push`).
+#[derive(Debug)]
+pub struct OtlpFeed {
+    pusher: metrics_server::push::OtlpPusher,
+    failing: bool,
+}
+
+impl OtlpFeed {
+    /// A feed posting to `url`, the full metrics URL (`…/v1/metrics`).
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        Ok(OtlpFeed {
+            pusher: metrics_server::push::OtlpPusher::new(url).context("--otlp-endpoint")?,
+            failing: false,
+        })
+    }
+
+    /// Pushes one document (a JSON line from [`Collector::collect`]), its points stamped
+    /// with the current time; `Err` when the document does not parse or the collector
+    /// does not take it.
+    pub fn update(&mut self, document: &str) -> anyhow::Result<()> {
+        let doc = analysis::live::parse_document(document).context("reading a document")?;
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let body = exporters::otlp::export_request(&doc, now_ns);
+        self.pusher.push(body)?;
+        Ok(())
+    }
+
+    /// [`update`](Self::update), a collector's failure reported on standard error
+    /// once (and its recovery) rather than ending the monitor.
+    fn update_and_report(&mut self, document: &str) -> anyhow::Result<()> {
+        match self.update(document) {
+            Ok(()) => {
+                if std::mem::take(&mut self.failing) {
+                    eprintln!("neuronprof monitor: OTLP push works again");
+                }
+                Ok(())
+            }
+            Err(err)
+                if err
+                    .downcast_ref::<metrics_server::push::PushError>()
+                    .is_some() =>
+            {
+                if !std::mem::replace(&mut self.failing, true) {
+                    eprintln!("neuronprof monitor: warning: {err:#} (retrying each period)");
+                }
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
     }
 }
 

@@ -429,8 +429,9 @@ pub fn run_monitor(options: &MonitorOptions) -> anyhow::Result<()> {
     };
     let mut otlp = match &options.otlp {
         Some(url) => {
+            let feed = OtlpFeed::new(url)?;
             eprintln!("neuronprof monitor: pushing OTLP metrics to {url}");
-            Some(OtlpFeed::new(url)?)
+            Some(feed)
         }
         None => None,
     };
@@ -507,7 +508,7 @@ impl OtlpFeed {
     /// A feed posting to `url`, the full metrics URL (`…/v1/metrics`).
     pub fn new(url: &str) -> anyhow::Result<Self> {
         Ok(OtlpFeed {
-            pusher: metrics_server::push::OtlpPusher::new(url).context("--otlp-endpoint")?,
+            pusher: metrics_server::push::OtlpPusher::new(url)?,
             failing: false,
         })
     }

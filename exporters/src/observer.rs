@@ -44,6 +44,14 @@
 //! - `neuron.device.mem_ecc_uncorrected`, `efa` and `system` metrics: the emulated devices
 //!   have no hardware counters and there is no EFA to read.
 //!
+//! Not confirmed against the table: that `utilization` is in scope `core` (the naming
+//! section lists it with the device- and core-scoped aggregations, and a NeuronCore's
+//! utilization is what neuron-monitor and neuron-top report), its unit (`%`, as
+//! neuron-monitor's 0–100 figure; OpenTelemetry would also allow `1`, a ratio) and the
+//! attribute names of a native point (neuron-monitor's labels here). Whoever can read
+//! the table should check these three first: each is one line of [`observer_series`] or
+//! [`prometheus_name`].
+//!
 //! The aggregates are over the cores the document lists (neuron-monitor lists the cores
 //! in use); Observer's own may count idle cores of the node as well.
 //!

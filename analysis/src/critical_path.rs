@@ -60,7 +60,9 @@
 //! - a collective starts after the compute that produced its input (a compute row of
 //!   its device that ended within 2 µs before it started).
 //!
-//! [`predicted::write_predicted`] writes the re-timed traces.
+//! [`predicted::write_predicted`] writes the re-timed traces; [`cross_device`] gives
+//! every device row's factor for another device (from the per-op model) and the
+//! re-timed window's device time by op group.
 //!
 //! # One window of a large trace ([`crate::LoadOptions::with_window`])
 //! HTA-compat mode needs one window of one rank, so a load can keep only the events
@@ -123,6 +125,7 @@
 //! the number of nodes on cycles.
 
 mod build;
+pub mod cross_device;
 mod events;
 mod graph;
 pub mod predicted;

@@ -53,6 +53,7 @@ mod attribute;
 pub mod diff;
 pub mod engines;
 pub mod graphs;
+pub mod rows;
 
 use perf_model::{Bound, Category, DeviceSpec, Model, OpArgs, OpCost};
 use serde::Serialize;
@@ -67,12 +68,20 @@ use attribute::{attribute, NONE};
 pub struct RooflineOptions {
     /// The device, when named (`--device-spec`); `None`: from `deviceProperties`.
     pub device: Option<DeviceSpec>,
+    /// Whether to fill [`RankRoofline::row_models`] (one entry per device row).
+    pub row_models: bool,
 }
 
 impl RooflineOptions {
     /// Sets [`RooflineOptions::device`].
     pub fn with_device(mut self, device: Option<DeviceSpec>) -> Self {
         self.device = device;
+        self
+    }
+
+    /// Sets [`RooflineOptions::row_models`].
+    pub fn with_row_models(mut self, row_models: bool) -> Self {
+        self.row_models = row_models;
         self
     }
 }
@@ -249,6 +258,13 @@ pub struct RankRoofline {
     pub kernel_time_us: f64,
     /// Of it, in calls the model costs (not counting nested calls twice), µs.
     pub modeled_kernel_time_us: f64,
+    /// The device of the table (not serialized: [`RankRoofline::device`] names it).
+    #[serde(skip)]
+    pub device_spec: Option<DeviceSpec>,
+    /// Per device row, its launching operator's category and its modeled call, when
+    /// [`RooflineOptions::row_models`] asked for them (not serialized).
+    #[serde(skip)]
+    pub row_models: Vec<rows::RowModel>,
 }
 
 /// The device for `trace`: `options.device`, else from `deviceProperties`.
@@ -394,9 +410,15 @@ pub fn roofline_table(
     let mut leaves: Vec<(&u32, &Vec<u32>)> = tree.direct.iter().collect();
     leaves.sort_unstable_by_key(|(op, _)| **op);
     let mut own_rows: Vec<u32> = Vec::new();
+    // With `options.row_models`: (row, its launcher's category, its outermost modeled
+    // call or NONE).
+    let mut row_owners: Vec<(u32, Category, u32)> = Vec::new();
     for (&leaf, all_rows) in leaves {
         let leaf_ns = union_ns(trace, all_rows.iter().copied());
         let leaf_category = category(leaf);
+        if options.row_models {
+            row_owners.extend(all_rows.iter().map(|&r| (r, leaf_category, NONE)));
+        }
         let entry = categories.entry(leaf_category).or_default();
         entry.0 += 1;
         entry.1 += leaf_ns;
@@ -441,11 +463,21 @@ pub fn roofline_table(
             }
             cur = tree.parent[cur as usize];
         }
-        if let Some((_outermost, inner)) = modeled.split_last() {
+        if let Some((&outermost, inner)) = modeled.split_last() {
             for &op in &modeled {
                 carried.entry(op).or_default().extend(rows.iter().copied());
             }
             nested.extend(inner.iter().copied());
+            if options.row_models {
+                // This leaf's rows are the last pushed; a compiled graph's among them
+                // (not in `rows`) stay without a call.
+                let all_own = rows.len() == all_rows.len();
+                for owner in row_owners.iter_mut().rev().take(all_rows.len()) {
+                    if all_own || rows.contains(&owner.0) {
+                        owner.2 = outermost;
+                    }
+                }
+            }
         } else {
             let name = host.operators[leaf as usize].name;
             let reason =
@@ -595,8 +627,46 @@ pub fn roofline_table(
             .map(|&r| trace.rows[r as usize].dur_ns as f64 / 1e3)
             .sum(),
     };
+    let row_models = if options.row_models {
+        row_owners.extend(
+            tree.unattributed
+                .iter()
+                .map(|&r| (r, Category::Other, NONE)),
+        );
+        let mut calls: FastMap<u32, Option<rows::CallModel>> = FastMap::default();
+        row_owners
+            .iter()
+            .map(|&(row, category, op)| {
+                let call = (op != NONE)
+                    .then(|| {
+                        calls
+                            .entry(op)
+                            .or_insert_with(|| match models.get(&key_of(op)) {
+                                Some(Cached::Cost(cost)) => Some(rows::CallModel {
+                                    cost: std::sync::Arc::new((**cost).clone()),
+                                    kernel_time_us: carried.get(&op).map_or(0.0, |rows| {
+                                        union_ns(trace, rows.iter().copied()) as f64 / 1e3
+                                    }),
+                                }),
+                                _ => None,
+                            })
+                            .clone()
+                    })
+                    .flatten();
+                rows::RowModel {
+                    row,
+                    category,
+                    call,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(RankRoofline {
         rank: trace.rank,
+        device_spec: device.clone(),
+        row_models,
         device: device.map(|d| d.name),
         device_source,
         kernel_time_us: categories.iter().map(|c| c.kernel_time_us).sum(),

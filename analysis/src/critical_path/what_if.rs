@@ -11,7 +11,8 @@
 //! - `host=F`: every host span;
 //! - `collective=F`: collectives' transfer time (their waiting follows from the ranks);
 //! - [`ScaleRule::Rows`]: a factor per device row (the CLI's `--device`/`--lnc`
-//!   re-costing of emulator traces for another device profile).
+//!   re-costing of emulator traces for another device profile, and `--device` on any
+//!   other trace: [`super::cross_device`]).
 //!
 //! Factors multiply when several rules select a span. Delays and gaps (launch delays,
 //! kernel-kernel gaps) keep their observed weight, host time between top-level
@@ -97,8 +98,8 @@ pub struct RankPrediction {
 }
 
 /// A what-if's answer. JSON: `{"scales": [string…], "ranks": [RankPrediction…],
-/// "step_us", "predicted_step_us", "critical_path": CriticalPath}` (the step of the
-/// run is its slowest rank's).
+/// "step_us", "predicted_step_us", "critical_path": CriticalPath, "cross_device"?:
+/// CrossDevice}` (the step of the run is its slowest rank's).
 #[derive(Clone, Debug, Serialize)]
 pub struct WhatIf {
     /// The rules, as given.
@@ -114,6 +115,11 @@ pub struct WhatIf {
     /// New time of every node, in the graph's ticks (not serialized).
     #[serde(skip)]
     pub node_times: Vec<i64>,
+    /// On another device (`what-if --device` on a GPU or neuron trace): the device
+    /// time by op group, recorded and predicted ([`super::cross_device`]); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cross_device: Option<super::cross_device::CrossDevice>,
 }
 
 /// Re-times `graph` under `rules` (`labels`: the rules as the user wrote them).
@@ -219,6 +225,7 @@ pub fn what_if(
         predicted_step_us,
         critical_path,
         node_times,
+        cross_device: None,
     })
 }
 

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use analysis::critical_path::cross_device::{summarize, CrossDevice};
 use analysis::critical_path::what_if::{what_if, ScaleRule, WhatIf};
 use analysis::critical_path::{build_graph, CriticalPath, CriticalPathError, Options};
 use analysis::{HtaVersion, LoadOptions, Mode};
@@ -30,7 +31,9 @@ pub struct CriticalPathRequest {
     pub hta_compat: bool,
     /// With `hta_compat`: the HTA release.
     pub hta_version: HtaVersion,
-    /// `what-if --device`: re-cost the device rows for this built-in profile.
+    /// `what-if --device`: re-cost the device rows for this built-in profile (emulator
+    /// traces), or re-time them for this device (a built-in device name or a device file:
+    /// any other trace).
     pub device: Option<String>,
     /// `what-if --lnc`: re-cost the device rows at this LNC.
     pub lnc: Option<u32>,
@@ -60,6 +63,17 @@ impl CriticalPathRequest {
 
 fn load(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
     load_window(request, None)
+}
+
+/// Reads the traces with their host operators (the roofline's model needs their
+/// arguments: `what-if --device` on a GPU or neuron trace).
+fn load_with_host_ops(request: &CriticalPathRequest) -> anyhow::Result<analysis::TraceSet> {
+    let plan = analysis::plan_inputs(&request.paths, analysis::inputs::Window::Latest)?;
+    crate::paths::report_skipped(&plan.skipped);
+    let load = LoadOptions::default()
+        .with_host_ops(true)
+        .with_timeline(true);
+    Ok(plan.load(&load)?)
 }
 
 /// What a windowed load keeps ([`LoadOptions::with_window`]).
@@ -217,9 +231,26 @@ pub fn run_what_if_writing(
     if rules.is_empty() && !recosting {
         anyhow::bail!("what-if needs at least one --scale (kernel:REGEX=F, op:REGEX=F, rank:R=F, host=F, collective=F) or --device/--lnc");
     }
-    let set = load(request)?;
+    // `--device` re-costs emulator traces for one of its profiles and re-times any other
+    // trace from the per-op model, which reads the operators' arguments.
+    let set = if request.device.is_some() {
+        load_with_host_ops(request)?
+    } else {
+        load(request)?
+    };
     let mut labels = scales.to_vec();
-    if recosting {
+    let cross_device = match request.device.as_deref() {
+        Some(device) if crate::recost::is_cross_device(&set, device) => {
+            let (retiming, target) = crate::recost::cross_device(&set, device, request.lnc)?;
+            labels.push(crate::recost::cross_device_label(&retiming, &target));
+            rules.push(ScaleRule::Rows(std::sync::Arc::new(
+                retiming.rows.iter().map(|(&k, r)| (k, r.factor)).collect(),
+            )));
+            Some((retiming, target.name))
+        }
+        _ => None,
+    };
+    if recosting && cross_device.is_none() {
         let recost = crate::recost::recost(&set, request.device.as_deref(), request.lnc)?;
         if recost.factors.is_empty() {
             anyhow::bail!(
@@ -254,7 +285,10 @@ pub fn run_what_if_writing(
     }
     let request = rank_for_compat(request, &set);
     let graph = build_graph(&set, &request.options())?;
-    let answer = what_if(&graph, &rules, &labels)?;
+    let mut answer = what_if(&graph, &rules, &labels)?;
+    if let Some((retiming, target)) = &cross_device {
+        answer.cross_device = Some(summarize(&graph, &answer.node_times, retiming, target));
+    }
     let files = match out {
         Some(dir) => {
             analysis::critical_path::predicted::write_predicted(&set, &graph, &answer, dir)?
@@ -379,7 +413,63 @@ pub fn render_what_if(answer: &WhatIf) -> String {
         "step (slowest rank): {:.1} us -> {:.1} us predicted\n",
         answer.step_us, answer.predicted_step_us
     );
+    if let Some(cross) = &answer.cross_device {
+        out.push_str(&render_cross_device(cross));
+    }
     out.push_str(&render_critical_path(&answer.critical_path));
+    out
+}
+
+/// The device time of the window by op group, recorded and predicted on the target.
+fn render_cross_device(cross: &CrossDevice) -> String {
+    let mut out = String::new();
+    let mut sources: Vec<String> = cross.ranks.iter().map(|r| r.source.clone()).collect();
+    sources.dedup();
+    let _ = writeln!(
+        out,
+        "device time of the window: recorded on {}, predicted on {}",
+        sources.join(", "),
+        cross.target
+    );
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>14} {:>15} {:>8}",
+        "op group", "recorded (us)", "predicted (us)", "change"
+    );
+    let change = |old: f64, new: f64| {
+        if old > 0.0 {
+            format!("{:+.1}%", (new - old) / old * 100.0)
+        } else {
+            "-".to_owned()
+        }
+    };
+    for g in &cross.groups {
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>14.1} {:>15.1} {:>8}",
+            g.group.label(),
+            g.recorded_us,
+            g.predicted_us,
+            change(g.recorded_us, g.predicted_us)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>14.1} {:>15.1} {:>8}",
+        "device busy",
+        cross.device_busy_us,
+        cross.predicted_device_busy_us,
+        change(cross.device_busy_us, cross.predicted_device_busy_us)
+    );
+    if cross.kept_rows > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} device row{} of copies, memsets or collectives kept as recorded)",
+            cross.kept_rows,
+            if cross.kept_rows == 1 { "" } else { "s" }
+        );
+    }
+    out.push('\n');
     out
 }
 

@@ -309,8 +309,11 @@ enum Command {
         /// A scaling rule; repeat for several.
         #[arg(long = "scale", required_unless_present_any = ["device", "lnc"])]
         scales: Vec<String>,
-        /// Re-cost the device rows of emulator traces (recorded with --detail
-        /// instructions) for this built-in device profile: trn2, trn2-lnc1, trn3, trn3-lnc1.
+        /// Predict the step on another device: every device row re-timed from the per-op
+        /// model for a built-in device (h100-sxm, mi300x, … as analyze --device-spec) or a
+        /// device file, with the time by op group; on emulator traces (recorded with
+        /// --detail instructions) trn2, trn2-lnc1, trn3, trn3-lnc1 re-cost with the
+        /// emulator's profiles instead.
         #[arg(long)]
         device: Option<String>,
         /// Re-cost the device rows at this LNC (physical cores per logical core).

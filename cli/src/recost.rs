@@ -10,11 +10,18 @@
 //! engines together, at most its share of HBM bandwidth). Collectives keep their time
 //! (their links are not in a profile's per-core figures), and so do rows without busy
 //! args; the latter are counted.
+//!
+//! On any other trace (CUDA, ROCm, or an emulator trace for a device that is not an
+//! emulator profile), `--device NAME|FILE` names a device of the roofline's table (or a
+//! device file) and every device row is re-timed from the per-op model
+//! ([`analysis::critical_path::cross_device`]): [`cross_device`].
 
 use std::collections::HashMap;
 
+use analysis::critical_path::cross_device::{retime_rows, Retiming};
 use anyhow::{bail, Context as _};
 use neuron_backend::DeviceProfile;
+use perf_model::DeviceSpec;
 
 /// The factor of each re-costed device row, by (rank, event index), and the rows that
 /// could not be re-costed (no `<engine> busy (ns)` args).
@@ -26,6 +33,50 @@ pub struct Recost {
     pub without_busy: u64,
     /// The profiles, recorded → target, per rank (for the report's label).
     pub profiles: Vec<(i64, String, String)>,
+}
+
+/// Whether `--device device` re-times `set` from the per-op model rather than re-costing
+/// it with the emulator's profiles: on traces the emulator did not record, and on the
+/// emulator's for a device that is not one of its profiles (a name of the roofline's
+/// table or a device file; another name is the profiles' error).
+pub fn is_cross_device(set: &analysis::TraceSet, device: &str) -> bool {
+    let emulator = !set.ranks.is_empty()
+        && set
+            .ranks
+            .iter()
+            .all(|t| t.devices.iter().any(|d| d.profile.is_some()));
+    !emulator || (DeviceProfile::builtin(device).is_none() && DeviceSpec::named(device).is_ok())
+}
+
+/// `what-if --device NAME|FILE` on traces of other devices: every device row's factor
+/// for `device` (a built-in name or a device file, as `analyze --device-spec`).
+pub fn cross_device(
+    set: &analysis::TraceSet,
+    device: &str,
+    lnc: Option<u32>,
+) -> anyhow::Result<(Retiming, DeviceSpec)> {
+    if lnc.is_some() {
+        bail!("--lnc re-costs emulator traces for one of its profiles; for other traces name a device with --device (e.g. trn2-lnc1)");
+    }
+    let target = DeviceSpec::named(device)
+        .map_err(|e| anyhow::anyhow!("--device: {}", e.trim_start_matches("--device-spec ")))?;
+    let retiming = retime_rows(&set.ranks, &target)?;
+    for rank in retiming.ranks.iter().filter(|r| r.latency_ratio.is_none()) {
+        eprintln!(
+            "neuronprof: rank {}: no measured kernel latency for {} or {} (docs/WHAT-IF.md, \
+             \"Predicting another device\"): the time each kernel takes beyond its roofline \
+             keeps its length",
+            rank.rank, rank.source, target.name
+        );
+    }
+    Ok((retiming, target))
+}
+
+/// The what-if's label of a cross-device re-timing (`device: H100 SXM -> MI300X`).
+pub fn cross_device_label(retiming: &Retiming, target: &DeviceSpec) -> String {
+    let mut sources: Vec<&str> = retiming.ranks.iter().map(|r| r.source.as_str()).collect();
+    sources.dedup();
+    format!("device: {} -> {}", sources.join(", "), target.name)
 }
 
 /// Throughput of each engine (and of data movement) of one logical core, in units

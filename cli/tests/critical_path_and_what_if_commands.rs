@@ -161,7 +161,8 @@ fn bad_scales_and_annotations_are_clear_errors() {
         "{err}"
     );
     // Re-costing: an unknown profile, an LNC the chip cannot have, a trace the
-    // emulator did not record.
+    // emulator did not record at another LNC (`--device` on it predicts another
+    // device: what_if_predicts_another_device.rs).
     let simple_add =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/traces/hta/simple_add.json.gz");
     for (args, expected) in [
@@ -174,7 +175,7 @@ fn bad_scales_and_annotations_are_clear_errors() {
             "--lnc 3: must divide the 8 physical cores of a trn2 chip",
         ),
         (
-            vec![simple_add.to_str().unwrap(), "--device", "trn3"],
+            vec![simple_add.to_str().unwrap(), "--lnc", "1"],
             "simple_add.json.gz) has no deviceProperties profile",
         ),
     ] {

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use analysis::critical_path::cross_device::{retime_rows, Retiming};
+use analysis::critical_path::cross_device::{retime_rows, Retiming, KERNEL_LATENCY};
 use anyhow::{bail, Context as _};
 use neuron_backend::DeviceProfile;
 use perf_model::DeviceSpec;
@@ -61,12 +61,21 @@ pub fn cross_device(
     let target = DeviceSpec::named(device)
         .map_err(|e| anyhow::anyhow!("--device: {}", e.trim_start_matches("--device-spec ")))?;
     let retiming = retime_rows(&set.ranks, &target)?;
-    for rank in retiming.ranks.iter().filter(|r| r.latency_ratio.is_none()) {
+    let measured = |name: &str| KERNEL_LATENCY.iter().any(|(n, _)| *n == name);
+    let mut missing: Vec<&str> = retiming
+        .ranks
+        .iter()
+        .filter(|r| r.latency_ratio.is_none())
+        .flat_map(|r| [r.source.as_str(), target.name.as_str()])
+        .filter(|name| !measured(name))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if !missing.is_empty() {
         eprintln!(
-            "neuronprof: rank {}: no measured kernel latency for {} or {} (docs/WHAT-IF.md, \
-             \"Predicting another device\"): the time each kernel takes beyond its roofline \
-             keeps its length",
-            rank.rank, rank.source, target.name
+            "neuronprof: no measured kernel latency for {} (docs/WHAT-IF.md, \"Predicting \
+             another device\"): the time each kernel takes beyond its roofline keeps its length",
+            missing.join(" or ")
         );
     }
     Ok((retiming, target))

@@ -130,6 +130,21 @@ impl Describe {
     }
 }
 
+/// The total length of the union of half-open intervals `(start, end)` (overlaps
+/// counted once, touching ones joined; an interval with `end <= start` adds nothing).
+pub fn union_length(mut spans: Vec<(i64, i64)>) -> i64 {
+    spans.sort_unstable();
+    let (mut total, mut end) = (0i64, i64::MIN);
+    for (s, e) in spans {
+        if e <= end {
+            continue;
+        }
+        total += e - s.max(end);
+        end = e;
+    }
+    total
+}
+
 /// numpy's `quantile(method="linear")` of sorted, non-empty values.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let pos = (sorted.len() - 1) as f64 * q;

@@ -680,22 +680,13 @@ pub fn roofline_table(
 
 /// The union of rows' intervals, ns.
 fn union_ns(trace: &RankTrace, rows: impl Iterator<Item = u32>) -> i64 {
-    let mut spans: Vec<(i64, i64)> = rows
+    let spans: Vec<(i64, i64)> = rows
         .map(|r| {
             let row = &trace.rows[r as usize];
             (row.ts_rel_ns, row.ts_rel_ns + row.dur_ns.max(0))
         })
         .collect();
-    spans.sort_unstable();
-    let (mut total, mut end) = (0i64, i64::MIN);
-    for (s, e) in spans {
-        if e <= end {
-            continue;
-        }
-        total += e - s.max(end);
-        end = e;
-    }
-    total
+    crate::stats::union_length(spans)
 }
 
 fn kernel_stats(trace: &RankTrace, rows: impl Iterator<Item = u32>) -> Vec<KernelStats> {

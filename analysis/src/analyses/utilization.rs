@@ -590,22 +590,8 @@ fn tensor_throttle(
 }
 
 /// Total length of the union of intervals.
-fn union_ns(mut spans: Vec<(i64, i64)>) -> i64 {
-    spans.sort_unstable();
-    let mut total = 0;
-    let mut current: Option<(i64, i64)> = None;
-    for (s, e) in spans {
-        match &mut current {
-            Some(c) if s <= c.1 => c.1 = c.1.max(e),
-            _ => {
-                if let Some(c) = current {
-                    total += c.1 - c.0;
-                }
-                current = Some((s, e));
-            }
-        }
-    }
-    total + current.map_or(0, |c| c.1 - c.0)
+fn union_ns(spans: Vec<(i64, i64)>) -> i64 {
+    crate::stats::union_length(spans)
 }
 
 #[cfg(test)]

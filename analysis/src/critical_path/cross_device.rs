@@ -268,7 +268,10 @@ pub fn summarize(
         predicted.entry(e.rank).or_default().push(new);
     }
     let busy = |by_rank: HashMap<i64, Vec<(i64, i64)>>| -> f64 {
-        by_rank.into_values().map(|spans| us(union(spans))).sum()
+        by_rank
+            .into_values()
+            .map(|spans| us(crate::stats::union_length(spans)))
+            .sum()
     };
     CrossDevice {
         target: target.to_owned(),
@@ -287,20 +290,6 @@ pub fn summarize(
             .collect(),
         kept_rows: retiming.kept,
     }
-}
-
-/// The length of the union of `spans`.
-fn union(mut spans: Vec<(i64, i64)>) -> i64 {
-    spans.sort_unstable();
-    let (mut total, mut end) = (0i64, i64::MIN);
-    for (s, e) in spans {
-        if e <= end {
-            continue;
-        }
-        total += e - s.max(end);
-        end = e;
-    }
-    total
 }
 
 #[cfg(test)]
@@ -327,7 +316,10 @@ mod tests {
         assert_eq!(OpGroup::of(Category::NormFwd), OpGroup::Reduction);
         assert_eq!(OpGroup::of(Category::Softmax), OpGroup::Reduction);
         assert_eq!(OpGroup::of(Category::Memory), OpGroup::Other);
-        assert_eq!(union(vec![(0, 10), (5, 15), (20, 30)]), 25);
+        assert_eq!(
+            crate::stats::union_length(vec![(0, 10), (5, 15), (20, 30)]),
+            25
+        );
     }
 
     #[test]

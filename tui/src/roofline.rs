@@ -35,11 +35,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use analysis::analyses::roofline::DeviceSpec;
 use analysis::analyses::roofline::{roofline_table, RooflineOp, RooflineOptions};
 use analysis::classify::is_device_work_category;
 use analysis::live::ReplaySeries;
 use analysis::{load_paths, LoadOptions, RankTrace};
-use perf_model::DeviceSpec;
 
 /// What bounds an operator on the device's roofline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

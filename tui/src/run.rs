@@ -36,7 +36,7 @@ pub fn run(args: Args) -> Result<()> {
             // Named devices are checked before the traces are read.
             let device = device_spec
                 .as_deref()
-                .map(perf_model::DeviceSpec::named)
+                .map(analysis::analyses::roofline::DeviceSpec::named)
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
             let options = ReplayOptions {

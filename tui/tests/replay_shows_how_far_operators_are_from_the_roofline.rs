@@ -28,7 +28,10 @@ fn replay(period: Option<Duration>) -> App {
 }
 
 /// [`replay`] against `device` (`--device-spec`), `None`: the traces' own.
-fn replay_against(period: Option<Duration>, device: Option<perf_model::DeviceSpec>) -> App {
+fn replay_against(
+    period: Option<Duration>,
+    device: Option<analysis::analyses::roofline::DeviceSpec>,
+) -> App {
     let options = ReplayOptions {
         period,
         ..ReplayOptions::default()
@@ -46,7 +49,7 @@ fn whole_table() -> RankRoofline {
 }
 
 /// [`whole_table`] against `device`.
-fn whole_table_against(device: Option<perf_model::DeviceSpec>) -> RankRoofline {
+fn whole_table_against(device: Option<analysis::analyses::roofline::DeviceSpec>) -> RankRoofline {
     let path = gpt_dir().join("rank0.pt.trace.json.gz");
     let traces = load_paths(&[&path], &LoadOptions::default()).unwrap();
     roofline_table(
@@ -131,7 +134,7 @@ fn one_period_over_the_whole_run_shows_the_tables_percent_of_roofline() {
 /// `analyze --device-spec mi300x` reports them; the pane says which device.
 #[test]
 fn a_named_device_replaces_the_traces_own() {
-    let mi300x = perf_model::DeviceSpec::named("mi300x").unwrap();
+    let mi300x = analysis::analyses::roofline::DeviceSpec::named("mi300x").unwrap();
     let mut app = replay_against(Some(Duration::from_secs(1)), Some(mi300x.clone()));
     key(&mut app, KeyCode::Char('2'));
     let view = app.tab_view(10);
@@ -149,7 +152,7 @@ fn a_named_device_replaces_the_traces_own() {
     let s = text(&screen(&app, 120, 40));
     assert!(s.contains(&format!("vs {}", mi300x.name)), "{s}");
     // A name that is neither built in nor a file says so.
-    let err = perf_model::DeviceSpec::named("no-such-device").unwrap_err();
+    let err = analysis::analyses::roofline::DeviceSpec::named("no-such-device").unwrap_err();
     assert!(err.contains("neither a built-in device"), "{err}");
 }
 

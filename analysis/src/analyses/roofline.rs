@@ -55,7 +55,10 @@ pub mod engines;
 pub mod graphs;
 pub mod rows;
 
-use perf_model::{Bound, Category, DeviceSpec, Model, OpArgs, OpCost};
+/// The device a roofline is against (`perf_model`'s), for crates that reach the model
+/// only through `analysis` (neuron-top: DESIGN.md's arrows).
+pub use perf_model::DeviceSpec;
+use perf_model::{Bound, Category, Model, OpArgs, OpCost};
 use serde::Serialize;
 
 use crate::error::AnalysisError;

@@ -200,9 +200,15 @@ pub(crate) fn build_rank<'t>(
         queue,
     );
     if mode == Mode::Default {
-        full_queue_edges(graph, events, clipped, &rank_graph);
+        // Position among `events` of each clipped event, by its index in the file: how
+        // the runtime edges find a device row's launching call.
+        let by_index: FastMap<u64, u32> = clipped
+            .iter()
+            .map(|&i| (events[i as usize].event_index, i))
+            .collect();
+        full_queue_edges(graph, events, clipped, &rank_graph, &by_index);
         contention_edges(graph, events, clipped, &rank_graph, nominal);
-        collective_input_edges(graph, events, clipped, &rank_graph);
+        collective_input_edges(graph, events, clipped, &rank_graph, &by_index);
     }
     rank_graph
 }

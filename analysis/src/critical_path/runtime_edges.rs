@@ -31,11 +31,8 @@ pub(super) fn full_queue_edges(
     events: &[CpEvent<'_>],
     clipped: &[u32],
     rank_graph: &RankGraph,
+    by_index: &FastMap<u64, u32>,
 ) {
-    let by_index: FastMap<u64, u32> = clipped
-        .iter()
-        .map(|&i| (events[i as usize].event_index, i))
-        .collect();
     // Device row ends per (device pid, stream), sorted.
     let mut ends: FastMap<(Option<i64>, i64), RowEnds> = FastMap::default();
     for &i in clipped {
@@ -206,11 +203,8 @@ pub(super) fn collective_input_edges(
     events: &[CpEvent<'_>],
     clipped: &[u32],
     rank_graph: &RankGraph,
+    by_index: &FastMap<u64, u32>,
 ) {
-    let by_index: FastMap<u64, u32> = clipped
-        .iter()
-        .map(|&i| (events[i as usize].event_index, i))
-        .collect();
     // The host call that launched a device row: who, and (when, its position).
     let launch = |row: &CpEvent<'_>| -> Option<(Launcher, (i64, u64))> {
         if row.index_correlation <= 0 {
@@ -507,7 +501,12 @@ mod tests {
         ];
         let clipped: Vec<u32> = (0..events.len() as u32).collect();
         let (mut graph, rank_graph) = graph_of(&events, &[(1, 3)]);
-        collective_input_edges(&mut graph, &events, &clipped, &rank_graph);
+        let by_index: FastMap<u64, u32> = events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.event_index, i as u32))
+            .collect();
+        collective_input_edges(&mut graph, &events, &clipped, &rank_graph, &by_index);
         assert_eq!(
             inputs_of(&graph, &rank_graph, 3),
             (vec![(0, 0)], true),
